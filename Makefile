@@ -1,0 +1,50 @@
+# kjit: one-command set-up, build, test and demo.
+#   make demo   - set up, build, run the seed examples on the best device present
+#   make test   - set up, build, run every test (C++ and Python)
+#   make check PYTHON=python3 - build and test with an existing Python that already has numpy,
+#                 pytest, nanobind and scikit-build-core (no virtual environment, no downloads)
+
+PYTHON ?= .venv/bin/python
+BUILD ?= build
+JOBS ?= $(shell nproc)
+VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes
+
+.PHONY: all venv build test check demo bench clean format
+
+all: build
+
+.venv/.done:
+	python3 -m venv .venv
+	.venv/bin/python -m pip install --quiet --upgrade pip
+	.venv/bin/python -m pip install --quiet $(VENV_PACKAGES)
+	touch $@
+
+venv: .venv/.done
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(abspath $(PYTHON))
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Tests run with a private cache directory so that they never see a user's cache.
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m pytest tests/python -n $(JOBS) -q
+
+test: venv
+	$(MAKE) check
+
+demo: venv build
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) examples/myexp.py
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) examples/invert_3x3.py
+	$(BUILD)/myexp_cpp
+
+bench: venv build
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/cpu.py
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cpp')
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,25 @@
+// The compile caches (in memory and on disk).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kjit {
+
+struct CacheInfo {
+  std::string directory;  // empty when the disk cache is off or unusable
+  bool disk_enabled = false;
+  uint64_t disk_entries = 0;
+  uint64_t disk_bytes = 0;
+  uint64_t disk_limit_bytes = 0;
+  uint64_t memory_entries = 0;
+  uint64_t compiles = 0;    // compiler runs in this process
+  uint64_t disk_hits = 0;   // kernels loaded from disk in this process
+};
+
+CacheInfo cache_info();
+
+/// Empties the in-memory cache and deletes the disk cache's entries.
+void clear_cache();
+
+}  // namespace kjit

@@ -1,0 +1,90 @@
+// Kernels written as a body string in Metal Shading Language or CUDA C++.
+#pragma once
+
+#include <kjit/array.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kjit {
+
+/// Three sizes: a grid in threads, or a threadgroup.
+struct Dim3 {
+  int64_t x = 1, y = 1, z = 1;
+};
+
+/// A template value: a bool, an int or a dtype (checked in that order from Python).
+using TemplateValue = std::variant<bool, int, Dtype>;
+using TemplateArgs = std::vector<std::pair<std::string, TemplateValue>>;
+
+enum class MathMode { Safe, Relaxed, Fast };
+
+struct CompileOptions {
+  MathMode math_mode = MathMode::Safe;
+};
+
+/// Per-call options beyond MLX's signature.
+struct LaunchOptions {
+  /// Where to run; default: where the array inputs live, else default_device().
+  std::optional<Device> device;
+  /// Preallocated row-contiguous outputs, written in place and returned.
+  std::vector<Array> outputs;
+  /// Where verbose=true sends the generated source (default: std::cout).
+  std::function<void(std::string_view)> print;
+};
+
+struct KernelSpec;
+
+class Kernel {
+ public:
+  explicit Kernel(std::shared_ptr<const KernelSpec> spec);
+  ~Kernel();
+  Kernel(const Kernel&) = default;
+  Kernel& operator=(const Kernel&) = default;
+
+  /// Runs the kernel; returns the outputs (fresh row-contiguous arrays, or LaunchOptions::outputs).
+  std::vector<Array> operator()(const std::vector<Array>& inputs,
+                                const std::vector<Shape>& output_shapes,
+                                const std::vector<Dtype>& output_dtypes, Dim3 grid,
+                                Dim3 threadgroup, const TemplateArgs& template_args = {},
+                                std::optional<double> init_value = std::nullopt,
+                                bool verbose = false, const LaunchOptions& options = {}) const;
+
+  /// Builds (and caches) the kernel for inputs of these dtypes and ndims without launching it.
+  void build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
+             const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args = {},
+             Device device = Device::cpu()) const;
+
+  const std::string& name() const;
+  const std::vector<std::string>& input_names() const;
+  const std::vector<std::string>& output_names() const;
+  /// "metal_kernel" or "cuda_kernel".
+  const char* api() const;
+
+ private:
+  struct State;
+  std::shared_ptr<const KernelSpec> spec_;
+  std::shared_ptr<State> state_;
+};
+
+/// A kernel whose body is Metal Shading Language (the API of mx.fast.metal_kernel).
+Kernel metal_kernel(const std::string& name, const std::vector<std::string>& input_names,
+                    const std::vector<std::string>& output_names, const std::string& source,
+                    const std::string& header = "", bool ensure_row_contiguous = true,
+                    bool atomic_outputs = false, CompileOptions compile_options = {});
+
+/// A kernel whose body is CUDA C++ (the API of mx.fast.cuda_kernel).
+Kernel cuda_kernel(const std::string& name, const std::vector<std::string>& input_names,
+                   const std::vector<std::string>& output_names, const std::string& source,
+                   const std::string& header = "", bool ensure_row_contiguous = true,
+                   int shared_memory = 0, CompileOptions compile_options = {},
+                   bool atomic_outputs = false);
+
+}  // namespace kjit

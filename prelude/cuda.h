@@ -1,0 +1,137 @@
+// CUDA C++ names for kernels compiled for the CPU: execution-space qualifiers, __half and
+// __nv_bfloat16, the math library's float functions and intrinsics, cooperative_groups basics.
+#include "cpu_thread.h"
+
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+
+namespace kjit::cuda_dialect {
+
+typedef ::kjit::half_t __half;
+typedef ::kjit::bfloat_t __nv_bfloat16;
+typedef ::kjit::uint3 uint3;
+typedef ::kjit::uint3 dim3;
+
+using ::kjit::exp, ::kjit::exp2, ::kjit::expm1, ::kjit::log, ::kjit::log2, ::kjit::log10,
+    ::kjit::log1p, ::kjit::sqrt, ::kjit::rsqrt, ::kjit::cbrt, ::kjit::sin, ::kjit::cos,
+    ::kjit::tan, ::kjit::asin, ::kjit::acos, ::kjit::atan, ::kjit::sinh, ::kjit::cosh,
+    ::kjit::tanh, ::kjit::asinh, ::kjit::acosh, ::kjit::atanh, ::kjit::erf, ::kjit::erfc,
+    ::kjit::floor, ::kjit::ceil, ::kjit::trunc, ::kjit::round, ::kjit::rint, ::kjit::fabs,
+    ::kjit::abs, ::kjit::pow, ::kjit::atan2, ::kjit::fmod, ::kjit::fmax, ::kjit::fmin,
+    ::kjit::copysign, ::kjit::fma, ::kjit::isnan, ::kjit::isinf, ::kjit::isfinite,
+    ::kjit::signbit, ::kjit::max, ::kjit::min, ::kjit::tgamma, ::kjit::lgamma, ::kjit::hypot;
+
+#define KJIT_CUDA_F1(name) \
+  KJIT_INLINE float name##f(float x) { return ::kjit::name(x); }
+KJIT_CUDA_F1(exp)
+KJIT_CUDA_F1(exp2)
+KJIT_CUDA_F1(expm1)
+KJIT_CUDA_F1(log)
+KJIT_CUDA_F1(log2)
+KJIT_CUDA_F1(log10)
+KJIT_CUDA_F1(log1p)
+KJIT_CUDA_F1(sqrt)
+KJIT_CUDA_F1(rsqrt)
+KJIT_CUDA_F1(cbrt)
+KJIT_CUDA_F1(sin)
+KJIT_CUDA_F1(cos)
+KJIT_CUDA_F1(tan)
+KJIT_CUDA_F1(asin)
+KJIT_CUDA_F1(acos)
+KJIT_CUDA_F1(atan)
+KJIT_CUDA_F1(sinh)
+KJIT_CUDA_F1(cosh)
+KJIT_CUDA_F1(tanh)
+KJIT_CUDA_F1(erf)
+KJIT_CUDA_F1(erfc)
+KJIT_CUDA_F1(floor)
+KJIT_CUDA_F1(ceil)
+KJIT_CUDA_F1(trunc)
+KJIT_CUDA_F1(round)
+KJIT_CUDA_F1(rint)
+KJIT_CUDA_F1(fabs)
+#undef KJIT_CUDA_F1
+#define KJIT_CUDA_F2(name) \
+  KJIT_INLINE float name##f(float x, float y) { return ::kjit::name(x, y); }
+KJIT_CUDA_F2(pow)
+KJIT_CUDA_F2(atan2)
+KJIT_CUDA_F2(fmod)
+KJIT_CUDA_F2(fmax)
+KJIT_CUDA_F2(fmin)
+KJIT_CUDA_F2(copysign)
+KJIT_CUDA_F2(hypot)
+#undef KJIT_CUDA_F2
+KJIT_INLINE float fmaf(float a, float b, float c) { return ::kjit::fma(a, b, c); }
+// Intrinsics: on the CPU the approximate forms are the exact ones.
+KJIT_INLINE float __expf(float x) { return ::kjit::exp(x); }
+KJIT_INLINE float __logf(float x) { return ::kjit::log(x); }
+KJIT_INLINE float __sinf(float x) { return ::kjit::sin(x); }
+KJIT_INLINE float __cosf(float x) { return ::kjit::cos(x); }
+KJIT_INLINE float __tanf(float x) { return ::kjit::tan(x); }
+KJIT_INLINE float __powf(float x, float y) { return ::kjit::pow(x, y); }
+KJIT_INLINE float __fdividef(float x, float y) { return x / y; }
+KJIT_INLINE float __frcp_rn(float x) { return 1.0f / x; }
+KJIT_INLINE float __fsqrt_rn(float x) { return ::kjit::sqrt(x); }
+KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
+
+KJIT_INLINE float __half2float(__half h) { return float(h); }
+KJIT_INLINE __half __float2half(float f) { return __half(f); }
+KJIT_INLINE __half __float2half_rn(float f) { return __half(f); }
+KJIT_INLINE float __bfloat162float(__nv_bfloat16 h) { return float(h); }
+KJIT_INLINE __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
+KJIT_INLINE __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
+template <class H>
+KJIT_INLINE H hexp(H x) {
+  return ::kjit::exp(x);
+}
+template <class H>
+KJIT_INLINE H hsqrt(H x) {
+  return ::kjit::sqrt(x);
+}
+
+}  // namespace kjit::cuda_dialect
+
+namespace cooperative_groups {
+
+struct grid_group {
+  KJIT_INLINE unsigned long long thread_rank() const {
+    const ::kjit::thread_ctx& t = *::kjit::current_thread;
+    const ::kjit::uint3 g = t.group_id, n = t.threadgroups_per_grid();
+    unsigned long long block = g.x + static_cast<unsigned long long>(n.x) * (g.y + n.y * g.z);
+    const ::kjit::uint3 b = t.dispatch_threads_per_threadgroup(), l = t.local_id();
+    return block * t.full_group_threads() + (l.x + b.x * (l.y + b.y * l.z));
+  }
+  KJIT_INLINE unsigned long long size() const {
+    const ::kjit::thread_ctx& t = *::kjit::current_thread;
+    const ::kjit::uint3 n = t.threadgroups_per_grid();
+    return static_cast<unsigned long long>(n.x) * n.y * n.z * t.full_group_threads();
+  }
+  KJIT_INLINE unsigned long long num_threads() const { return size(); }
+};
+
+struct thread_block {
+  KJIT_INLINE unsigned thread_rank() const {
+    const ::kjit::thread_ctx& t = *::kjit::current_thread;
+    const ::kjit::uint3 b = t.dispatch_threads_per_threadgroup(), l = t.local_id();
+    return l.x + b.x * (l.y + b.y * l.z);
+  }
+  KJIT_INLINE unsigned size() const { return ::kjit::current_thread->full_group_threads(); }
+  KJIT_INLINE unsigned num_threads() const { return size(); }
+  KJIT_INLINE ::kjit::uint3 group_index() const { return ::kjit::current_thread->group_id; }
+  KJIT_INLINE ::kjit::uint3 thread_index() const { return ::kjit::current_thread->local_id(); }
+};
+
+KJIT_INLINE grid_group this_grid() { return {}; }
+KJIT_INLINE thread_block this_thread_block() { return {}; }
+
+}  // namespace cooperative_groups
+
+namespace kjit_user {
+using namespace ::kjit::cuda_dialect;
+namespace cg = ::cooperative_groups;
+using ::kjit::ceildiv, ::kjit::elem_to_loc, ::kjit::elem_to_loc_1, ::kjit::elem_to_loc_2,
+    ::kjit::elem_to_loc_3, ::kjit::Limits;
+}  // namespace kjit_user

@@ -1,0 +1,103 @@
+// The helpers MLX puts in front of every custom kernel (kernels/utils.h, cuda device/utils.cuh):
+// elem_to_loc and friends, ceildiv, Limits, WARP_SIZE, MAX_NDIM.
+#include "vec.h"
+
+#define MAX_NDIM 10
+#define WARP_SIZE 32
+
+namespace kjit {
+
+// Shape and strides parameters: x_shape[i], x_shape.data(), and a pointer where MLX passes one.
+template <class T>
+struct dims_view {
+  const T* p;
+  template <class I>
+  KJIT_INLINE const T& operator[](I i) const {
+    return p[i];
+  }
+  KJIT_INLINE const T* data() const { return p; }
+  KJIT_INLINE operator const T*() const { return p; }
+};
+
+template <class IdxT = int64_t>
+KJIT_INLINE IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int i = ndim - 1; i >= 0 && elem > 0; --i) {
+    loc += static_cast<IdxT>(elem % static_cast<IdxT>(shape[i])) * static_cast<IdxT>(strides[i]);
+    elem /= static_cast<IdxT>(shape[i]);
+  }
+  return loc;
+}
+
+template <class IdxT = int64_t>
+KJIT_INLINE IdxT elem_to_loc(vec<unsigned, 3> elem, const int* shape, const int64_t* strides,
+                             int ndim) {
+  IdxT loc = static_cast<IdxT>(elem.x) * static_cast<IdxT>(strides[ndim - 1]);
+  if (ndim > 1) loc += static_cast<IdxT>(elem.y) * static_cast<IdxT>(strides[ndim - 2]);
+  for (int d = ndim - 3; d >= 0; --d) {
+    loc += static_cast<IdxT>(elem.z % static_cast<unsigned>(shape[d])) *
+           static_cast<IdxT>(strides[d]);
+    elem.z /= static_cast<unsigned>(shape[d]);
+  }
+  return loc;
+}
+
+template <class IdxT = int64_t>
+KJIT_INLINE IdxT elem_to_loc_1(unsigned elem, int64_t stride) {
+  return static_cast<IdxT>(elem) * static_cast<IdxT>(stride);
+}
+template <class IdxT = int64_t>
+KJIT_INLINE IdxT elem_to_loc_2(vec<unsigned, 2> elem, const int64_t* strides) {
+  return static_cast<IdxT>(elem.x) * strides[1] + static_cast<IdxT>(elem.y) * strides[0];
+}
+template <class IdxT = int64_t>
+KJIT_INLINE IdxT elem_to_loc_3(vec<unsigned, 3> elem, const int64_t* strides) {
+  return static_cast<IdxT>(elem.x) * strides[2] + static_cast<IdxT>(elem.y) * strides[1] +
+         static_cast<IdxT>(elem.z) * strides[0];
+}
+
+template <class T>
+KJIT_INLINE constexpr T ceildiv(T n, T d) {
+  return (n + d - 1) / d;
+}
+
+template <class T>
+struct Limits;
+#define KJIT_INT_LIMITS(T, lo, hi)                 \
+  template <>                                      \
+  struct Limits<T> {                               \
+    static constexpr T max = hi;                   \
+    static constexpr T min = lo;                   \
+    static constexpr T finite_max = hi;            \
+    static constexpr T finite_min = lo;            \
+  };
+KJIT_INT_LIMITS(bool, false, true)
+KJIT_INT_LIMITS(int8_t, -128, 127)
+KJIT_INT_LIMITS(int16_t, -32768, 32767)
+KJIT_INT_LIMITS(int32_t, -2147483647 - 1, 2147483647)
+KJIT_INT_LIMITS(int64_t, -9223372036854775807L - 1, 9223372036854775807L)
+KJIT_INT_LIMITS(uint8_t, 0, 255)
+KJIT_INT_LIMITS(uint16_t, 0, 65535)
+KJIT_INT_LIMITS(uint32_t, 0, 4294967295u)
+KJIT_INT_LIMITS(uint64_t, 0, 18446744073709551615ul)
+#undef KJIT_INT_LIMITS
+#define KJIT_FLOAT_LIMITS(T, fmax_bits, inf_bits, bits_type, make)             \
+  template <>                                                                  \
+  struct Limits<T> {                                                           \
+    static KJIT_INLINE T bits(bits_type b) { return make(b); }                 \
+    static inline const T max = bits(inf_bits);                                \
+    static inline const T min = bits(inf_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1))); \
+    static inline const T finite_max = bits(fmax_bits);                        \
+    static inline const T finite_min = bits(fmax_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1))); \
+  };
+#define KJIT_BITCAST_F32(b) __builtin_bit_cast(float, b)
+#define KJIT_BITCAST_F64(b) __builtin_bit_cast(double, b)
+KJIT_FLOAT_LIMITS(float, 0x7f7fffffu, 0x7f800000u, uint32_t, KJIT_BITCAST_F32)
+KJIT_FLOAT_LIMITS(double, 0x7fefffffffffffffull, 0x7ff0000000000000ull, uint64_t, KJIT_BITCAST_F64)
+KJIT_FLOAT_LIMITS(half_t, 0x7bffu, 0x7c00u, uint16_t, half_t::from_bits)
+KJIT_FLOAT_LIMITS(bfloat_t, 0x7f7fu, 0x7f80u, uint16_t, bfloat_t::from_bits)
+#undef KJIT_BITCAST_F32
+#undef KJIT_BITCAST_F64
+#undef KJIT_FLOAT_LIMITS
+
+}  // namespace kjit

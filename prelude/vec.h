@@ -1,0 +1,176 @@
+// Short vectors (Metal's vec<T, N>, float4, uint3, ...): Metal's sizes and alignment (a 3-vector
+// is padded to 4 elements), broadcast and element-wise constructors, component-wise operators.
+#include "math.h"
+
+namespace kjit {
+
+template <class T, int N>
+struct vec;
+
+template <class T>
+struct alignas(2 * sizeof(T)) vec<T, 2> {
+  T x, y;
+  vec() = default;
+  KJIT_INLINE constexpr vec(T s) : x(s), y(s) {}
+  KJIT_INLINE constexpr vec(T a, T b) : x(a), y(b) {}
+  template <class U>
+  KJIT_INLINE constexpr explicit vec(const vec<U, 2>& v) : x(T(v.x)), y(T(v.y)) {}
+  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : y; }
+  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : y; }
+};
+
+// Element access by index selects a member (never pointer arithmetic across members), so that
+// vectors stay in registers once loops over their elements are unrolled.
+template <class T>
+struct alignas(4 * sizeof(T)) vec<T, 3> {
+  T x, y, z;
+  vec() = default;
+  KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s) {}
+  KJIT_INLINE constexpr vec(T a, T b, T c) : x(a), y(b), z(c) {}
+  KJIT_INLINE constexpr vec(const vec<T, 2>& ab, T c) : x(ab.x), y(ab.y), z(c) {}
+  KJIT_INLINE constexpr vec(T a, const vec<T, 2>& bc) : x(a), y(bc.x), z(bc.y) {}
+  template <class U>
+  KJIT_INLINE constexpr explicit vec(const vec<U, 3>& v) : x(T(v.x)), y(T(v.y)), z(T(v.z)) {}
+  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : z; }
+  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : z; }
+};
+
+template <class T>
+struct alignas(4 * sizeof(T)) vec<T, 4> {
+  T x, y, z, w;
+  vec() = default;
+  KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s), w(s) {}
+  KJIT_INLINE constexpr vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
+  KJIT_INLINE constexpr vec(const vec<T, 2>& ab, const vec<T, 2>& cd)
+      : x(ab.x), y(ab.y), z(cd.x), w(cd.y) {}
+  KJIT_INLINE constexpr vec(const vec<T, 3>& abc, T d) : x(abc.x), y(abc.y), z(abc.z), w(d) {}
+  KJIT_INLINE constexpr vec(T a, const vec<T, 3>& bcd) : x(a), y(bcd.x), z(bcd.y), w(bcd.z) {}
+  template <class U>
+  KJIT_INLINE constexpr explicit vec(const vec<U, 4>& v)
+      : x(T(v.x)), y(T(v.y)), z(T(v.z)), w(T(v.w)) {}
+  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
+  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
+};
+
+template <class T>
+inline constexpr bool is_vec_v = false;
+template <class T, int N>
+inline constexpr bool is_vec_v<vec<T, N>> = true;
+
+#define KJIT_VEC_OP(op)                                                      \
+  template <class T, int N>                                                  \
+  KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
+    vec<T, N> r;                                                             \
+    for (int i = 0; i < N; ++i) r[i] = T(a[i] op b[i]);                      \
+    return r;                                                                \
+  }                                                                          \
+  template <class T, int N, class S>                                         \
+    requires(!is_vec_v<S>)                                                   \
+  KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, S b) {               \
+    return a op vec<T, N>(T(b));                                             \
+  }                                                                          \
+  template <class T, int N, class S>                                         \
+    requires(!is_vec_v<S>)                                                   \
+  KJIT_INLINE vec<T, N> operator op(S a, const vec<T, N>& b) {               \
+    return vec<T, N>(T(a)) op b;                                             \
+  }                                                                          \
+  template <class T, int N, class U>                                         \
+  KJIT_INLINE vec<T, N>& operator op##=(vec<T, N>& a, const U& b) {          \
+    return a = a op b;                                                       \
+  }
+KJIT_VEC_OP(+)
+KJIT_VEC_OP(-)
+KJIT_VEC_OP(*)
+KJIT_VEC_OP(/)
+KJIT_VEC_OP(%)
+KJIT_VEC_OP(&)
+KJIT_VEC_OP(|)
+KJIT_VEC_OP(^)
+KJIT_VEC_OP(<<)
+KJIT_VEC_OP(>>)
+#undef KJIT_VEC_OP
+
+#define KJIT_VEC_CMP(op)                                                        \
+  template <class T, int N>                                                     \
+  KJIT_INLINE vec<bool, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
+    vec<bool, N> r;                                                             \
+    for (int i = 0; i < N; ++i) r[i] = a[i] op b[i];                            \
+    return r;                                                                   \
+  }
+KJIT_VEC_CMP(==)
+KJIT_VEC_CMP(!=)
+KJIT_VEC_CMP(<)
+KJIT_VEC_CMP(<=)
+KJIT_VEC_CMP(>)
+KJIT_VEC_CMP(>=)
+#undef KJIT_VEC_CMP
+
+template <class T, int N>
+KJIT_INLINE vec<T, N> operator-(const vec<T, N>& a) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = -a[i];
+  return r;
+}
+
+#define KJIT_VEC_UNARY(name)                       \
+  template <class T, int N>                        \
+  KJIT_INLINE vec<T, N> name(const vec<T, N>& a) { \
+    vec<T, N> r;                                   \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i]); \
+    return r;                                      \
+  }
+KJIT_VEC_UNARY(exp)
+KJIT_VEC_UNARY(exp2)
+KJIT_VEC_UNARY(log)
+KJIT_VEC_UNARY(log2)
+KJIT_VEC_UNARY(sqrt)
+KJIT_VEC_UNARY(rsqrt)
+KJIT_VEC_UNARY(sin)
+KJIT_VEC_UNARY(cos)
+KJIT_VEC_UNARY(tanh)
+KJIT_VEC_UNARY(floor)
+KJIT_VEC_UNARY(ceil)
+KJIT_VEC_UNARY(round)
+KJIT_VEC_UNARY(fabs)
+KJIT_VEC_UNARY(abs)
+#undef KJIT_VEC_UNARY
+
+template <class T, int N>
+KJIT_INLINE vec<T, N> max_same(const vec<T, N>& a, const vec<T, N>& b) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = max_same<T>(a[i], b[i]);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> min_same(const vec<T, N>& a, const vec<T, N>& b) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = min_same<T>(a[i], b[i]);
+  return r;
+}
+
+template <class T, int N>
+KJIT_INLINE T dot(const vec<T, N>& a, const vec<T, N>& b) {
+  T s = a[0] * b[0];
+  for (int i = 1; i < N; ++i) s += a[i] * b[i];
+  return s;
+}
+template <class T, int N>
+KJIT_INLINE T length(const vec<T, N>& a) {
+  return sqrt(dot(a, a));
+}
+template <int N>
+KJIT_INLINE bool all(const vec<bool, N>& a) {
+  for (int i = 0; i < N; ++i)
+    if (!a[i]) return false;
+  return true;
+}
+template <int N>
+KJIT_INLINE bool any(const vec<bool, N>& a) {
+  for (int i = 0; i < N; ++i)
+    if (a[i]) return true;
+  return false;
+}
+
+using uint3 = vec<unsigned, 3>;
+
+}  // namespace kjit

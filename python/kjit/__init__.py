@@ -1,0 +1,75 @@
+"""kjit: GPU kernels written as a body string, in Metal Shading Language or CUDA C++, run on
+NVIDIA GPUs or on the CPU, from any array library.
+
+>>> import kjit, numpy as np
+>>> k = kjit.metal_kernel(name="twice", input_names=["x"], output_names=["y"],
+...                       source="uint i = thread_position_in_grid.x; y[i] = 2 * x[i];")
+>>> x = np.arange(4, dtype=np.float32)
+>>> k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+...   grid=(4, 1, 1), threadgroup=(4, 1, 1))[0]
+array([0., 2., 4., 6.], dtype=float32)
+"""
+
+from ._kjit import (
+    Array,
+    CompileError,
+    Dtype,
+    Kernel,
+    LaunchError,
+    __version__,
+    array,
+    bfloat16,
+    bool_,
+    cache_info,
+    clear_cache,
+    complex64,
+    cuda_kernel,
+    default_device,
+    devices,
+    empty,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    metal_kernel,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    zeros,
+)
+
+__all__ = [
+    "Array",
+    "CompileError",
+    "Dtype",
+    "Kernel",
+    "LaunchError",
+    "__version__",
+    "array",
+    "bfloat16",
+    "bool_",
+    "cache_info",
+    "clear_cache",
+    "complex64",
+    "cuda_kernel",
+    "default_device",
+    "devices",
+    "empty",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "metal_kernel",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "zeros",
+]

@@ -1,0 +1,124 @@
+// kjit.Array, kjit.Dtype and the array helpers (array, empty, zeros, devices...).
+#include <kjit/kjit.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "convert.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kjit::python {
+namespace {
+
+Device to_device(nb::handle obj, const char* param) {
+  if (obj.is_none()) return default_device();
+  if (!nb::isinstance<nb::str>(obj)) {
+    throw TypeError(std::string(param) + ": expected 'cpu', 'cuda' or 'cuda:N'");
+  }
+  return Device::parse(nb::cast<std::string>(obj), param);
+}
+
+nb::tuple shape_tuple(const Array& a) {
+  nb::list l;
+  for (int64_t d : a.shape()) l.append(d);
+  return nb::tuple(l);
+}
+
+}  // namespace
+
+void init_array(nb::module_& m) {
+  nb::enum_<Dtype> dtype(m, "Dtype", "Element types of arrays and kernel parameters.");
+  for (int i = 0; i < kNumDtypes; ++i) {
+    Dtype d = static_cast<Dtype>(i);
+    std::string name(dtype_name(d));
+    dtype.value(name.c_str(), d);
+    m.attr((name == "bool" ? "bool_" : name).c_str()) = nb::cast(d);
+  }
+  dtype.def_prop_ro("itemsize", [](Dtype d) { return itemsize(d); });
+  dtype.def_prop_ro("name", [](Dtype d) { return std::string(dtype_name(d)); });
+  dtype.def("__str__", [](Dtype d) { return std::string(dtype_name(d)); });
+  dtype.def("__repr__", [](Dtype d) { return "kjit." + std::string(dtype_name(d)); });
+
+  nb::class_<Array>(m, "Array", "An n-dimensional array on a device, owning or borrowing memory.")
+      .def_prop_ro("shape", &shape_tuple)
+      .def_prop_ro("strides", [](const Array& a) {
+        nb::list l;
+        for (int64_t s : a.strides()) l.append(s);
+        return nb::tuple(l);
+      }, "Strides in elements.")
+      .def_prop_ro("dtype", &Array::dtype)
+      .def_prop_ro("ndim", &Array::ndim)
+      .def_prop_ro("size", &Array::size)
+      .def_prop_ro("nbytes", &Array::nbytes)
+      .def_prop_ro("device", [](const Array& a) { return a.device().str(); })
+      .def("numpy", [](const Array& a) { return from_array(a, Framework::Numpy); },
+           "A NumPy view of the array (CPU arrays only).")
+      .def("__array__", [](const Array& a, nb::handle dtype, nb::handle copy) {
+             nb::object arr = from_array(a, Framework::Numpy);
+             if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
+             if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
+             return arr;
+           }, "dtype"_a = nb::none(), "copy"_a = nb::none())
+      .def("__dlpack__", [](const Array& a, nb::kwargs kwargs) {
+             return dlpack_view(a).attr("__dlpack__")(**kwargs);
+           })
+      .def("__dlpack_device__", [](const Array& a) {
+        return nb::make_tuple(a.device().type == DeviceType::CPU ? 1 : 2, a.device().index);
+      })
+      .def("to", [](const Array& a, nb::handle device) { return a.to(to_device(device, "device")); },
+           "device"_a, "The array on another device (itself when already there).")
+      .def("__repr__", [](const Array& a) {
+        std::string s = "kjit.Array(shape=(";
+        for (int i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+        if (a.ndim() == 1) s += ",";
+        return s + "), dtype=" + std::string(dtype_name(a.dtype())) + ", device=" +
+               a.device().str() + ")";
+      });
+
+  m.def("array", [](nb::handle obj, nb::handle device, nb::handle dtype) {
+          Array a = to_array(obj, "obj", /*keep_alive=*/true);
+          if (!dtype.is_none() && to_dtype(dtype, "dtype") != a.dtype()) {
+            throw ValueError("dtype: kjit.array does not convert between dtypes (got " +
+                             std::string(dtype_name(a.dtype())) + ")");
+          }
+          return device.is_none() ? a : a.to(to_device(device, "device"));
+        }, "obj"_a, "device"_a = nb::none(), "dtype"_a = nb::none(),
+        "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).");
+  m.def("empty", [](nb::handle shape, nb::handle dtype, nb::handle device) {
+          return Array::empty(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
+                              to_device(device, "device"));
+        }, "shape"_a, "dtype"_a = nb::cast(Dtype::Float32), "device"_a = nb::none(),
+        "A new uninitialised row-contiguous array.");
+  m.def("zeros", [](nb::handle shape, nb::handle dtype, nb::handle device) {
+          return Array::zeros(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
+                              to_device(device, "device"));
+        }, "shape"_a, "dtype"_a = nb::cast(Dtype::Float32), "device"_a = nb::none(),
+        "A new zero-filled row-contiguous array.");
+  m.def("devices", [] {
+          std::vector<std::string> out;
+          for (const Device& d : devices()) out.push_back(d.str());
+          return out;
+        }, "The devices that can run kernels now.");
+  m.def("default_device", [] { return default_device().str(); },
+        "The GPU when one works, else 'cpu'.");
+  m.def("cache_info", [] {
+          CacheInfo c = cache_info();
+          nb::dict d;
+          d["directory"] = c.directory;
+          d["disk_enabled"] = c.disk_enabled;
+          d["disk_entries"] = c.disk_entries;
+          d["disk_bytes"] = c.disk_bytes;
+          d["disk_limit_bytes"] = c.disk_limit_bytes;
+          d["memory_entries"] = c.memory_entries;
+          d["compiles"] = c.compiles;
+          d["disk_hits"] = c.disk_hits;
+          return d;
+        }, "What the compile caches hold, and how many compiles and disk hits this process had.");
+  m.def("clear_cache", &clear_cache, "Empties the in-memory cache and deletes disk entries.");
+  m.attr("__version__") = version();
+}
+
+}  // namespace kjit::python

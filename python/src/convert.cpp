@@ -1,0 +1,292 @@
+#include "convert.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace kjit::python {
+namespace {
+
+namespace dl = nb::dlpack;
+
+std::string qualified_type_name(nb::handle obj) {
+  return nb::borrow<nb::str>(nb::type_name(obj.type())).c_str();
+}
+
+std::string describe(nb::handle obj) { return "'" + qualified_type_name(obj) + "'"; }
+
+std::optional<Dtype> from_dlpack_dtype(dl::dtype t) {
+  if (t.lanes != 1) return std::nullopt;
+  switch (static_cast<dl::dtype_code>(t.code)) {
+    case dl::dtype_code::Bool: return Dtype::Bool;
+    case dl::dtype_code::Int:
+      switch (t.bits) {
+        case 8: return Dtype::Int8;
+        case 16: return Dtype::Int16;
+        case 32: return Dtype::Int32;
+        case 64: return Dtype::Int64;
+      }
+      break;
+    case dl::dtype_code::UInt:
+      switch (t.bits) {
+        case 8: return Dtype::UInt8;
+        case 16: return Dtype::UInt16;
+        case 32: return Dtype::UInt32;
+        case 64: return Dtype::UInt64;
+      }
+      break;
+    case dl::dtype_code::Float:
+      switch (t.bits) {
+        case 16: return Dtype::Float16;
+        case 32: return Dtype::Float32;
+        case 64: return Dtype::Float64;
+      }
+      break;
+    case dl::dtype_code::Bfloat:
+      if (t.bits == 16) return Dtype::BFloat16;
+      break;
+    case dl::dtype_code::Complex:
+      if (t.bits == 64) return Dtype::Complex64;
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+dl::dtype to_dlpack_dtype(Dtype d) {
+  uint8_t bits = static_cast<uint8_t>(itemsize(d) * 8);
+  dl::dtype_code code = dl::dtype_code::Float;
+  if (d == Dtype::Bool) code = dl::dtype_code::Bool;
+  else if (d >= Dtype::Int8 && d <= Dtype::Int64) code = dl::dtype_code::Int;
+  else if (d >= Dtype::UInt8 && d <= Dtype::UInt64) code = dl::dtype_code::UInt;
+  else if (d == Dtype::BFloat16) code = dl::dtype_code::Bfloat;
+  else if (d == Dtype::Complex64) code = dl::dtype_code::Complex;
+  return dl::dtype{static_cast<uint8_t>(code), bits, 1};
+}
+
+// Python objects released from C++ (e.g. the last reference to an input's owner) need the GIL.
+std::shared_ptr<void> python_owner(nb::object obj) {
+  return std::shared_ptr<void>(obj.release().ptr(), [](void* p) {
+    nb::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(p));
+  });
+}
+
+Array from_ndarray(const nb::ndarray<>& nd, std::optional<Dtype> dtype_override,
+                   const std::string& param, std::shared_ptr<void> owner) {
+  std::optional<Dtype> dtype = dtype_override ? dtype_override : from_dlpack_dtype(nd.dtype());
+  if (!dtype) {
+    throw TypeError(param + ": unsupported element type (DLPack code " +
+                    std::to_string(nd.dtype().code) + ", " + std::to_string(nd.dtype().bits) +
+                    " bits)");
+  }
+  if (nd.ndim() > static_cast<size_t>(kMaxNdim)) {
+    throw ValueError(param + ": " + std::to_string(nd.ndim()) +
+                     " dimensions; at most 10 are supported");
+  }
+  Device device = Device::cpu();
+  const int type = nd.device_type();
+  if (type == nb::device::cuda::value) {
+    device = Device::cuda(nd.device_id());
+  } else if (type != nb::device::cpu::value && type != nb::device::cuda_host::value &&
+             type != nb::device::cuda_managed::value) {
+    throw ValueError(param + ": arrays on this kind of device are not supported");
+  }
+  Shape shape(nd.ndim()), strides(nd.ndim());
+  for (size_t i = 0; i < nd.ndim(); ++i) {
+    shape[i] = nd.shape(i);
+    strides[i] = nd.stride(i);
+  }
+  return Array::borrow(const_cast<void*>(nd.data()), shape, strides, *dtype, device,
+                       std::move(owner));
+}
+
+}  // namespace
+
+Framework framework_of(nb::handle obj) {
+  static std::mutex mutex;
+  static std::unordered_map<PyTypeObject*, Framework> known;
+  PyTypeObject* type = Py_TYPE(obj.ptr());
+  {
+    std::lock_guard lock(mutex);
+    auto it = known.find(type);
+    if (it != known.end()) return it->second;
+  }
+  std::string module;
+  if (nb::hasattr(obj.type(), "__module__")) {
+    nb::object m = obj.type().attr("__module__");
+    if (nb::isinstance<nb::str>(m)) module = nb::cast<std::string>(m);
+  }
+  auto starts = [&](const char* p) { return module.rfind(p, 0) == 0; };
+  Framework f = starts("kjit")                            ? Framework::Kjit
+                : starts("numpy")                         ? Framework::Numpy
+                : starts("torch")                         ? Framework::Torch
+                : starts("cupy")                          ? Framework::Cupy
+                : starts("jax") || starts("jaxlib")       ? Framework::Jax
+                                                          : Framework::Other;
+  std::lock_guard lock(mutex);
+  known.emplace(type, f);
+  return f;
+}
+
+bool is_python_scalar(nb::handle obj) {
+  return PyBool_Check(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyFloat_CheckExact(obj.ptr());
+}
+
+Dtype to_dtype(nb::handle obj, const std::string& param) {
+  if (nb::isinstance<Dtype>(obj)) return nb::cast<Dtype>(obj);
+  // Dtype objects of other libraries are long-lived singletons: remember what each one means.
+  static std::mutex mutex;
+  static std::unordered_map<PyObject*, Dtype> known;
+  {
+    std::lock_guard lock(mutex);
+    auto it = known.find(obj.ptr());
+    if (it != known.end()) return it->second;
+  }
+  std::string name;
+  if (nb::isinstance<nb::str>(obj)) {
+    name = nb::cast<std::string>(obj);
+  } else if (nb::hasattr(obj, "itemsize") && nb::hasattr(obj, "name") &&
+             nb::isinstance<nb::str>(obj.attr("name"))) {
+    name = nb::cast<std::string>(obj.attr("name"));  // a NumPy dtype
+  } else if (qualified_type_name(obj) == "torch.dtype") {
+    name = nb::cast<std::string>(nb::str(obj));
+  } else if (PyType_Check(obj.ptr())) {
+    try {
+      nb::object np_dtype = nb::module_::import_("numpy").attr("dtype")(obj);
+      name = nb::cast<std::string>(np_dtype.attr("name"));
+    } catch (const nb::python_error&) {
+      throw TypeError(param + ": " + describe(obj) + " is not a dtype");
+    }
+  } else {
+    throw TypeError(param + ": expected a dtype (kjit.float32, a NumPy or torch dtype, or a "
+                    "name such as 'float32'), got " + describe(obj));
+  }
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  Dtype d = dtype_from_name(name, param);
+  if (!nb::isinstance<nb::str>(obj)) {
+    std::lock_guard lock(mutex);
+    if (known.emplace(obj.ptr(), d).second) Py_INCREF(obj.ptr());  // kept for the cache key
+  }
+  return d;
+}
+
+Array to_array(nb::handle obj, const std::string& param, bool keep_alive) {
+  if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, Dtype::Bool);
+  if (PyLong_CheckExact(obj.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow) throw ValueError(param + ": the integer does not fit in 64 bits");
+    bool fits32 = v >= INT32_MIN && v <= INT32_MAX;
+    Array a = Array::empty({}, fits32 ? Dtype::Int32 : Dtype::Int64);
+    if (fits32) {
+      *static_cast<int32_t*>(a.data()) = static_cast<int32_t>(v);
+    } else {
+      *static_cast<int64_t*>(a.data()) = v;
+    }
+    return a;
+  }
+  if (PyFloat_CheckExact(obj.ptr())) return Array::scalar(PyFloat_AS_DOUBLE(obj.ptr()), Dtype::Float32);
+  if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
+  std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
+  nb::ndarray<> nd;
+  if (nb::try_cast(obj, nd, false)) return from_ndarray(nd, std::nullopt, param, owner);
+  // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
+  if (framework_of(obj) == Framework::Numpy && nb::hasattr(obj, "dtype") &&
+      nb::cast<std::string>(nb::str(obj.attr("dtype"))) == "bfloat16") {
+    nb::object view = obj.attr("view")("uint16");
+    if (nb::try_cast(view, nd, false)) return from_ndarray(nd, Dtype::BFloat16, param, owner);
+  }
+  throw TypeError(param + ": expected an array (NumPy, or any object with __dlpack__), a "
+                  "kjit.Array, or a Python bool/int/float, got " + describe(obj));
+}
+
+namespace {
+
+// A zero-copy view of |a| for framework Fw; the view owns a copy of the Array (and with it the
+// memory).
+template <class Fw>
+nb::object export_as(const Array& a, dl::dtype dtype) {
+  auto* keep = new Array(a);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Array*>(p); });
+  size_t shape[kMaxNdim];
+  int64_t strides[kMaxNdim];
+  for (int i = 0; i < a.ndim(); ++i) {
+    shape[i] = static_cast<size_t>(a.shape(i));
+    strides[i] = a.stride(i);
+  }
+  int device_type =
+      a.device().type == DeviceType::CPU ? nb::device::cpu::value : nb::device::cuda::value;
+  return nb::cast(nb::ndarray<Fw>(a.data(), static_cast<size_t>(a.ndim()), shape, owner, strides,
+                                  dtype, device_type, a.device().index));
+}
+
+}  // namespace
+
+nb::object from_array(const Array& array, Framework framework) {
+  const dl::dtype dtype = to_dlpack_dtype(array.dtype());
+  switch (framework) {
+    case Framework::Numpy:
+      // NumPy has no bfloat16: export the bits and view them as ml_dtypes' bfloat16.
+      if (array.dtype() == Dtype::BFloat16) {
+        return export_as<nb::numpy>(array, nb::dtype<uint16_t>())
+            .attr("view")(nb::module_::import_("ml_dtypes").attr("bfloat16"));
+      }
+      return export_as<nb::numpy>(array, dtype);
+    case Framework::Torch: return export_as<nb::pytorch>(array, dtype);
+    case Framework::Cupy: return export_as<nb::cupy>(array, dtype);
+    case Framework::Jax: return export_as<nb::jax>(array, dtype);
+    default: return nb::cast(array);
+  }
+}
+
+nb::object dlpack_view(const Array& array) {
+  return export_as<nb::array_api>(array, to_dlpack_dtype(array.dtype()));
+}
+
+Dim3 to_dim3(nb::handle obj, const std::string& param) {
+  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
+    throw TypeError(param + ": expected a tuple of 3 ints, got " + describe(obj));
+  }
+  nb::sequence seq = nb::borrow<nb::sequence>(obj);
+  if (nb::len(seq) != 3) {
+    throw ValueError(param + ": expected 3 sizes (x, y, z), got " + std::to_string(nb::len(seq)));
+  }
+  int64_t v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    nb::object item = seq[i];
+    if (PyBool_Check(item.ptr()) || !PyLong_Check(item.ptr())) {
+      throw TypeError(param + ": sizes must be ints, got " + describe(item));
+    }
+    int overflow = 0;
+    v[i] = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
+    if (overflow) throw ValueError(param + ": size out of range");
+  }
+  return Dim3{v[0], v[1], v[2]};
+}
+
+Shape to_shape(nb::handle obj, const std::string& param) {
+  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
+    throw TypeError(param + ": expected a sequence of ints, got " + describe(obj));
+  }
+  nb::sequence seq = nb::borrow<nb::sequence>(obj);
+  Shape shape;
+  shape.reserve(nb::len(seq));
+  for (nb::handle item : seq) {
+    if (PyBool_Check(item.ptr()) || !PyLong_Check(item.ptr())) {
+      throw TypeError(param + ": dimensions must be ints, got " + describe(item));
+    }
+    int overflow = 0;
+    long long d = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
+    if (overflow || d < 0) {
+      throw ValueError(param + ": dimensions must be >= 0, got " +
+                       nb::cast<std::string>(nb::str(item)));
+    }
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+}  // namespace kjit::python

@@ -1,0 +1,59 @@
+// kjit's exceptions as Python exceptions: ValueError and TypeError for bad arguments,
+// kjit.CompileError (with .log and .source) and kjit.LaunchError (both RuntimeErrors).
+#include <kjit/errors.h>
+#include <nanobind/nanobind.h>
+
+#include "core/warning.h"
+
+namespace nb = nanobind;
+
+namespace kjit::python {
+namespace {
+
+PyObject* compile_error_type = nullptr;
+PyObject* launch_error_type = nullptr;
+
+}  // namespace
+
+void init_errors(nb::module_& m) {
+  compile_error_type = PyErr_NewExceptionWithDoc(
+      "kjit.CompileError",
+      "A kernel failed to compile. The message quotes the failing lines of the kernel's source "
+      "or header with their line numbers; .log holds the mapped diagnostics and .source the "
+      "generated translation unit.",
+      PyExc_RuntimeError, nullptr);
+  launch_error_type = PyErr_NewExceptionWithDoc(
+      "kjit.LaunchError", "A kernel launch failed in the driver or runtime.", PyExc_RuntimeError,
+      nullptr);
+  m.attr("CompileError") = nb::handle(compile_error_type);
+  m.attr("LaunchError") = nb::handle(launch_error_type);
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const CompileError& e) {
+      nb::object err = nb::steal(PyObject_CallFunction(compile_error_type, "s", e.what()));
+      if (!err.is_valid()) return;
+      nb::setattr(err, "log", nb::str(e.log().c_str(), e.log().size()));
+      nb::setattr(err, "source", nb::str(e.source().c_str(), e.source().size()));
+      PyErr_SetObject(compile_error_type, err.ptr());
+    } catch (const LaunchError& e) {
+      PyErr_SetString(launch_error_type, e.what());
+    } catch (const InternalError& e) {
+      PyErr_SetString(PyExc_RuntimeError, (std::string("kjit internal error: ") + e.what()).c_str());
+    }
+  });
+
+  // Library warnings become Python warnings.
+  set_warning_handler([](const std::string& message) {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    PyErr_WarnEx(PyExc_RuntimeWarning, ("kjit: " + message).c_str(), 1);
+  });
+}
+
+}  // namespace kjit::python

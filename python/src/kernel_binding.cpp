@@ -1,0 +1,263 @@
+// kjit.metal_kernel / kjit.cuda_kernel and the kernel object's __call__: the whole call is
+// decoded in C++ so that a cached launch does no per-argument Python work.
+#include <kjit/kjit.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "convert.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kjit::python {
+namespace {
+
+std::string tag(const Kernel& k) {
+  return "[kjit." + std::string(k.api()) + "] kernel '" + k.name() + "': ";
+}
+
+std::vector<std::string> to_names(nb::handle obj, const char* api, const char* param) {
+  std::string p = std::string("[kjit.") + api + "] " + param;
+  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
+    throw TypeError(p + ": expected a list of names (str)");
+  }
+  std::vector<std::string> names;
+  for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
+    if (!nb::isinstance<nb::str>(item)) throw TypeError(p + ": every name must be a str");
+    names.push_back(nb::cast<std::string>(item));
+  }
+  return names;
+}
+
+std::string to_text(nb::handle obj, const char* api, const char* param) {
+  if (!nb::isinstance<nb::str>(obj)) {
+    throw TypeError(std::string("[kjit.") + api + "] " + param + ": expected a str");
+  }
+  return nb::cast<std::string>(obj);
+}
+
+CompileOptions to_compile_options(nb::handle obj, const char* api) {
+  std::string p = std::string("[kjit.") + api + "] compile_options";
+  CompileOptions options;
+  if (obj.is_none()) return options;
+  if (!nb::isinstance<nb::dict>(obj)) throw TypeError(p + ": expected a dict or None");
+  for (auto [key, value] : nb::borrow<nb::dict>(obj)) {
+    std::string k = nb::isinstance<nb::str>(key) ? nb::cast<std::string>(key) : "?";
+    if (k != "math_mode") throw ValueError(p + ": unknown option '" + k + "' (known: math_mode)");
+    std::string v = nb::isinstance<nb::str>(value) ? nb::cast<std::string>(value) : "";
+    if (v == "safe") options.math_mode = MathMode::Safe;
+    else if (v == "relaxed") options.math_mode = MathMode::Relaxed;
+    else if (v == "fast") options.math_mode = MathMode::Fast;
+    else throw ValueError(p + ": math_mode must be 'safe', 'relaxed' or 'fast'");
+  }
+  return options;
+}
+
+bool to_bool(nb::handle obj, const char* api, const char* param) {
+  if (!PyBool_Check(obj.ptr())) {
+    throw TypeError(std::string("[kjit.") + api + "] " + param + ": expected a bool");
+  }
+  return obj.ptr() == Py_True;
+}
+
+TemplateArgs to_template_args(const Kernel& k, nb::handle obj) {
+  TemplateArgs args;
+  if (obj.is_none()) return args;
+  const std::string p = tag(k) + "template";
+  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
+    throw TypeError(p + ": expected a list of (name, value) pairs");
+  }
+  for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
+    if (!nb::isinstance<nb::sequence>(item) || nb::len(item) != 2) {
+      throw TypeError(p + ": expected (name, value) pairs");
+    }
+    nb::object name = item[0], value = item[1];
+    if (!nb::isinstance<nb::str>(name)) throw TypeError(p + ": a template name must be a str");
+    std::string n = nb::cast<std::string>(name);
+    if (PyBool_Check(value.ptr())) {
+      args.emplace_back(n, value.ptr() == Py_True);
+    } else if (PyLong_Check(value.ptr())) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+      if (overflow || v < INT32_MIN || v > INT32_MAX) {
+        throw ValueError(p + ": the value of '" + n + "' does not fit in a 32-bit int");
+      }
+      args.emplace_back(n, static_cast<int>(v));
+    } else {
+      try {
+        args.emplace_back(n, to_dtype(value, p + " value of '" + n + "'"));
+      } catch (const TypeError&) {
+        throw TypeError(p + ": the value of '" + n +
+                        "' must be a dtype, an int or a bool, got '" +
+                        nb::cast<std::string>(nb::str(value.type().attr("__name__"))) + "'");
+      }
+    }
+  }
+  return args;
+}
+
+template <class F>
+std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> to_list(
+    nb::handle obj, const std::string& param, F convert) {
+  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
+    throw TypeError(param + ": expected a list");
+  }
+  std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> out;
+  size_t i = 0;
+  for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
+    out.push_back(convert(item, param + "[" + std::to_string(i++) + "]"));
+  }
+  return out;
+}
+
+nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
+                nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup,
+                nb::handle template_args, nb::handle init_value, nb::handle verbose,
+                nb::handle /*stream*/, nb::handle device, nb::handle outputs) {
+  const std::string t = tag(k);
+  if (!nb::isinstance<nb::sequence>(inputs) || nb::isinstance<nb::str>(inputs)) {
+    throw TypeError(t + "inputs: expected a list of arrays or scalars");
+  }
+  nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
+  std::vector<Array> arrays;
+  arrays.reserve(nb::len(in_seq));
+  Framework framework = Framework::None;
+  size_t i = 0;
+  for (nb::handle item : in_seq) {
+    std::string name = i < k.input_names().size() ? " ('" + k.input_names()[i] + "')" : "";
+    arrays.push_back(to_array(item, t + "inputs[" + std::to_string(i) + "]" + name, false));
+    if (framework == Framework::None && !is_python_scalar(item)) framework = framework_of(item);
+    ++i;
+  }
+  std::vector<Shape> shapes = to_list(output_shapes, t + "output_shapes", to_shape);
+  std::vector<Dtype> dtypes = to_list(output_dtypes, t + "output_dtypes", to_dtype);
+  Dim3 g = to_dim3(grid, t + "grid");
+  Dim3 tg = to_dim3(threadgroup, t + "threadgroup");
+  TemplateArgs targs = to_template_args(k, template_args);
+  std::optional<double> init;
+  if (!init_value.is_none()) {
+    if (!PyFloat_Check(init_value.ptr()) && !PyLong_Check(init_value.ptr())) {
+      throw TypeError(t + "init_value: expected a number or None");
+    }
+    init = nb::cast<double>(init_value);
+  }
+  if (!PyBool_Check(verbose.ptr())) throw TypeError(t + "verbose: expected a bool");
+  LaunchOptions options;
+  if (!device.is_none()) {
+    if (!nb::isinstance<nb::str>(device)) {
+      throw TypeError(t + "device: expected 'cpu', 'cuda' or 'cuda:N'");
+    }
+    options.device = Device::parse(nb::cast<std::string>(device), t + "device");
+  }
+  if (!outputs.is_none()) {
+    options.outputs = to_list(outputs, t + "outputs", [](nb::handle o, const std::string& p) {
+      return to_array(o, p, false);
+    });
+  }
+  options.print = [](std::string_view text) {
+    nb::gil_scoped_acquire gil;
+    nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
+  };
+  std::vector<Array> result;
+  {
+    nb::gil_scoped_release release;
+    result = k(arrays, shapes, dtypes, g, tg, targs, init, verbose.ptr() == Py_True, options);
+  }
+  if (!outputs.is_none()) return nb::list(outputs);
+  nb::list out;
+  for (const Array& a : result) out.append(from_array(a, framework));
+  return out;
+}
+
+}  // namespace
+
+void init_kernel(nb::module_& m) {
+  nb::class_<Kernel>(m, "Kernel",
+                     "A kernel built from a body string. Call it with keyword arguments to run.")
+      .def_prop_ro("name", &Kernel::name)
+      .def_prop_ro("input_names", &Kernel::input_names)
+      .def_prop_ro("output_names", &Kernel::output_names)
+      .def("__call__", &call, nb::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+           "grid"_a, "threadgroup"_a, "template"_a = nb::none(), "init_value"_a = nb::none(),
+           "verbose"_a = false, "stream"_a = nb::none(), "device"_a = nb::none(),
+           "outputs"_a = nb::none(),
+           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.")
+      .def(
+          "build",
+          [](const Kernel& k, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
+             nb::handle device) {
+            const std::string t = tag(k);
+            std::vector<std::pair<Dtype, int>> sig = to_list(
+                inputs, t + "inputs", [](nb::handle item, const std::string& p) {
+                  if (!nb::isinstance<nb::sequence>(item) || nb::len(item) != 2) {
+                    throw TypeError(p + ": expected a (dtype, ndim) pair");
+                  }
+                  nb::object nd = item[1];
+                  if (PyBool_Check(nd.ptr()) || !PyLong_Check(nd.ptr())) {
+                    throw TypeError(p + ": ndim must be an int");
+                  }
+                  return std::pair{to_dtype(item[0], p), nb::cast<int>(nd)};
+                });
+            std::vector<Dtype> dtypes = to_list(output_dtypes, t + "output_dtypes", to_dtype);
+            TemplateArgs targs = to_template_args(k, template_args);
+            Device d = Device::cpu();
+            if (!device.is_none()) {
+              if (!nb::isinstance<nb::str>(device)) throw TypeError(t + "device: expected a str");
+              d = Device::parse(nb::cast<std::string>(device), t + "device");
+            }
+            nb::gil_scoped_release release;
+            k.build(sig, dtypes, targs, d);
+          },
+          nb::kw_only(), "inputs"_a, "output_dtypes"_a, "template"_a = nb::none(),
+          "device"_a = nb::none(),
+          "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
+          "running it.");
+
+  m.def(
+      "metal_kernel",
+      [](nb::handle name, nb::handle input_names, nb::handle output_names, nb::handle source,
+         nb::handle header, nb::handle ensure_row_contiguous, nb::handle atomic_outputs,
+         nb::handle compile_options) {
+        const char* api = "metal_kernel";
+        return metal_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
+                            to_names(output_names, api, "output_names"),
+                            to_text(source, api, "source"), to_text(header, api, "header"),
+                            to_bool(ensure_row_contiguous, api, "ensure_row_contiguous"),
+                            to_bool(atomic_outputs, api, "atomic_outputs"),
+                            to_compile_options(compile_options, api));
+      },
+      "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
+      "ensure_row_contiguous"_a = true, "atomic_outputs"_a = false,
+      "compile_options"_a = nb::none(),
+      "A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).");
+
+  m.def(
+      "cuda_kernel",
+      [](nb::handle name, nb::handle input_names, nb::handle output_names, nb::handle source,
+         nb::handle header, nb::handle ensure_row_contiguous, nb::handle shared_memory,
+         nb::handle compile_options, nb::handle atomic_outputs) {
+        const char* api = "cuda_kernel";
+        if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
+          throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
+        }
+        long long smem = PyLong_AsLongLong(shared_memory.ptr());
+        if (smem < 0 || smem > INT32_MAX) {
+          throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
+                           std::to_string(smem));
+        }
+        return cuda_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
+                           to_names(output_names, api, "output_names"),
+                           to_text(source, api, "source"), to_text(header, api, "header"),
+                           to_bool(ensure_row_contiguous, api, "ensure_row_contiguous"),
+                           static_cast<int>(smem), to_compile_options(compile_options, api),
+                           to_bool(atomic_outputs, api, "atomic_outputs"));
+      },
+      "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
+      "ensure_row_contiguous"_a = true, "shared_memory"_a = 0, "compile_options"_a = nb::none(),
+      "atomic_outputs"_a = false,
+      "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
+}
+
+}  // namespace kjit::python

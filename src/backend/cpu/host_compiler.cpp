@@ -1,0 +1,242 @@
+#include "backend/cpu/host_compiler.h"
+
+#include <kjit/errors.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "cache/hash.h"
+#include "codegen/source.h"
+
+extern char** environ;
+
+namespace kjit::cpu {
+namespace {
+
+struct Compiler {
+  std::string path;      // resolved, or the name as given when it cannot be found
+  std::string identity;  // path, size and mtime
+  bool found = false;
+};
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path_env = std::getenv("PATH");
+  std::stringstream dirs(path_env ? path_env : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+const Compiler& compiler() {
+  static const Compiler c = [] {
+    Compiler c;
+    std::string name;
+    for (const char* var : {"KJIT_CXX", "CXX"}) {
+      if (const char* v = std::getenv(var); v && *v) {
+        name = v;
+        break;
+      }
+    }
+    if (name.empty()) name = KJIT_DEFAULT_CXX;
+    std::string found = find_in_path(name);
+    if (found.empty() && name != "c++") found = find_in_path("c++");
+    char resolved[4096];
+    struct stat st;
+    if (!found.empty() && realpath(found.c_str(), resolved) && stat(resolved, &st) == 0) {
+      c.path = resolved;
+      c.found = true;
+      c.identity = c.path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
+    } else {
+      c.path = name;
+      c.identity = "missing " + name;
+    }
+    return c;
+  }();
+  return c;
+}
+
+// The CPU's model and feature flags: -march=native code is only valid on a CPU like this one.
+std::string cpu_identity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(in, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+  }
+  return cache::hex64(cache::fnv1a64(model + "\n" + flags));
+}
+
+std::vector<std::string> flags(MathMode mode) {
+  std::vector<std::string> f = {"-std=c++20",  "-O3",         "-march=native", "-fPIC",
+                                "-shared",     "-fno-math-errno", "-fvisibility=hidden",
+                                "-w"};
+  // Metal's relaxed and fast modes: reassociation and reciprocals, never -ffinite-math-only,
+  // which would break isnan/isinf.
+  if (mode != MathMode::Safe) {
+    for (const char* x : {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math",
+                          "-ffp-contract=fast"}) {
+      f.push_back(x);
+    }
+  }
+  if (mode == MathMode::Fast) {
+    f.push_back("-fassociative-math");
+    f.push_back("-D__FAST_MATH__=1");
+  }
+  return f;
+}
+
+// Runs argv, returning its exit status; stdout and stderr go to |output|.
+int run(const std::vector<std::string>& argv, std::string& output) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("kjit: pipe() failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  if (rc != 0) {
+    ::close(pipe_fds[0]);
+    throw std::runtime_error("kjit: cannot run the C++ compiler '" + argv[0] +
+                             "': " + std::strerror(rc) +
+                             " (set KJIT_CXX to a working compiler)");
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    output.append(buf, static_cast<size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string line_of(std::string_view text, int line) {
+  int current = 1;
+  size_t start = 0;
+  while (current < line) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) return {};
+    start = nl + 1;
+    ++current;
+  }
+  size_t end = text.find('\n', start);
+  return std::string(text.substr(start, end == std::string_view::npos ? text.size() - start
+                                                                      : end - start));
+}
+
+// Turns "<source>:3:5: error: msg" lines into "source line 3: error: msg" plus the user's line.
+std::string map_diagnostics(const std::string& log, const KernelSpec& spec, int* mapped) {
+  std::stringstream in(log);
+  std::string line, out;
+  *mapped = 0;
+  while (std::getline(in, line)) {
+    for (auto [file, label, text] :
+         {std::tuple{codegen::kSourceFile, "source", std::string_view(spec.source)},
+          std::tuple{codegen::kHeaderFile, "header", std::string_view(spec.header)}}) {
+      std::string prefix = std::string(file) + ":";
+      if (line.rfind(prefix, 0) != 0) continue;
+      std::string rest = line.substr(prefix.size());
+      int lineno = std::atoi(rest.c_str());
+      if (lineno <= 0) continue;  // "<source>: In function ..."
+      size_t colon = rest.find(':');
+      size_t colon2 = colon == std::string::npos ? colon : rest.find(':', colon + 1);
+      std::string message = colon2 == std::string::npos ? rest : rest.substr(colon2 + 1);
+      while (!message.empty() && message[0] == ' ') message.erase(0, 1);
+      if (message.rfind("note:", 0) == 0) continue;
+      out += std::string(label) + " line " + std::to_string(lineno) + ": " + message + "\n";
+      out += "    " + std::to_string(lineno) + " | " + line_of(text, lineno) + "\n";
+      ++*mapped;
+    }
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+const std::string& compiler_identity(MathMode mode) {
+  static std::once_flag once;
+  static std::array<std::string, 3> ids;
+  std::call_once(once, [] {
+    std::string base = compiler().identity + "\ncpu " + cpu_identity() + "\nflags";
+    for (int m = 0; m < 3; ++m) {
+      ids[m] = base;
+      for (const std::string& f : flags(static_cast<MathMode>(m))) ids[m] += " " + f;
+    }
+  });
+  return ids[static_cast<int>(mode)];
+}
+
+std::string compile_shared_object(const std::string& source, const KernelSpec& spec,
+                                  MathMode mode) {
+  if (const char* a = std::getenv("KJIT_ASSERT_NO_COMPILE"); a && std::strcmp(a, "1") == 0) {
+    throw std::runtime_error("kjit: kernel '" + spec.name +
+                             "' needs compiling but KJIT_ASSERT_NO_COMPILE=1");
+  }
+  const Compiler& cxx = compiler();
+  if (!cxx.found) {
+    throw std::runtime_error("kjit: no C++ compiler found for the CPU backend (tried '" +
+                             cxx.path + "'); set KJIT_CXX");
+  }
+  const char* tmp_env = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp_env && *tmp_env ? tmp_env : "/tmp") + "/kjit-build-XXXXXX";
+  if (!mkdtemp(dir.data())) throw std::runtime_error("kjit: cannot create a build directory");
+  const std::string src = dir + "/kjit_kernel.cpp", obj = dir + "/kjit_kernel.so";
+  {
+    std::ofstream out(src, std::ios::binary);
+    out << source;
+  }
+  std::vector<std::string> argv = {cxx.path};
+  for (const std::string& f : flags(mode)) argv.push_back(f);
+  argv.insert(argv.end(), {src, "-o", obj});
+  std::string log;
+  int status = run(argv, log);
+  std::string shared_object = status == 0 ? read_file(obj) : std::string();
+  if (const char* keep = std::getenv("KJIT_KEEP_BUILD"); !keep || std::strcmp(keep, "1") != 0) {
+    ::unlink(src.c_str());
+    ::unlink(obj.c_str());
+    ::rmdir(dir.c_str());
+  }
+  if (status != 0 || shared_object.empty()) {
+    int mapped = 0;
+    std::string diagnostics = map_diagnostics(log, spec, &mapped);
+    std::string message = "[kjit." + std::string(spec.api()) + "] kernel '" + spec.name +
+                          "' failed to compile for the CPU:\n";
+    message += mapped ? diagnostics : log.substr(0, 4000);
+    throw CompileError(message, mapped ? diagnostics : log, source);
+  }
+  return shared_object;
+}
+
+}  // namespace kjit::cpu

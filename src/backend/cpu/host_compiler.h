@@ -1,0 +1,23 @@
+// The host C++ compiler that turns a generated translation unit into a shared object. It runs
+// as a subprocess; nothing else in kjit starts processes.
+#pragma once
+
+#include <kjit/kernel.h>
+
+#include <string>
+
+#include "core/kernel_spec.h"
+
+namespace kjit::cpu {
+
+/// What identifies the compiler and target in cache keys: the compiler's resolved path, size
+/// and modification time, the flags, and this CPU's model and features (for -march=native).
+/// Computed without running the compiler.
+const std::string& compiler_identity(MathMode mode);
+
+/// Compiles |source| to a shared object and returns its bytes. Throws kjit::CompileError with
+/// the diagnostics mapped to the user's source/header lines.
+std::string compile_shared_object(const std::string& source, const KernelSpec& spec,
+                                  MathMode mode);
+
+}  // namespace kjit::cpu

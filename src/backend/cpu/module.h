@@ -1,0 +1,28 @@
+// A compiled CPU kernel loaded into the process.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "../../../prelude/abi.h"
+
+namespace kjit::cpu {
+
+class Module {
+ public:
+  /// Loads a shared object from its bytes.
+  static std::shared_ptr<const Module> load(std::string_view shared_object);
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  kjit_cpu_entry_fn entry() const { return entry_; }
+
+ private:
+  Module() = default;
+  void* handle_ = nullptr;
+  kjit_cpu_entry_fn entry_ = nullptr;
+};
+
+}  // namespace kjit::cpu

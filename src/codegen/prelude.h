@@ -1,0 +1,17 @@
+// The device-side headers compiled in front of every kernel (prelude/*.h, embedded at build time).
+#pragma once
+
+#include <string_view>
+
+#include "codegen/rewrite.h"
+#include "core/kernel_spec.h"
+
+namespace kjit::codegen {
+
+/// The text of one prelude file (e.g. "msl.h"); empty when there is no such file.
+std::string_view prelude_file(std::string_view name);
+
+/// Every prelude file a kernel of |dialect| needs on |target|, concatenated in order.
+std::string_view prelude_for(Dialect dialect, Target target);
+
+}  // namespace kjit::codegen

@@ -1,0 +1,231 @@
+#include "codegen/rewrite.h"
+
+#include <kjit/errors.h>
+
+
+namespace kjit::codegen {
+namespace {
+
+struct Unsupported {
+  std::string_view name;  // a whole identifier, or a prefix when it ends with '*'
+  std::string_view reason;
+};
+
+// Features no target of the Metal dialect offers through a buffer-only signature.
+constexpr Unsupported kMetalNever[] = {
+    {"texture1d*", "textures cannot be passed to a kernel body"},
+    {"texture2d*", "textures cannot be passed to a kernel body"},
+    {"texture3d*", "textures cannot be passed to a kernel body"},
+    {"texturecube*", "textures cannot be passed to a kernel body"},
+    {"texture_buffer", "textures cannot be passed to a kernel body"},
+    {"sampler", "samplers cannot be passed to a kernel body"},
+    {"imageblock*", "imageblocks are not available"},
+    {"simdgroup_matrix*", "simdgroup matrices are not supported"},
+    {"simdgroup_load", "simdgroup matrices are not supported"},
+    {"simdgroup_store", "simdgroup matrices are not supported"},
+    {"simdgroup_multiply_accumulate", "simdgroup matrices are not supported"},
+    {"simdgroup_multiply", "simdgroup matrices are not supported"},
+    {"visible_function_table", "function tables are not available"},
+    {"intersection_function_table", "function tables are not available"},
+    {"intersector", "ray tracing is not available"},
+    {"function_constant", "function constants are not available"},
+};
+
+// Cooperative features (group memory, barriers, SIMD-group operations, atomics) that the CPU
+// backend does not run yet.
+constexpr Unsupported kMetalCooperative[] = {
+    {"threadgroup", "threadgroup memory"},
+    {"threadgroup_barrier", "barriers"},
+    {"simdgroup_barrier", "barriers"},
+    {"simd_sum", "SIMD-group operations"},
+    {"simd_product", "SIMD-group operations"},
+    {"simd_max", "SIMD-group operations"},
+    {"simd_min", "SIMD-group operations"},
+    {"simd_and", "SIMD-group operations"},
+    {"simd_or", "SIMD-group operations"},
+    {"simd_xor", "SIMD-group operations"},
+    {"simd_prefix_*", "SIMD-group operations"},
+    {"simd_shuffle*", "SIMD-group operations"},
+    {"simd_broadcast*", "SIMD-group operations"},
+    {"simd_ballot", "SIMD-group operations"},
+    {"simd_all", "SIMD-group operations"},
+    {"simd_any", "SIMD-group operations"},
+    {"simd_is_first", "SIMD-group operations"},
+    {"quad_sum", "quad-group operations"},
+    {"quad_shuffle*", "quad-group operations"},
+    {"quad_broadcast*", "quad-group operations"},
+    {"atomic", "atomics"},
+    {"atomic_int", "atomics"},
+    {"atomic_uint", "atomics"},
+    {"atomic_float", "atomics"},
+    {"atomic_bool", "atomics"},
+    {"atomic_fetch_*", "atomics"},
+    {"atomic_load_explicit", "atomics"},
+    {"atomic_store_explicit", "atomics"},
+    {"atomic_exchange_explicit", "atomics"},
+    {"atomic_compare_exchange_*", "atomics"},
+};
+constexpr Unsupported kCudaCooperative[] = {
+    {"__syncthreads*", "barriers"},
+    {"__syncwarp", "warp operations"},
+    {"__shfl*", "warp operations"},
+    {"__ballot_sync", "warp operations"},
+    {"__any_sync", "warp operations"},
+    {"__all_sync", "warp operations"},
+    {"__activemask", "warp operations"},
+    {"__shared__", "shared memory"},
+    {"atomicAdd", "atomics"},
+    {"atomicSub", "atomics"},
+    {"atomicMax", "atomics"},
+    {"atomicMin", "atomics"},
+    {"atomicExch", "atomics"},
+    {"atomicCAS", "atomics"},
+    {"atomicAnd", "atomics"},
+    {"atomicOr", "atomics"},
+    {"atomicXor", "atomics"},
+    {"atomicInc", "atomics"},
+    {"atomicDec", "atomics"},
+    {"tiled_partition", "cooperative groups partitions"},
+    {"__threadfence*", "memory fences"},
+};
+
+bool matches(std::string_view pattern, std::string_view word) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    pattern.remove_suffix(1);
+    return word.substr(0, pattern.size()) == pattern;
+  }
+  return word == pattern;
+}
+
+template <size_t N>
+const Unsupported* find(const Unsupported (&table)[N], std::string_view word) {
+  for (const Unsupported& u : table) {
+    if (matches(u.name, word)) return &u;
+  }
+  return nullptr;
+}
+
+// Include lines for the dialect's own headers are dropped: the prelude already provides them.
+bool is_dialect_include(std::string_view header_name, Dialect dialect) {
+  auto starts = [&](std::string_view p) { return header_name.substr(0, p.size()) == p; };
+  if (dialect == Dialect::Metal) return starts("metal_");
+  return starts("cuda_fp16") || starts("cuda_bf16") || starts("cooperative_groups") ||
+         starts("cuda_runtime") || starts("cuda/std/");
+}
+
+// A floating literal with no suffix (1.0, 2., 1e-3, 0x1p3): a double in C++, a float in Metal.
+bool is_unsuffixed_floating(std::string_view num) {
+  bool hex = num.size() > 1 && num[0] == '0' && (num[1] == 'x' || num[1] == 'X');
+  bool floating = false;
+  for (char c : num) {
+    if (c == '.' || (hex ? (c == 'p' || c == 'P') : (c == 'e' || c == 'E'))) floating = true;
+  }
+  char last = num.back();
+  bool suffixed = last == 'f' || last == 'F' || last == 'l' || last == 'L' || last == 'h' ||
+                  last == 'H';
+  return floating && !suffixed;
+}
+
+const Token* next_significant(const std::vector<Token>& t, size_t i) {
+  for (size_t k = i + 1; k < t.size(); ++k) {
+    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
+  }
+  return nullptr;
+}
+const Token* prev_significant(const std::vector<Token>& t, size_t i) {
+  for (size_t k = i; k-- > 0;) {
+    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
+  }
+  return nullptr;
+}
+
+// The header name of an include line starting at token |i| ('#'), or empty.
+std::string_view include_target(const std::vector<Token>& t, size_t i) {
+  const Token* kw = next_significant(t, i);
+  if (!kw || kw->text != "include") return {};
+  std::string_view rest;
+  for (size_t k = i + 1; k < t.size() && t[k].in_directive; ++k) {
+    if (t[k].kind == TokenKind::String) return t[k].text.substr(1, t[k].text.size() - 2);
+    if (t[k].text == "<") {
+      const char* begin = t[k].text.data() + 1;
+      for (size_t e = k + 1; e < t.size() && t[e].in_directive; ++e) {
+        if (t[e].text == ">") return std::string_view(begin, t[e].text.data() - begin);
+      }
+    }
+  }
+  return rest;
+}
+
+std::string blank_keeping_lines(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_supported(const std::vector<Token>& tokens, Dialect dialect, Target target,
+                     TextOrigin origin) {
+  const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
+  const char* where = origin == TextOrigin::Source ? "source" : "header";
+  for (const Token& t : tokens) {
+    if (t.kind != TokenKind::Identifier) continue;
+    const Unsupported* u = nullptr;
+    const char* what = "";
+    if (dialect == Dialect::Metal && (u = find(kMetalNever, t.text))) {
+      what = "is not supported by the Metal dialect";
+    } else if (target == Target::Cpu && dialect == Dialect::Metal &&
+               (u = find(kMetalCooperative, t.text))) {
+      what = "is not supported yet on the CPU backend";
+    } else if (target == Target::Cpu && dialect == Dialect::Cuda &&
+               (u = find(kCudaCooperative, t.text))) {
+      what = "is not supported yet on the CPU backend";
+    }
+    if (u) {
+      throw ValueError(std::string("[kjit.") + api + "] '" + std::string(t.text) + "' (" + where +
+                       " line " + std::to_string(t.line) + ") " + what + ": " +
+                       std::string(u->reason) + ".");
+    }
+  }
+}
+
+std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target) {
+  (void)target;  // both targets compile the same C++ rewrite of a Metal body
+  std::string out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (t.kind == TokenKind::Directive) {
+      std::string_view header = include_target(tokens, i);
+      if (!header.empty() && is_dialect_include(header, dialect)) {
+        size_t end = i;
+        while (end + 1 < tokens.size() && tokens[end + 1].in_directive) ++end;
+        for (size_t k = i; k <= end; ++k) out += blank_keeping_lines(tokens[k].text);
+        i = end;
+        continue;
+      }
+    }
+    if (dialect == Dialect::Metal && t.kind == TokenKind::Identifier) {
+      // Address-space qualifiers: device and thread are dropped; constant is read-only data.
+      if (t.text == "device" || t.text == "thread") continue;
+      if (t.text == "constant") {
+        const Token* before = prev_significant(tokens, i);
+        const Token* after = next_significant(tokens, i);
+        bool has_const = (before && before->text == "const") || (after && after->text == "const");
+        if (!has_const) out += "const";
+        continue;
+      }
+    }
+    if (dialect == Dialect::Metal && t.kind == TokenKind::Number &&
+        is_unsuffixed_floating(t.text)) {
+      out += t.text;
+      out += 'f';
+      continue;
+    }
+    out += t.text;
+  }
+  return out;
+}
+
+}  // namespace kjit::codegen

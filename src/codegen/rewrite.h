@@ -1,0 +1,27 @@
+// Dialect rewriting, token by token: turns a Metal body into C++ the backend compiles, and
+// rejects the features a target cannot run, naming the feature and its line.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/lexer.h"
+#include "core/kernel_spec.h"
+
+namespace kjit::codegen {
+
+enum class Target { Cpu, Cuda };
+
+/// Where a piece of user text came from, for messages.
+enum class TextOrigin { Source, Header };
+
+/// Throws kjit::ValueError when |tokens| use a feature |target| cannot run.
+void check_supported(const std::vector<Token>& tokens, Dialect dialect, Target target,
+                     TextOrigin origin);
+
+/// The text of |tokens| rewritten for |target|. Line structure is kept exactly, so that line N of
+/// the result is line N of the input.
+std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target);
+
+}  // namespace kjit::codegen

@@ -1,0 +1,217 @@
+#include "codegen/source.h"
+
+#include <kjit/errors.h>
+
+#include <string_view>
+
+#include "codegen/prelude.h"
+
+namespace kjit::codegen {
+namespace {
+
+std::string_view type_name(const KernelSpec& spec, Dtype dtype) {
+  return spec.dialect == Dialect::Metal ? msl_type_name(dtype) : cuda_type_name(dtype);
+}
+
+// Appends text while counting lines, so that #line directives can name the real line.
+class Writer {
+ public:
+  void add(std::string_view text) {
+    for (char c : text) line_ += c == '\n';
+    out_ += text;
+  }
+  Writer& operator<<(std::string_view text) {
+    add(text);
+    return *this;
+  }
+  // Resumes line numbering of the generated file after a stretch of user text.
+  void resume_generated() { add("\n#line " + std::to_string(line_ + 2) + " \"kjit_kernel.cpp\"\n"); }
+  std::string& str() { return out_; }
+  size_t size() const { return out_.size(); }
+
+ private:
+  std::string out_;
+  int line_ = 1;
+};
+
+// CUDA's builtin index variables, emitted as locals on targets that lack them.
+struct CudaBuiltin {
+  const char* name;
+  const char* attribute;
+};
+constexpr CudaBuiltin kCudaBuiltins[] = {
+    {"threadIdx", "thread_position_in_threadgroup"},
+    {"blockIdx", "threadgroup_position_in_grid"},
+    {"blockDim", "dispatch_threads_per_threadgroup"},
+    {"gridDim", "threadgroups_per_grid"},
+};
+
+}  // namespace
+
+const std::vector<Attribute>& metal_attributes() {
+  static const std::vector<Attribute> kAttributes = {
+      {"dispatch_quadgroups_per_threadgroup", false},
+      {"dispatch_simdgroups_per_threadgroup", false},
+      {"dispatch_threads_per_threadgroup", true},
+      {"grid_origin", true},
+      {"grid_size", true},
+      {"quadgroup_index_in_threadgroup", false},
+      {"quadgroups_per_threadgroup", false},
+      {"simdgroup_index_in_threadgroup", false},
+      {"simdgroups_per_threadgroup", false},
+      {"thread_execution_width", false},
+      {"thread_index_in_quadgroup", false},
+      {"thread_index_in_simdgroup", false},
+      {"thread_index_in_threadgroup", false},
+      {"thread_position_in_grid", true},
+      {"thread_position_in_threadgroup", true},
+      {"threadgroup_position_in_grid", true},
+      {"threadgroups_per_grid", true},
+      {"threads_per_grid", true},
+      {"threads_per_simdgroup", false},
+      {"threads_per_threadgroup", true},
+  };
+  return kAttributes;
+}
+
+std::string signature(const KernelSpec& spec, const CallSignature& call) {
+  const bool metal = spec.dialect == Dialect::Metal;
+  std::vector<std::string> params;
+  for (size_t i = 0; i < spec.input_names.size(); ++i) {
+    const std::string& n = spec.input_names[i];
+    auto [dtype, ndim] = call.inputs[i];
+    std::string t(type_name(spec, dtype));
+    if (ndim == 0) {
+      params.push_back(metal ? "const " + t + " " + n : "const ::kjit::by_value<" + t + "> " + n);
+      continue;
+    }
+    params.push_back(metal ? "const device " + t + "* " + n : "const " + t + "* __restrict__ " + n);
+    const KernelSpec::InputUse& use = spec.input_uses[i];
+    if (use.shape) params.push_back("const kjit_shape " + n + "_shape");
+    if (use.strides) params.push_back("const kjit_strides " + n + "_strides");
+    if (use.ndim) params.push_back("const int " + n + "_ndim");
+  }
+  for (size_t i = 0; i < spec.output_names.size(); ++i) {
+    std::string t(type_name(spec, call.outputs[i]));
+    if (spec.atomic_outputs) {
+      params.push_back((metal ? "device atomic<" : "atomic<") + t + ">* " + spec.output_names[i]);
+    } else {
+      params.push_back(metal ? "device " + t + "* " + spec.output_names[i]
+                             : t + "* __restrict__ " + spec.output_names[i]);
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    out += (i ? ",\n    " : "    ") + params[i];
+  }
+  return out;
+}
+
+std::string template_declarations(const KernelSpec& spec, const TemplateArgs& args) {
+  std::string out;
+  for (const auto& [name, value] : args) {
+    if (const bool* b = std::get_if<bool>(&value)) {
+      out += "  constexpr bool " + name + " = " + (*b ? "true" : "false") + ";\n";
+    } else if (const int* i = std::get_if<int>(&value)) {
+      out += "  constexpr int " + name + " = " + std::to_string(*i) + ";\n";
+    } else {
+      out += "  using " + name + " = " + std::string(type_name(spec, std::get<Dtype>(value))) +
+             ";\n";
+    }
+  }
+  return out;
+}
+
+GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target) {
+  GeneratedSource g;
+  g.kernel_name = "custom_kernel_" + spec.name;
+  Writer w;
+  w << prelude_for(spec.dialect, target);
+  g.user_part = w.size();
+
+  w << "namespace kjit_user {\n";
+  if (!spec.header.empty()) {
+    w << "#line 1 \"" << kHeaderFile << "\"\n";
+    w << rewrite(spec.header_tokens, spec.dialect, target);
+    w.resume_generated();
+  }
+
+  // The kernel body as an always-inlined function: early returns end one thread, and the
+  // thread loop around the call stays vectorisable.
+  std::string params = signature(spec, call);
+  if (spec.dialect == Dialect::Metal) params = rewrite(lex(params), spec.dialect, target);
+  w << "static KJIT_INLINE void " << g.kernel_name << "(\n" << params;
+  w << (params.empty() ? "    " : ",\n    ") << "const ::kjit::thread_ctx& kjit_thread) {\n";
+  w << template_declarations(spec, call.template_args);
+  for (const std::string& attr : spec.attributes) {
+    bool vector = false;
+    for (const Attribute& a : metal_attributes()) {
+      if (attr == a.name) vector = a.is_vector;
+    }
+    w << "  const " << (vector ? "::kjit::uint3 " : "unsigned ") << attr << " = kjit_thread."
+      << attr << "();\n";
+  }
+  if (spec.dialect == Dialect::Cuda && target == Target::Cpu) {
+    for (const CudaBuiltin& b : kCudaBuiltins) {
+      if (has_identifier(spec.source_tokens, b.name)) {
+        w << "  const ::kjit::uint3 " << b.name << " = kjit_thread." << b.attribute << "();\n";
+      }
+    }
+  }
+  if (has_identifier(spec.source_tokens, "this_grid") ||
+      has_identifier(spec.source_tokens, "this_thread_block") ||
+      has_identifier(spec.header_tokens, "this_grid") ||
+      has_identifier(spec.header_tokens, "this_thread_block")) {
+    w << "  ::kjit::current_thread = &kjit_thread;\n";
+  }
+  w << "  (void)kjit_thread;\n";
+  w << "#line 1 \"" << kSourceFile << "\"\n";
+  w << rewrite(spec.source_tokens, spec.dialect, target);
+  w.resume_generated();
+  w << "}\n\n";
+
+  // The entry point the library calls with a range of groups.
+  w << "extern \"C\" __attribute__((visibility(\"default\"))) void kjit_cpu_entry(\n"
+       "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
+       "    unsigned long long kjit_end) {\n";
+  // Arguments are unpacked once, outside the thread loop, into locals the loop captures by value.
+  std::string args;
+  size_t slot = 0;
+  auto local = [&](const std::string& type, const std::string& init) {
+    std::string name = "kjit_arg" + std::to_string(slot++);
+    w << "  " << type << " const " << name << " = " << init << ";\n";
+    args += name + ", ";
+  };
+  for (size_t i = 0; i < spec.input_names.size(); ++i) {
+    auto [dtype, ndim] = call.inputs[i];
+    std::string t(type_name(spec, dtype));
+    std::string ptr = "static_cast<const " + t + "*>(kjit_launch->args[" + std::to_string(i) + "])";
+    if (ndim == 0) {
+      if (spec.dialect == Dialect::Metal) {
+        local(t, "*" + ptr);
+      } else {
+        local("::kjit::by_value<" + t + ">", "{*" + ptr + "}");
+      }
+      continue;
+    }
+    local("const " + t + "*", ptr);
+    std::string at = std::to_string(i * 10);
+    const KernelSpec::InputUse& use = spec.input_uses[i];
+    if (use.shape) local("kjit_shape", "{kjit_launch->shapes + " + at + "}");
+    if (use.strides) local("kjit_strides", "{kjit_launch->strides + " + at + "}");
+    if (use.ndim) local("int", "kjit_launch->ndims[" + std::to_string(i) + "]");
+  }
+  for (size_t o = 0; o < spec.output_names.size(); ++o) {
+    std::string t(type_name(spec, call.outputs[o]));
+    local(t + "*", "static_cast<" + t + "*>(kjit_launch->args[" +
+                       std::to_string(spec.input_names.size() + o) + "])");
+  }
+  w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
+       "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
+       "        "
+    << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+  g.text = std::move(w.str());
+  return g;
+}
+
+}  // namespace kjit::codegen

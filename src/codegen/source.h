@@ -1,0 +1,48 @@
+// The complete translation unit for one kernel and one call signature: a pure function of the
+// kernel spec, the input/output dtypes and ndims, the template arguments and the target.
+#pragma once
+
+#include <kjit/kernel.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/rewrite.h"
+#include "core/kernel_spec.h"
+
+namespace kjit::codegen {
+
+struct CallSignature {
+  std::vector<std::pair<Dtype, int>> inputs;  // dtype and ndim of each input
+  std::vector<Dtype> outputs;
+  TemplateArgs template_args;
+};
+
+struct GeneratedSource {
+  std::string text;           // the whole translation unit
+  size_t user_part = 0;       // offset where the part after the prelude begins
+  std::string kernel_name;    // custom_kernel_<name>
+};
+
+/// The file names compiler diagnostics use for the user's text.
+inline constexpr const char* kSourceFile = "<source>";
+inline constexpr const char* kHeaderFile = "<header>";
+
+/// The kernel function's parameter list, in the dialect's own spelling (before rewriting).
+std::string signature(const KernelSpec& spec, const CallSignature& call);
+
+/// Lines declaring the template arguments (using T = float; constexpr int f = 3; ...).
+std::string template_declarations(const KernelSpec& spec, const TemplateArgs& args);
+
+/// The whole translation unit. Throws kjit::ValueError for an unusable template argument.
+GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target);
+
+/// The thread attribute names of Metal (MSL table 5.8) with their types, in MLX's order.
+struct Attribute {
+  const char* name;
+  bool is_vector;  // uint3, else uint
+};
+const std::vector<Attribute>& metal_attributes();
+
+}  // namespace kjit::codegen

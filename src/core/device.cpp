@@ -1,0 +1,32 @@
+#include <kjit/device.h>
+#include <kjit/errors.h>
+
+#include <charconv>
+#include <string>
+
+namespace kjit {
+
+Device Device::parse(std::string_view text, std::string_view param) {
+  if (text == "cpu") return cpu();
+  if (text == "cuda" || text == "gpu") return cuda(0);
+  if (text.substr(0, 5) == "cuda:") {
+    std::string_view digits = text.substr(5);
+    int index = -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec == std::errc() && end == digits.data() + digits.size() && index >= 0) {
+      return cuda(index);
+    }
+  }
+  throw ValueError(std::string(param) + ": expected 'cpu', 'cuda' or 'cuda:N', got '" +
+                   std::string(text) + "'");
+}
+
+std::string Device::str() const {
+  return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+std::vector<Device> devices() { return {Device::cpu()}; }
+
+Device default_device() { return Device::cpu(); }
+
+}  // namespace kjit

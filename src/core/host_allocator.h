@@ -1,0 +1,14 @@
+// Host memory for arrays. Large blocks are kept after release and reused for the next request
+// of the same size, so that a loop producing fresh outputs does not pay the kernel's page
+// faults on every call (the cap is KJIT_CPU_POOL_BYTES, default 1 GiB).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace kjit {
+
+/// At least |bytes| of 64-byte-aligned memory, released when the last owner goes.
+std::shared_ptr<void> host_allocate(size_t bytes);
+
+}  // namespace kjit

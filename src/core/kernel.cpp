@@ -1,0 +1,405 @@
+#include <kjit/errors.h>
+#include <kjit/kernel.h>
+
+#include <algorithm>
+#include <iostream>
+#include <mutex>
+#include <set>
+
+#include "backend/cpu/cpu_backend.h"
+#include "codegen/source.h"
+#include "core/kernel_spec.h"
+#include "core/strided_copy.h"
+
+namespace kjit {
+namespace {
+
+constexpr int64_t kMaxThreadsPerGroup = 1024;
+constexpr int64_t kMaxGridDim = 0xffffffffll;
+
+std::string prefix(const KernelSpec& spec) {
+  return "[kjit." + std::string(spec.api()) + "] ";
+}
+std::string prefix_named(const KernelSpec& spec) {
+  return prefix(spec) + "kernel '" + spec.name + "': ";
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& name,
+                                            const std::vector<std::string>& input_names,
+                                            const std::vector<std::string>& output_names,
+                                            const std::string& source, const std::string& header,
+                                            bool ensure_row_contiguous, bool atomic_outputs,
+                                            int shared_memory, CompileOptions options) {
+  auto spec = std::make_shared<KernelSpec>();
+  spec->dialect = dialect;
+  const std::string p = prefix(*spec);
+  if (!codegen::is_identifier(name)) {
+    throw ValueError(p + "name: '" + name + "' is not a valid identifier");
+  }
+  std::set<std::string> seen;
+  for (auto [list, param] : {std::pair{&input_names, "input_names"},
+                             std::pair{&output_names, "output_names"}}) {
+    for (const std::string& n : *list) {
+      if (!codegen::is_identifier(n)) {
+        throw ValueError(p + param + ": '" + n + "' is not a valid identifier");
+      }
+      if (n.rfind("kjit_", 0) == 0) {
+        throw ValueError(p + param + ": '" + n + "' uses the reserved prefix 'kjit_'");
+      }
+      if (!seen.insert(n).second) {
+        throw ValueError(p + param + ": the name '" + n +
+                         "' is used more than once across input_names and output_names");
+      }
+    }
+  }
+  if (output_names.empty()) throw ValueError(p + "output_names: at least one output is required");
+  if (shared_memory < 0) {
+    throw ValueError(p + "shared_memory: must be >= 0 bytes, got " + std::to_string(shared_memory));
+  }
+  spec->name = name;
+  spec->input_names = input_names;
+  spec->output_names = output_names;
+  spec->source = source;
+  spec->header = header;
+  spec->ensure_row_contiguous = ensure_row_contiguous;
+  spec->atomic_outputs = atomic_outputs;
+  spec->shared_memory = shared_memory;
+  spec->compile_options = options;
+  spec->source_tokens = codegen::lex(spec->source);
+  spec->header_tokens = codegen::lex(spec->header);
+  for (const std::string& n : input_names) {
+    spec->input_uses.push_back({codegen::has_identifier(spec->source_tokens, n + "_shape"),
+                                codegen::has_identifier(spec->source_tokens, n + "_strides"),
+                                codegen::has_identifier(spec->source_tokens, n + "_ndim")});
+  }
+  for (const codegen::Attribute& a : codegen::metal_attributes()) {
+    if (codegen::has_identifier(spec->source_tokens, a.name)) spec->attributes.push_back(a.name);
+  }
+  // Features no target offers are rejected now; the rest when a target is chosen.
+  for (auto [tokens, origin] : {std::pair{&spec->source_tokens, codegen::TextOrigin::Source},
+                                std::pair{&spec->header_tokens, codegen::TextOrigin::Header}}) {
+    codegen::check_supported(*tokens, dialect, codegen::Target::Cuda, origin);
+  }
+  return spec;
+}
+
+struct Plan {
+  codegen::CallSignature signature;
+  Device device;
+  std::string source;  // the generated translation unit
+  size_t user_part = 0;
+  std::shared_ptr<const cpu::Module> module;
+};
+
+bool same_template_args(const TemplateArgs& a, const TemplateArgs& b) {
+  return a == b;
+}
+
+}  // namespace
+
+struct Kernel::State {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const Plan>> plans;
+
+  std::shared_ptr<const Plan> find(const codegen::CallSignature& sig, const Device& device) {
+    std::lock_guard lock(mutex);
+    for (const auto& p : plans) {
+      if (p->device == device && p->signature.inputs == sig.inputs &&
+          p->signature.outputs == sig.outputs &&
+          same_template_args(p->signature.template_args, sig.template_args)) {
+        return p;
+      }
+    }
+    return nullptr;
+  }
+};
+
+Kernel::Kernel(std::shared_ptr<const KernelSpec> spec)
+    : spec_(std::move(spec)), state_(std::make_shared<State>()) {}
+Kernel::~Kernel() = default;
+
+const std::string& Kernel::name() const { return spec_->name; }
+const std::vector<std::string>& Kernel::input_names() const { return spec_->input_names; }
+const std::vector<std::string>& Kernel::output_names() const { return spec_->output_names; }
+const char* Kernel::api() const { return spec_->api(); }
+
+namespace {
+
+void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
+  std::set<std::string> seen;
+  for (const auto& [name, value] : args) {
+    if (!codegen::is_identifier(name)) {
+      throw ValueError(prefix_named(spec) + "template: '" + name +
+                       "' is not a valid identifier");
+    }
+    if (!seen.insert(name).second) {
+      throw ValueError(prefix_named(spec) + "template: the name '" + name +
+                       "' is given more than once");
+    }
+    auto clash = [&](const std::vector<std::string>& v) {
+      return std::find(v.begin(), v.end(), name) != v.end();
+    };
+    if (clash(spec.input_names) || clash(spec.output_names)) {
+      throw ValueError(prefix_named(spec) + "template: '" + name +
+                       "' is also the name of an input or output");
+    }
+  }
+}
+
+std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSignature sig,
+                                       const Device& device) {
+  if (device.type != DeviceType::CPU) {
+    throw ValueError(prefix_named(spec) + "device: " + device.str() +
+                     " is not available; kjit runs kernels on the CPU on this machine");
+  }
+  if (spec.atomic_outputs) {
+    throw ValueError(prefix_named(spec) +
+                     "atomic_outputs=True is not supported yet on the CPU backend");
+  }
+  for (auto [tokens, origin] : {std::pair{&spec.source_tokens, codegen::TextOrigin::Source},
+                                std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
+    codegen::check_supported(*tokens, spec.dialect, codegen::Target::Cpu, origin);
+  }
+  auto plan = std::make_shared<Plan>();
+  codegen::GeneratedSource g = codegen::generate(spec, sig, codegen::Target::Cpu);
+  plan->module = cpu::build(spec, g.text);
+  plan->signature = std::move(sig);
+  plan->device = device;
+  plan->source = std::move(g.text);
+  plan->user_part = g.user_part;
+  return plan;
+}
+
+Device resolve_device(const KernelSpec& spec, const std::vector<Array>& inputs,
+                      const std::optional<Device>& requested) {
+  std::optional<Device> found;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].ndim() == 0) continue;  // scalars go wherever the kernel runs
+    if (found && !(*found == inputs[i].device())) {
+      throw ValueError(prefix_named(spec) + "inputs: arrays on different devices (" +
+                       found->str() + " and " + inputs[i].device().str() + " for '" +
+                       spec.input_names[i] + "')");
+    }
+    found = inputs[i].device();
+  }
+  if (requested) return *requested;
+  return found ? *found : default_device();
+}
+
+}  // namespace
+
+void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
+                   const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args,
+                   Device device) const {
+  const KernelSpec& spec = *spec_;
+  if (input_dtypes_ndims.size() != spec.input_names.size()) {
+    throw ValueError(prefix_named(spec) + "inputs: expected " +
+                     std::to_string(spec.input_names.size()) + " (" + join(spec.input_names) +
+                     "), got " + std::to_string(input_dtypes_ndims.size()));
+  }
+  if (output_dtypes.size() != spec.output_names.size()) {
+    throw ValueError(prefix_named(spec) + "output_dtypes: expected " +
+                     std::to_string(spec.output_names.size()) + ", got " +
+                     std::to_string(output_dtypes.size()));
+  }
+  for (const auto& [dtype, ndim] : input_dtypes_ndims) {
+    if (ndim < 0 || ndim > kMaxNdim) {
+      throw ValueError(prefix_named(spec) + "inputs: ndim must be in [0, 10], got " +
+                       std::to_string(ndim));
+    }
+  }
+  check_template_args(spec, template_args);
+  codegen::CallSignature sig{input_dtypes_ndims, output_dtypes, template_args};
+  if (state_->find(sig, device)) return;
+  auto plan = build_plan(spec, std::move(sig), device);
+  std::lock_guard lock(state_->mutex);
+  state_->plans.push_back(std::move(plan));
+}
+
+std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
+                                      const std::vector<Shape>& output_shapes,
+                                      const std::vector<Dtype>& output_dtypes, Dim3 grid,
+                                      Dim3 threadgroup, const TemplateArgs& template_args,
+                                      std::optional<double> init_value, bool verbose,
+                                      const LaunchOptions& options) const {
+  const KernelSpec& spec = *spec_;
+  const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
+  if (inputs.size() != n_in) {
+    throw ValueError(prefix_named(spec) + "inputs: expected " + std::to_string(n_in) +
+                     " (" + join(spec.input_names) + "), got " + std::to_string(inputs.size()));
+  }
+  if (output_shapes.size() != n_out) {
+    throw ValueError(prefix_named(spec) + "output_shapes: expected " + std::to_string(n_out) +
+                     " (" + join(spec.output_names) + "), got " +
+                     std::to_string(output_shapes.size()));
+  }
+  if (output_dtypes.size() != n_out) {
+    throw ValueError(prefix_named(spec) + "output_dtypes: expected " + std::to_string(n_out) +
+                     " (" + join(spec.output_names) + "), got " +
+                     std::to_string(output_dtypes.size()));
+  }
+  const int64_t g[3] = {grid.x, grid.y, grid.z};
+  const int64_t t[3] = {threadgroup.x, threadgroup.y, threadgroup.z};
+  for (int d = 0; d < 3; ++d) {
+    if (g[d] < 0 || g[d] > kMaxGridDim) {
+      throw ValueError(prefix_named(spec) + "grid: each size must be in [0, 2^32-1] threads, got (" +
+                       std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " +
+                       std::to_string(g[2]) + ")");
+    }
+    if (t[d] < 1) {
+      throw ValueError(prefix_named(spec) + "threadgroup: each size must be >= 1, got (" +
+                       std::to_string(t[0]) + ", " + std::to_string(t[1]) + ", " +
+                       std::to_string(t[2]) + ")");
+    }
+  }
+  if (t[0] * t[1] * t[2] > kMaxThreadsPerGroup) {
+    throw ValueError(prefix_named(spec) + "threadgroup: (" + std::to_string(t[0]) + ", " +
+                     std::to_string(t[1]) + ", " + std::to_string(t[2]) + ") has " +
+                     std::to_string(t[0] * t[1] * t[2]) +
+                     " threads; at most 1024 are allowed per threadgroup");
+  }
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!inputs[i].valid()) {
+      throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) + "] ('" +
+                       spec.input_names[i] + "') is an empty Array");
+    }
+  }
+  for (size_t o = 0; o < n_out; ++o) {
+    if (output_shapes[o].size() > static_cast<size_t>(kMaxNdim)) {
+      throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] has " +
+                       std::to_string(output_shapes[o].size()) +
+                       " dimensions; at most 10 are supported");
+    }
+    for (int64_t d : output_shapes[o]) {
+      if (d < 0) {
+        throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) +
+                         "]: dimensions must be >= 0, got " + std::to_string(d));
+      }
+    }
+  }
+  check_template_args(spec, template_args);
+  const Device device = resolve_device(spec, inputs, options.device);
+
+  codegen::CallSignature sig;
+  sig.inputs.reserve(n_in);
+  for (const Array& a : inputs) sig.inputs.emplace_back(a.dtype(), a.ndim());
+  sig.outputs = output_dtypes;
+  sig.template_args = template_args;
+  std::shared_ptr<const Plan> plan = state_->find(sig, device);
+  if (!plan) {
+    plan = build_plan(spec, std::move(sig), device);
+    std::lock_guard lock(state_->mutex);
+    state_->plans.push_back(plan);
+  }
+  if (verbose) {
+    std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +
+                       plan->source.substr(plan->user_part) + "```\n";
+    if (options.print) {
+      options.print(text);
+    } else {
+      std::cout << text << std::flush;
+    }
+  }
+
+  // Outputs: the caller's, checked, or fresh row-contiguous arrays.
+  std::vector<Array> outputs;
+  if (!options.outputs.empty()) {
+    if (options.outputs.size() != n_out) {
+      throw ValueError(prefix_named(spec) + "outputs: expected " + std::to_string(n_out) +
+                       " arrays (" + join(spec.output_names) + "), got " +
+                       std::to_string(options.outputs.size()));
+    }
+    for (size_t o = 0; o < n_out; ++o) {
+      const Array& a = options.outputs[o];
+      std::string what = "outputs[" + std::to_string(o) + "] ('" + spec.output_names[o] + "')";
+      if (a.dtype() != output_dtypes[o]) {
+        throw ValueError(prefix_named(spec) + what + " has dtype " +
+                         std::string(dtype_name(a.dtype())) + " but output_dtypes says " +
+                         std::string(dtype_name(output_dtypes[o])));
+      }
+      if (!std::equal(a.shape().begin(), a.shape().end(), output_shapes[o].begin(),
+                      output_shapes[o].end())) {
+        throw ValueError(prefix_named(spec) + what + " does not have the shape output_shapes[" +
+                         std::to_string(o) + "] gives");
+      }
+      if (!a.is_row_contiguous()) {
+        throw ValueError(prefix_named(spec) + what + " must be row-contiguous");
+      }
+      if (!(a.device() == device)) {
+        throw ValueError(prefix_named(spec) + what + " is on " + a.device().str() +
+                         " but the kernel runs on " + device.str());
+      }
+    }
+    outputs = options.outputs;
+  } else {
+    outputs.reserve(n_out);
+    for (size_t o = 0; o < n_out; ++o) {
+      outputs.push_back(Array::empty(output_shapes[o], output_dtypes[o], device));
+    }
+  }
+  if (init_value) {
+    for (const Array& o : outputs) o.fill(*init_value);
+  }
+
+  // Inputs as the kernel sees them.
+  std::vector<Array> staged;
+  staged.reserve(n_in);
+  for (const Array& a : inputs) {
+    staged.push_back(spec.ensure_row_contiguous && a.ndim() > 0 ? a.contiguous() : a);
+  }
+  std::vector<void*> args(n_in + n_out);
+  std::vector<int> shapes(n_in * kMaxNdim, 0), ndims(n_in);
+  std::vector<int64_t> strides(n_in * kMaxNdim, 0);
+  for (size_t i = 0; i < n_in; ++i) {
+    const Array& a = staged[i];
+    args[i] = a.data();
+    ndims[i] = a.ndim();
+    for (int d = 0; d < a.ndim(); ++d) {
+      if (a.shape(d) > 0x7fffffff && spec.input_uses[i].shape) {
+        throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) +
+                         "]: a dimension over 2^31-1 cannot be passed as " +
+                         spec.input_names[i] + "_shape");
+      }
+      shapes[i * kMaxNdim + d] = static_cast<int>(a.shape(d));
+      strides[i * kMaxNdim + d] = a.stride(d);
+    }
+  }
+  for (size_t o = 0; o < n_out; ++o) args[n_in + o] = outputs[o].data();
+
+  kjit_cpu_launch L{};
+  L.args = args.data();
+  L.shapes = shapes.data();
+  L.strides = strides.data();
+  L.ndims = ndims.data();
+  for (int d = 0; d < 3; ++d) {
+    L.grid[d] = static_cast<unsigned>(g[d]);
+    L.group[d] = static_cast<unsigned>(std::max<int64_t>(1, std::min(t[d], g[d])));
+    L.groups[d] = static_cast<unsigned>((g[d] + L.group[d] - 1) / L.group[d]);
+  }
+  cpu::launch(*plan->module, L);
+  return outputs;
+}
+
+Kernel metal_kernel(const std::string& name, const std::vector<std::string>& input_names,
+                    const std::vector<std::string>& output_names, const std::string& source,
+                    const std::string& header, bool ensure_row_contiguous, bool atomic_outputs,
+                    CompileOptions compile_options) {
+  return Kernel(make_spec(Dialect::Metal, name, input_names, output_names, source, header,
+                          ensure_row_contiguous, atomic_outputs, 0, compile_options));
+}
+
+Kernel cuda_kernel(const std::string& name, const std::vector<std::string>& input_names,
+                   const std::vector<std::string>& output_names, const std::string& source,
+                   const std::string& header, bool ensure_row_contiguous, int shared_memory,
+                   CompileOptions compile_options, bool atomic_outputs) {
+  return Kernel(make_spec(Dialect::Cuda, name, input_names, output_names, source, header,
+                          ensure_row_contiguous, atomic_outputs, shared_memory, compile_options));
+}
+
+}  // namespace kjit

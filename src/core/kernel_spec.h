@@ -1,0 +1,44 @@
+// What a kernel is, independent of any call: the user's text and options, lexed and checked once.
+#pragma once
+
+#include <kjit/kernel.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/lexer.h"
+
+namespace kjit {
+
+enum class Dialect { Metal, Cuda };
+
+struct KernelSpec {
+  KernelSpec() = default;
+  KernelSpec(const KernelSpec&) = delete;  // tokens view into the strings below
+  KernelSpec& operator=(const KernelSpec&) = delete;
+
+  Dialect dialect = Dialect::Metal;
+  std::string name;
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  std::string source;
+  std::string header;
+  bool ensure_row_contiguous = true;
+  bool atomic_outputs = false;
+  int shared_memory = 0;
+  CompileOptions compile_options;
+
+  // Derived once at construction. Tokens view into |source| / |header| above.
+  std::vector<codegen::Token> source_tokens;
+  std::vector<codegen::Token> header_tokens;
+  struct InputUse {
+    bool shape = false, strides = false, ndim = false;
+  };
+  std::vector<InputUse> input_uses;         // which of x_shape / x_strides / x_ndim the body names
+  std::vector<std::string> attributes;      // Metal thread attributes the body names, MLX's order
+
+  /// "metal_kernel" or "cuda_kernel", for messages.
+  const char* api() const { return dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel"; }
+};
+
+}  // namespace kjit
