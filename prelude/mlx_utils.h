@@ -19,41 +19,39 @@ struct dims_view {
   KJIT_INLINE operator const T*() const { return p; }
 };
 
+// Element offsets from a linear index and (signed) strides. The offset is computed and returned
+// as int64_t whatever the index type, so that reversed views (negative strides) work even when
+// the body's index is a uint.
 template <class IdxT = int64_t>
-KJIT_INLINE IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
-  IdxT loc = 0;
+KJIT_INLINE int64_t elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+  int64_t loc = 0;
   for (int i = ndim - 1; i >= 0 && elem > 0; --i) {
-    loc += static_cast<IdxT>(elem % static_cast<IdxT>(shape[i])) * static_cast<IdxT>(strides[i]);
+    loc += static_cast<int64_t>(elem % static_cast<IdxT>(shape[i])) * strides[i];
     elem /= static_cast<IdxT>(shape[i]);
   }
   return loc;
 }
 
-template <class IdxT = int64_t>
-KJIT_INLINE IdxT elem_to_loc(vec<unsigned, 3> elem, const int* shape, const int64_t* strides,
-                             int ndim) {
-  IdxT loc = static_cast<IdxT>(elem.x) * static_cast<IdxT>(strides[ndim - 1]);
-  if (ndim > 1) loc += static_cast<IdxT>(elem.y) * static_cast<IdxT>(strides[ndim - 2]);
+KJIT_INLINE int64_t elem_to_loc(vec<unsigned, 3> elem, const int* shape, const int64_t* strides,
+                                int ndim) {
+  int64_t loc = static_cast<int64_t>(elem.x) * strides[ndim - 1];
+  if (ndim > 1) loc += static_cast<int64_t>(elem.y) * strides[ndim - 2];
   for (int d = ndim - 3; d >= 0; --d) {
-    loc += static_cast<IdxT>(elem.z % static_cast<unsigned>(shape[d])) *
-           static_cast<IdxT>(strides[d]);
+    loc += static_cast<int64_t>(elem.z % static_cast<unsigned>(shape[d])) * strides[d];
     elem.z /= static_cast<unsigned>(shape[d]);
   }
   return loc;
 }
 
-template <class IdxT = int64_t>
-KJIT_INLINE IdxT elem_to_loc_1(unsigned elem, int64_t stride) {
-  return static_cast<IdxT>(elem) * static_cast<IdxT>(stride);
+KJIT_INLINE int64_t elem_to_loc_1(unsigned elem, int64_t stride) {
+  return static_cast<int64_t>(elem) * stride;
 }
-template <class IdxT = int64_t>
-KJIT_INLINE IdxT elem_to_loc_2(vec<unsigned, 2> elem, const int64_t* strides) {
-  return static_cast<IdxT>(elem.x) * strides[1] + static_cast<IdxT>(elem.y) * strides[0];
+KJIT_INLINE int64_t elem_to_loc_2(vec<unsigned, 2> elem, const int64_t* strides) {
+  return static_cast<int64_t>(elem.x) * strides[1] + static_cast<int64_t>(elem.y) * strides[0];
 }
-template <class IdxT = int64_t>
-KJIT_INLINE IdxT elem_to_loc_3(vec<unsigned, 3> elem, const int64_t* strides) {
-  return static_cast<IdxT>(elem.x) * strides[2] + static_cast<IdxT>(elem.y) * strides[1] +
-         static_cast<IdxT>(elem.z) * strides[0];
+KJIT_INLINE int64_t elem_to_loc_3(vec<unsigned, 3> elem, const int64_t* strides) {
+  return static_cast<int64_t>(elem.x) * strides[2] + static_cast<int64_t>(elem.y) * strides[1] +
+         static_cast<int64_t>(elem.z) * strides[0];
 }
 
 template <class T>

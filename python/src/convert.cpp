@@ -17,6 +17,13 @@ std::string qualified_type_name(nb::handle obj) {
 
 std::string describe(nb::handle obj) { return "'" + qualified_type_name(obj) + "'"; }
 
+// str(obj), as Python spells it.
+std::string str_of(nb::handle obj) {
+  nb::object s = nb::steal(PyObject_Str(obj.ptr()));
+  if (!s.is_valid()) throw nb::python_error();
+  return nb::cast<std::string>(s);
+}
+
 std::optional<Dtype> from_dlpack_dtype(dl::dtype t) {
   if (t.lanes != 1) return std::nullopt;
   switch (static_cast<dl::dtype_code>(t.code)) {
@@ -152,7 +159,7 @@ Dtype to_dtype(nb::handle obj, const std::string& param) {
              nb::isinstance<nb::str>(obj.attr("name"))) {
     name = nb::cast<std::string>(obj.attr("name"));  // a NumPy dtype
   } else if (qualified_type_name(obj) == "torch.dtype") {
-    name = nb::cast<std::string>(nb::str(obj));
+    name = str_of(obj);
   } else if (PyType_Check(obj.ptr())) {
     try {
       nb::object np_dtype = nb::module_::import_("numpy").attr("dtype")(obj);
@@ -192,10 +199,17 @@ Array to_array(nb::handle obj, const std::string& param, bool keep_alive) {
   if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
   nb::ndarray<> nd;
-  if (nb::try_cast(obj, nd, false)) return from_ndarray(nd, std::nullopt, param, owner);
+  bool imported = false;
+  try {
+    imported = nb::try_cast(obj, nd, false);
+  } catch (const std::exception&) {
+    // A producer may refuse both DLPack and the buffer protocol (NumPy's bfloat16 does).
+  }
+  PyErr_Clear();
+  if (imported) return from_ndarray(nd, std::nullopt, param, owner);
   // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
   if (framework_of(obj) == Framework::Numpy && nb::hasattr(obj, "dtype") &&
-      nb::cast<std::string>(nb::str(obj.attr("dtype"))) == "bfloat16") {
+      str_of(obj.attr("dtype")) == "bfloat16") {
     nb::object view = obj.attr("view")("uint16");
     if (nb::try_cast(view, nd, false)) return from_ndarray(nd, Dtype::BFloat16, param, owner);
   }
@@ -282,7 +296,7 @@ Shape to_shape(nb::handle obj, const std::string& param) {
     long long d = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
     if (overflow || d < 0) {
       throw ValueError(param + ": dimensions must be >= 0, got " +
-                       nb::cast<std::string>(nb::str(item)));
+                       str_of(item));
     }
     shape.push_back(d);
   }

@@ -91,7 +91,7 @@ TemplateArgs to_template_args(const Kernel& k, nb::handle obj) {
       } catch (const TypeError&) {
         throw TypeError(p + ": the value of '" + n +
                         "' must be a dtype, an int or a bool, got '" +
-                        nb::cast<std::string>(nb::str(value.type().attr("__name__"))) + "'");
+                        nb::cast<std::string>(value.type().attr("__name__")) + "'");
       }
     }
   }
