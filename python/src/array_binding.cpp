@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "backend/cpu/host_compiler.h"
 #include "convert.h"
 
 namespace nb = nanobind;
@@ -117,6 +118,10 @@ void init_array(nb::module_& m) {
           d["disk_hits"] = c.disk_hits;
           return d;
         }, "What the compile caches hold, and how many compiles and disk hits this process had.");
+  m.def("_host_compiler", [] {
+          cpu::HostCompiler c = cpu::host_compiler();
+          return nb::make_tuple(c.path, c.found);
+        }, "The CPU backend's compiler: (path, found).");
   m.def("clear_cache", &clear_cache, "Empties the in-memory cache and deletes disk entries.");
   m.attr("__version__") = version();
 }

@@ -53,9 +53,11 @@ const Compiler& compiler() {
         break;
       }
     }
-    if (name.empty()) name = KJIT_DEFAULT_CXX;
+    // A compiler the user names must exist; the build-time default may fall back to c++.
+    const bool chosen = !name.empty();
+    if (!chosen) name = KJIT_DEFAULT_CXX;
     std::string found = find_in_path(name);
-    if (found.empty() && name != "c++") found = find_in_path("c++");
+    if (found.empty() && !chosen) found = find_in_path(name = "c++");
     char resolved[4096];
     struct stat st;
     if (!found.empty() && realpath(found.c_str(), resolved) && stat(resolved, &st) == 0) {
@@ -184,6 +186,8 @@ std::string read_file(const std::string& path) {
 }
 
 }  // namespace
+
+HostCompiler host_compiler() { return {compiler().path, compiler().found}; }
 
 const std::string& compiler_identity(MathMode mode) {
   static std::once_flag once;

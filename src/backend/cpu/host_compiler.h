@@ -15,6 +15,14 @@ namespace kjit::cpu {
 /// Computed without running the compiler.
 const std::string& compiler_identity(MathMode mode);
 
+/// The compiler kjit would run (KJIT_CXX, else CXX, else the one kjit was built with, else c++),
+/// resolved on PATH; |found| is false when it does not exist.
+struct HostCompiler {
+  std::string path;
+  bool found = false;
+};
+HostCompiler host_compiler();
+
 /// Compiles |source| to a shared object and returns its bytes. Throws kjit::CompileError with
 /// the diagnostics mapped to the user's source/header lines.
 std::string compile_shared_object(const std::string& source, const KernelSpec& spec,

@@ -1,0 +1,178 @@
+"""CPU benchmark: kjit against NumPy, measured side by side in one run.
+
+Prints a table of times and ratios:
+  - the seed myexp kernel on 2^24 float32 against numpy.exp (fresh outputs, and out=);
+  - invert_3x3 on 10^6 float32 matrices against numpy.linalg.inv;
+  - cold compile of myexp (empty cache, fresh process) and load from the disk cache in a fresh
+    process (no compiler run);
+  - the per-call time of a cached tiny kernel with NumPy in and out, against a tiny numpy.exp.
+Usage: PYTHONPATH=build/python python bench/cpu.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+
+import kjit
+
+MYEXP = """
+    uint elem = thread_position_in_grid.x;
+    T tmp = inp[elem];
+    out[elem] = metal::exp(tmp);
+"""
+
+INVERT = """
+    uint i = thread_position_in_grid.x;
+    const device float* m = a + 9 * i;
+    float a00 = m[0], a01 = m[1], a02 = m[2];
+    float a10 = m[3], a11 = m[4], a12 = m[5];
+    float a20 = m[6], a21 = m[7], a22 = m[8];
+    float c00 = a11 * a22 - a12 * a21;
+    float c01 = a12 * a20 - a10 * a22;
+    float c02 = a10 * a21 - a11 * a20;
+    float inv_det = 1.0 / (a00 * c00 + a01 * c01 + a02 * c02);
+    device float* r = out + 9 * i;
+    r[0] = c00 * inv_det;
+    r[1] = (a02 * a21 - a01 * a22) * inv_det;
+    r[2] = (a01 * a12 - a02 * a11) * inv_det;
+    r[3] = c01 * inv_det;
+    r[4] = (a00 * a22 - a02 * a20) * inv_det;
+    r[5] = (a02 * a10 - a00 * a12) * inv_det;
+    r[6] = c02 * inv_det;
+    r[7] = (a01 * a20 - a00 * a21) * inv_det;
+    r[8] = (a00 * a11 - a01 * a10) * inv_det;
+"""
+
+
+def best_of(fn: Callable[[], object], repeats: int) -> float:
+    """The fastest of |repeats| timed runs after one warm-up, in seconds."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def per_call(fn: Callable[[], object], calls: int, repeats: int = 5) -> float:
+    """The best mean time of one call over |repeats| loops of |calls| calls, in seconds."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import kjit
+k = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=sys.argv[1])
+t1 = time.perf_counter()
+k.build(inputs=[(kjit.float32, 1)], output_dtypes=[kjit.float32], template=[("T", kjit.float32)])
+t2 = time.perf_counter()
+print(json.dumps({"build": t2 - t1, "info": kjit.cache_info()}))
+"""
+
+
+def fresh_process_build(cache_dir: str, no_compile: bool) -> dict:
+    env = dict(os.environ, KJIT_CACHE_DIR=cache_dir)
+    if no_compile:
+        env["KJIT_ASSERT_NO_COMPILE"] = "1"
+    out = subprocess.run([sys.executable, "-c", CHILD, MYEXP], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    repeats = 3 if quick else 7
+    rng = np.random.default_rng()
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    # myexp on 2^24 float32.
+    myexp = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"],
+                              source=MYEXP)
+    x = rng.standard_normal(1 << 24, dtype=np.float32)
+    kw = dict(inputs=[x], template=[("T", kjit.float32)], grid=(x.size, 1, 1),
+              threadgroup=(256, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    (y,) = myexp(**kw)
+    ref = np.exp(x.astype(np.float64))
+    assert np.max(np.abs(y - ref) / ref) < 3e-7
+    out = np.empty_like(x)
+    t_kjit = best_of(lambda: myexp(**kw), repeats)
+    t_np = best_of(lambda: np.exp(x), repeats)
+    rows.append(("myexp 2^24 f32, new output", f"{t_kjit*1e3:.2f} ms", "numpy.exp",
+                 f"{t_np*1e3:.2f} ms", f"{t_np/t_kjit:.2f}x"))
+    t_kjit = best_of(lambda: myexp(**kw, outputs=[out]), repeats)
+    t_np = best_of(lambda: np.exp(x, out=out), repeats)
+    rows.append(("myexp 2^24 f32, out=", f"{t_kjit*1e3:.2f} ms", "numpy.exp(out=)",
+                 f"{t_np*1e3:.2f} ms", f"{t_np/t_kjit:.2f}x"))
+
+    # invert_3x3 on 10^6 matrices.
+    invert = kjit.metal_kernel(name="invert_3x3", input_names=["a"], output_names=["out"],
+                               source=INVERT)
+    n = 10**6
+    a = (np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))).astype(np.float32)
+    ikw = dict(inputs=[a], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
+               output_dtypes=[a.dtype])
+    (inv,) = invert(**ikw)
+    assert np.max(np.abs(inv - np.linalg.inv(a.astype(np.float64)))) < 1e-3
+    t_kjit = best_of(lambda: invert(**ikw), repeats)
+    t_np = best_of(lambda: np.linalg.inv(a), max(1, repeats // 2))
+    rows.append(("invert_3x3 10^6 f32", f"{t_kjit*1e3:.2f} ms", "numpy.linalg.inv",
+                 f"{t_np*1e3:.2f} ms", f"{t_np/t_kjit:.2f}x"))
+
+    # Cold compile and disk-cache load, each in a fresh process.
+    colds, loads = [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as d:
+            cold = fresh_process_build(d, no_compile=False)
+            assert cold["info"]["compiles"] == 1
+            warm = fresh_process_build(d, no_compile=True)
+            assert warm["info"]["compiles"] == 0 and warm["info"]["disk_hits"] == 1
+            colds.append(cold["build"])
+            loads.append(warm["build"])
+    rows.append(("cold compile of myexp", f"{min(colds)*1e3:.1f} ms", "goal", "400 ms",
+                 f"{0.4/min(colds):.2f}x"))
+    rows.append(("disk-cache load, fresh process", f"{min(loads)*1e3:.2f} ms", "goal", "5 ms",
+                 f"{0.005/min(loads):.2f}x"))
+
+    # Per-call time of a cached tiny kernel, NumPy in and out.
+    small = rng.standard_normal(16, dtype=np.float32)
+    skw = dict(inputs=[small], template=[("T", kjit.float32)], grid=(16, 1, 1),
+               threadgroup=(16, 1, 1), output_shapes=[small.shape], output_dtypes=[small.dtype])
+    calls = 2000 if quick else 20000
+    t_kjit = per_call(lambda: myexp(**skw), calls)
+    t_np = per_call(lambda: np.exp(small), calls)
+    rows.append(("tiny kernel per call (16 f32)", f"{t_kjit*1e6:.2f} us", "numpy.exp (16 f32)",
+                 f"{t_np*1e6:.2f} us", f"{t_np/t_kjit:.2f}x"))
+    sout = np.empty_like(small)
+    t_kjit = per_call(lambda: myexp(**skw, outputs=[sout]), calls)
+    rows.append(("tiny kernel per call, out=", f"{t_kjit*1e6:.2f} us", "goal", "5 us",
+                 f"{5e-6/t_kjit:.2f}x"))
+
+    header = ("what", "kjit", "against", "time", "ratio (>1: kjit faster)")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+    line = " | ".join
+    print(line(h.ljust(w) for h, w in zip(header, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(line(c.ljust(w) for c, w in zip(r, widths)))
+    print(f"\nkjit {kjit.__version__}, numpy {np.__version__}, {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Command line: `python -m kjit doctor` and `python -m kjit cache info|clear`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import kjit
+from kjit import _kjit
+
+
+def doctor() -> int:
+    """Says which backends work here and, for those that do not, why."""
+    print(f"kjit {kjit.__version__}")
+    path, cpu_ok = _kjit._host_compiler()
+    detail = f"host compiler {path}" if cpu_ok else f"no host compiler ({path!r} not found; set KJIT_CXX)"
+    print(f"cpu : {'PASS' if cpu_ok else 'FAIL'}  {detail}")
+    gpu = [d for d in kjit.devices() if d.startswith("cuda")]
+    print(f"cuda: {'PASS' if gpu else 'FAIL'}  "
+          f"{', '.join(gpu) if gpu else 'no CUDA backend in this build (kernels run on the CPU)'}")
+    print(f"default device: {kjit.default_device()}")
+    info = kjit.cache_info()
+    where = info["directory"] if info["disk_enabled"] else "disabled (memory only)"
+    print(f"disk cache: {where}")
+    return 0 if cpu_ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kjit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("doctor", help="which backends work, and why not")
+    cache = sub.add_parser("cache", help="inspect or empty the compile cache")
+    cache.add_argument("action", choices=["info", "clear"])
+    args = parser.parse_args(argv)
+    if args.command == "doctor":
+        return doctor()
+    if args.action == "clear":
+        kjit.clear_cache()
+    print(json.dumps(kjit.cache_info(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
