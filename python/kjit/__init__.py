@@ -10,16 +10,13 @@ NVIDIA GPUs or on the CPU, from any array library.
 array([0., 2., 4., 6.], dtype=float32)
 """
 
+from ._errors import CompileError, LaunchError
 from ._kjit import (
     Array,
-    CompileError,
     Dtype,
     Kernel,
-    LaunchError,
-    __version__,
     array,
     bfloat16,
-    bool_,
     cache_info,
     clear_cache,
     complex64,
@@ -39,8 +36,12 @@ from ._kjit import (
     uint16,
     uint32,
     uint64,
+    version,
     zeros,
 )
+
+bool_ = Dtype.bool
+__version__ = version()
 
 __all__ = [
     "Array",

@@ -13,7 +13,7 @@ from kjit import _kjit
 def doctor() -> int:
     """Says which backends work here and, for those that do not, why."""
     print(f"kjit {kjit.__version__}")
-    path, cpu_ok = _kjit._host_compiler()
+    path, cpu_ok = _kjit.host_compiler()
     detail = f"host compiler {path}" if cpu_ok else f"no host compiler ({path!r} not found; set KJIT_CXX)"
     print(f"cpu : {'PASS' if cpu_ok else 'FAIL'}  {detail}")
     gpu = [d for d in kjit.devices() if d.startswith("cuda")]

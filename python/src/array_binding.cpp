@@ -36,7 +36,7 @@ void init_array(nb::module_& m) {
     Dtype d = static_cast<Dtype>(i);
     std::string name(dtype_name(d));
     dtype.value(name.c_str(), d);
-    m.attr((name == "bool" ? "bool_" : name).c_str()) = nb::cast(d);
+    if (name != "bool") m.attr(name.c_str()) = nb::cast(d);  // kjit.bool_ is set in Python
   }
   dtype.def_prop_ro("itemsize", [](Dtype d) { return itemsize(d); });
   dtype.def_prop_ro("name", [](Dtype d) { return std::string(dtype_name(d)); });
@@ -44,12 +44,13 @@ void init_array(nb::module_& m) {
   dtype.def("__repr__", [](Dtype d) { return "kjit." + std::string(dtype_name(d)); });
 
   nb::class_<Array>(m, "Array", "An n-dimensional array on a device, owning or borrowing memory.")
-      .def_prop_ro("shape", &shape_tuple)
+      .def_prop_ro("shape", &shape_tuple, nb::for_getter(nb::sig("def shape(self, /) -> tuple[int, ...]")))
       .def_prop_ro("strides", [](const Array& a) {
         nb::list l;
         for (int64_t s : a.strides()) l.append(s);
         return nb::tuple(l);
-      }, "Strides in elements.")
+      }, nb::for_getter(nb::sig("def strides(self, /) -> tuple[int, ...]")),
+         nb::for_getter("Strides in elements."))
       .def_prop_ro("dtype", &Array::dtype)
       .def_prop_ro("ndim", &Array::ndim)
       .def_prop_ro("size", &Array::size)
@@ -65,10 +66,10 @@ void init_array(nb::module_& m) {
            }, "dtype"_a = nb::none(), "copy"_a = nb::none())
       .def("__dlpack__", [](const Array& a, nb::kwargs kwargs) {
              return dlpack_view(a).attr("__dlpack__")(**kwargs);
-           })
+           }, nb::sig("def __dlpack__(self, **kwargs: object) -> object"))
       .def("__dlpack_device__", [](const Array& a) {
         return nb::make_tuple(a.device().type == DeviceType::CPU ? 1 : 2, a.device().index);
-      })
+      }, nb::sig("def __dlpack_device__(self) -> tuple[int, int]"))
       .def("to", [](const Array& a, nb::handle device) { return a.to(to_device(device, "device")); },
            "device"_a, "The array on another device (itself when already there).")
       .def("__repr__", [](const Array& a) {
@@ -87,16 +88,22 @@ void init_array(nb::module_& m) {
           }
           return device.is_none() ? a : a.to(to_device(device, "device"));
         }, "obj"_a, "device"_a = nb::none(), "dtype"_a = nb::none(),
+        nb::sig("def array(obj: object, device: str | None = None, dtype: object | None = None) "
+                "-> Array"),
         "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).");
   m.def("empty", [](nb::handle shape, nb::handle dtype, nb::handle device) {
           return Array::empty(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
                               to_device(device, "device"));
         }, "shape"_a, "dtype"_a = nb::cast(Dtype::Float32), "device"_a = nb::none(),
+        nb::sig("def empty(shape: collections.abc.Sequence[int], dtype: object = float32, "
+                "device: str | None = None) -> Array"),
         "A new uninitialised row-contiguous array.");
   m.def("zeros", [](nb::handle shape, nb::handle dtype, nb::handle device) {
           return Array::zeros(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
                               to_device(device, "device"));
         }, "shape"_a, "dtype"_a = nb::cast(Dtype::Float32), "device"_a = nb::none(),
+        nb::sig("def zeros(shape: collections.abc.Sequence[int], dtype: object = float32, "
+                "device: str | None = None) -> Array"),
         "A new zero-filled row-contiguous array.");
   m.def("devices", [] {
           std::vector<std::string> out;
@@ -117,13 +124,14 @@ void init_array(nb::module_& m) {
           d["compiles"] = c.compiles;
           d["disk_hits"] = c.disk_hits;
           return d;
-        }, "What the compile caches hold, and how many compiles and disk hits this process had.");
-  m.def("_host_compiler", [] {
+        }, nb::sig("def cache_info() -> dict[str, object]"), "What the compile caches hold, and how many compiles and disk hits this process had.");
+  m.def("host_compiler", [] {
           cpu::HostCompiler c = cpu::host_compiler();
           return nb::make_tuple(c.path, c.found);
-        }, "The CPU backend's compiler: (path, found).");
+        }, nb::sig("def host_compiler() -> tuple[str, bool]"),
+        "The CPU backend's compiler: (path, found).");
   m.def("clear_cache", &clear_cache, "Empties the in-memory cache and deletes disk entries.");
-  m.attr("__version__") = version();
+  m.def("version", [] { return std::string(version()); }, "The library version.");
 }
 
 }  // namespace kjit::python

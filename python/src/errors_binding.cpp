@@ -1,5 +1,6 @@
 // kjit's exceptions as Python exceptions: ValueError and TypeError for bad arguments,
-// kjit.CompileError (with .log and .source) and kjit.LaunchError (both RuntimeErrors).
+// kjit.CompileError (with .log and .source) and kjit.LaunchError (both RuntimeErrors, defined
+// in kjit/_errors.py).
 #include <kjit/errors.h>
 #include <nanobind/nanobind.h>
 
@@ -15,18 +16,11 @@ PyObject* launch_error_type = nullptr;
 
 }  // namespace
 
-void init_errors(nb::module_& m) {
-  compile_error_type = PyErr_NewExceptionWithDoc(
-      "kjit.CompileError",
-      "A kernel failed to compile. The message quotes the failing lines of the kernel's source "
-      "or header with their line numbers; .log holds the mapped diagnostics and .source the "
-      "generated translation unit.",
-      PyExc_RuntimeError, nullptr);
-  launch_error_type = PyErr_NewExceptionWithDoc(
-      "kjit.LaunchError", "A kernel launch failed in the driver or runtime.", PyExc_RuntimeError,
-      nullptr);
-  m.attr("CompileError") = nb::handle(compile_error_type);
-  m.attr("LaunchError") = nb::handle(launch_error_type);
+void init_errors(nb::module_&) {
+  // The types live in Python (kjit/_errors.py) so that they are typed and documented there.
+  nb::module_ errors = nb::module_::import_("kjit._errors");
+  compile_error_type = nb::object(errors.attr("CompileError")).release().ptr();
+  launch_error_type = nb::object(errors.attr("LaunchError")).release().ptr();
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -183,7 +183,18 @@ void init_kernel(nb::module_& m) {
            "grid"_a, "threadgroup"_a, "template"_a = nb::none(), "init_value"_a = nb::none(),
            "verbose"_a = false, "stream"_a = nb::none(), "device"_a = nb::none(),
            "outputs"_a = nb::none(),
-           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.")
+           nb::sig("def __call__(self, *, inputs: collections.abc.Sequence[object], "
+                   "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
+                   "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
+                   "threadgroup: tuple[int, int, int], "
+                   "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
+                   "init_value: float | None = None, verbose: bool = False, "
+                   "stream: object | None = None, device: str | None = None, "
+                   "outputs: collections.abc.Sequence[object] | None = None) -> list[object]"),
+           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
+           "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
+           "template declares names at the top of the body; init_value fills outputs first; "
+           "outputs= writes into preallocated arrays; verbose prints the generated source.")
       .def(
           "build",
           [](const Kernel& k, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
@@ -212,6 +223,10 @@ void init_kernel(nb::module_& m) {
           },
           nb::kw_only(), "inputs"_a, "output_dtypes"_a, "template"_a = nb::none(),
           "device"_a = nb::none(),
+          nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
+                  "output_dtypes: collections.abc.Sequence[object], "
+                  "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
+                  "device: str | None = None) -> None"),
           "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
           "running it.");
 
@@ -231,6 +246,10 @@ void init_kernel(nb::module_& m) {
       "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
       "ensure_row_contiguous"_a = true, "atomic_outputs"_a = false,
       "compile_options"_a = nb::none(),
+      nb::sig("def metal_kernel(name: str, input_names: collections.abc.Sequence[str], "
+              "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
+              "ensure_row_contiguous: bool = True, atomic_outputs: bool = False, "
+              "compile_options: dict[str, str] | None = None) -> Kernel"),
       "A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).");
 
   m.def(
@@ -257,6 +276,11 @@ void init_kernel(nb::module_& m) {
       "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
       "ensure_row_contiguous"_a = true, "shared_memory"_a = 0, "compile_options"_a = nb::none(),
       "atomic_outputs"_a = false,
+      nb::sig("def cuda_kernel(name: str, input_names: collections.abc.Sequence[str], "
+              "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
+              "ensure_row_contiguous: bool = True, shared_memory: int = 0, "
+              "compile_options: dict[str, str] | None = None, atomic_outputs: bool = False) "
+              "-> Kernel"),
       "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
 }
 

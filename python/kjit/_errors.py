@@ -1,0 +1,21 @@
+"""kjit's exception types (raised from the compiled module)."""
+
+
+class CompileError(RuntimeError):
+    """A kernel failed to compile.
+
+    The message quotes the failing lines of the kernel's ``source`` or ``header`` with their line
+    numbers there. ``log`` holds the compiler's diagnostics mapped to those lines, ``source`` the
+    complete generated translation unit.
+    """
+
+    log: str = ""
+    source: str = ""
+
+
+class LaunchError(RuntimeError):
+    """A kernel launch failed in the driver or runtime."""
+
+
+CompileError.__module__ = "kjit"
+LaunchError.__module__ = "kjit"

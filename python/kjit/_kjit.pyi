@@ -1,0 +1,180 @@
+"""
+kjit: GPU kernels written as a body string, run on NVIDIA GPUs or the CPU.
+"""
+
+from collections.abc import Sequence
+import enum
+
+
+class Dtype(enum.Enum):
+    """Element types of arrays and kernel parameters."""
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+    bool = 0
+
+    int8 = 1
+
+    int16 = 2
+
+    int32 = 3
+
+    int64 = 4
+
+    uint8 = 5
+
+    uint16 = 6
+
+    uint32 = 7
+
+    uint64 = 8
+
+    float16 = 9
+
+    bfloat16 = 10
+
+    float32 = 11
+
+    float64 = 12
+
+    complex64 = 13
+
+    @property
+    def itemsize(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+int8: Dtype = Dtype.int8
+
+int16: Dtype = Dtype.int16
+
+int32: Dtype = Dtype.int32
+
+int64: Dtype = Dtype.int64
+
+uint8: Dtype = Dtype.uint8
+
+uint16: Dtype = Dtype.uint16
+
+uint32: Dtype = Dtype.uint32
+
+uint64: Dtype = Dtype.uint64
+
+float16: Dtype = Dtype.float16
+
+bfloat16: Dtype = Dtype.bfloat16
+
+float32: Dtype = Dtype.float32
+
+float64: Dtype = Dtype.float64
+
+complex64: Dtype = Dtype.complex64
+
+class Array:
+    """An n-dimensional array on a device, owning or borrowing memory."""
+
+    @property
+    def shape(self, /) -> tuple[int, ...]: ...
+
+    @property
+    def strides(self, /) -> tuple[int, ...]:
+        """Strides in elements."""
+
+    @property
+    def dtype(self) -> Dtype: ...
+
+    @property
+    def ndim(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    @property
+    def device(self) -> str: ...
+
+    def numpy(self) -> object:
+        """A NumPy view of the array (CPU arrays only)."""
+
+    def __array__(self, dtype: object | None = None, copy: object | None = None) -> object: ...
+
+    def __dlpack__(self, **kwargs: object) -> object: ...
+
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
+    def to(self, device: object) -> Array:
+        """The array on another device (itself when already there)."""
+
+    def __repr__(self) -> str: ...
+
+def array(obj: object, device: str | None = None, dtype: object | None = None) -> Array:
+    """
+    A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).
+    """
+
+def empty(shape: Sequence[int], dtype: object = float32, device: str | None = None) -> Array:
+    """A new uninitialised row-contiguous array."""
+
+def zeros(shape: Sequence[int], dtype: object = float32, device: str | None = None) -> Array:
+    """A new zero-filled row-contiguous array."""
+
+def devices() -> list[str]:
+    """The devices that can run kernels now."""
+
+def default_device() -> str:
+    """The GPU when one works, else 'cpu'."""
+
+def cache_info() -> dict[str, object]:
+    """
+    What the compile caches hold, and how many compiles and disk hits this process had.
+    """
+
+def host_compiler() -> tuple[str, bool]:
+    """The CPU backend's compiler: (path, found)."""
+
+def clear_cache() -> None:
+    """Empties the in-memory cache and deletes disk entries."""
+
+def version() -> str:
+    """The library version."""
+
+class Kernel:
+    """
+    A kernel built from a body string. Call it with keyword arguments to run.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def input_names(self) -> list[str]: ...
+
+    @property
+    def output_names(self) -> list[str]: ...
+
+    def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[object]:
+        """
+        Runs the kernel and returns its outputs as a list of arrays of the inputs' library.
+
+        grid counts threads (Metal's dispatchThreads); threadgroup is the group size. template declares names at the top of the body; init_value fills outputs first; outputs= writes into preallocated arrays; verbose prints the generated source.
+        """
+
+    def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, device: str | None = None) -> None:
+        """
+        Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it.
+        """
+
+def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str] | None = None) -> Kernel:
+    """
+    A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).
+    """
+
+def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, shared_memory: int = 0, compile_options: dict[str, str] | None = None, atomic_outputs: bool = False) -> Kernel:
+    """
+    A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).
+    """
