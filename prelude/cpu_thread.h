@@ -35,11 +35,15 @@ struct thread_ctx {
     const uint3 l = local_id();
     return l.x + group_size.x * (l.y + group_size.y * l.z);
   }
-  KJIT_INLINE unsigned thread_index_in_simdgroup() const { return thread_index_in_threadgroup() % 32u; }
+  KJIT_INLINE unsigned thread_index_in_simdgroup() const {
+    return thread_index_in_threadgroup() % 32u;
+  }
   KJIT_INLINE unsigned simdgroup_index_in_threadgroup() const {
     return thread_index_in_threadgroup() / 32u;
   }
-  KJIT_INLINE unsigned thread_index_in_quadgroup() const { return thread_index_in_threadgroup() % 4u; }
+  KJIT_INLINE unsigned thread_index_in_quadgroup() const {
+    return thread_index_in_threadgroup() % 4u;
+  }
   KJIT_INLINE unsigned quadgroup_index_in_threadgroup() const {
     return thread_index_in_threadgroup() / 4u;
   }
@@ -73,8 +77,8 @@ KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long fi
   for (unsigned long long g = first; g < end; ++g) {
     t.group_id = uint3(static_cast<unsigned>(g % gx), static_cast<unsigned>((g / gx) % gy),
                        static_cast<unsigned>(g / (gx * gy)));
-    t.origin = uint3(t.group_id.x * L->group[0], t.group_id.y * L->group[1],
-                     t.group_id.z * L->group[2]);
+    t.origin =
+        uint3(t.group_id.x * L->group[0], t.group_id.y * L->group[1], t.group_id.z * L->group[2]);
     const uint3 left = uint3(L->grid[0], L->grid[1], L->grid[2]) - t.origin;
     t.group_size = uint3(left.x < L->group[0] ? left.x : L->group[0],
                          left.y < L->group[1] ? left.y : L->group[1],

@@ -19,7 +19,7 @@ KJIT_INLINE uint16_t float_to_half_bits(float f) {
   // Subnormal range: adding 0.5f aligns the value to multiples of 2^-24.
   uint32_t sub = __builtin_bit_cast(uint32_t, __builtin_bit_cast(float, ax) + 0.5f) - 0x3f000000u;
   uint32_t r = ax < 0x38800000u ? sub : normal;
-  r = ax >= 0x477ff000u ? 0x7c00u : r;                         // overflow to infinity
+  r = ax >= 0x477ff000u ? 0x7c00u : r;                           // overflow to infinity
   r = ax > 0x7f800000u ? (0x7e00u | ((ax >> 13) & 0x3ffu)) : r;  // NaN stays NaN
   return static_cast<uint16_t>(sign | r);
 }

@@ -40,7 +40,7 @@ KJIT_INLINE float exp(float x) {
 }
 KJIT_INLINE double exp(double x) { return __builtin_exp(x); }
 
-#define KJIT_UNARY_BUILTIN(name)                                  \
+#define KJIT_UNARY_BUILTIN(name)                                     \
   KJIT_INLINE float name(float x) { return __builtin_##name##f(x); } \
   KJIT_INLINE double name(double x) { return __builtin_##name(x); }
 KJIT_UNARY_BUILTIN(exp2)
@@ -83,8 +83,8 @@ KJIT_INLINE int abs(int x) { return x < 0 ? -x : x; }
 KJIT_INLINE long abs(long x) { return x < 0 ? -x : x; }
 KJIT_INLINE long long abs(long long x) { return x < 0 ? -x : x; }
 
-#define KJIT_BINARY_BUILTIN(name)                                                  \
-  KJIT_INLINE float name(float x, float y) { return __builtin_##name##f(x, y); }    \
+#define KJIT_BINARY_BUILTIN(name)                                                \
+  KJIT_INLINE float name(float x, float y) { return __builtin_##name##f(x, y); } \
   KJIT_INLINE double name(double x, double y) { return __builtin_##name(x, y); }
 KJIT_BINARY_BUILTIN(pow)
 KJIT_BINARY_BUILTIN(atan2)
@@ -115,11 +115,10 @@ KJIT_INLINE bool signbit(float x) { return __builtin_signbit(x); }
 KJIT_INLINE bool signbit(double x) { return __builtin_signbit(x); }
 
 // half and bfloat: compute in float, round back (as MLX's bf16 math does).
-#define KJIT_LOW_UNARY(name)                \
-  template <class H>                        \
-    requires is_low_float_v<H>              \
-  KJIT_INLINE H name(H x) {                 \
-    return H(name(float(x)));               \
+#define KJIT_LOW_UNARY(name)                     \
+  template <class H, KJIT_IF(is_low_float_v<H>)> \
+  KJIT_INLINE H name(H x) {                      \
+    return H(name(float(x)));                    \
   }
 KJIT_LOW_UNARY(exp)
 KJIT_LOW_UNARY(exp2)
@@ -156,18 +155,15 @@ KJIT_LOW_UNARY(fabs)
 KJIT_LOW_UNARY(abs)
 #undef KJIT_LOW_UNARY
 
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE bool isnan(H x) {
   return isnan(float(x));
 }
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE bool isinf(H x) {
   return isinf(float(x));
 }
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE bool isfinite(H x) {
   return isfinite(float(x));
 }
@@ -209,11 +205,10 @@ KJIT_INLINE X clamp(X x, L lo, H hi) {
   return X(min(max(x, X(lo)), X(hi)));
 }
 
-#define KJIT_LOW_BINARY(name)                                \
-  template <class A, class B>                                \
-    requires is_low_float_v<A> || is_low_float_v<B>          \
-  KJIT_INLINE promote_t<A, B> name(A a, B b) {               \
-    return promote_t<A, B>(name(float(a), float(b)));        \
+#define KJIT_LOW_BINARY(name)                                                  \
+  template <class A, class B, KJIT_IF(is_low_float_v<A> || is_low_float_v<B>)> \
+  KJIT_INLINE promote_t<A, B> name(A a, B b) {                                 \
+    return promote_t<A, B>(name(float(a), float(b)));                          \
   }
 KJIT_LOW_BINARY(pow)
 KJIT_LOW_BINARY(atan2)
@@ -223,8 +218,8 @@ KJIT_LOW_BINARY(fmin)
 KJIT_LOW_BINARY(copysign)
 #undef KJIT_LOW_BINARY
 
-template <class A, class B, class C>
-  requires is_low_float_v<A> || is_low_float_v<B> || is_low_float_v<C>
+template <class A, class B, class C,
+          KJIT_IF(is_low_float_v<A> || is_low_float_v<B> || is_low_float_v<C>)>
 KJIT_INLINE A fma(A a, B b, C c) {
   return A(fma(float(a), float(b), float(c)));
 }

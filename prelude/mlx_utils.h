@@ -61,13 +61,13 @@ KJIT_INLINE constexpr T ceildiv(T n, T d) {
 
 template <class T>
 struct Limits;
-#define KJIT_INT_LIMITS(T, lo, hi)                 \
-  template <>                                      \
-  struct Limits<T> {                               \
-    static constexpr T max = hi;                   \
-    static constexpr T min = lo;                   \
-    static constexpr T finite_max = hi;            \
-    static constexpr T finite_min = lo;            \
+#define KJIT_INT_LIMITS(T, lo, hi)      \
+  template <>                           \
+  struct Limits<T> {                    \
+    static constexpr T max = hi;        \
+    static constexpr T min = lo;        \
+    static constexpr T finite_max = hi; \
+    static constexpr T finite_min = lo; \
   };
 KJIT_INT_LIMITS(bool, false, true)
 KJIT_INT_LIMITS(int8_t, -128, 127)
@@ -79,14 +79,15 @@ KJIT_INT_LIMITS(uint16_t, 0, 65535)
 KJIT_INT_LIMITS(uint32_t, 0, 4294967295u)
 KJIT_INT_LIMITS(uint64_t, 0, 18446744073709551615ul)
 #undef KJIT_INT_LIMITS
-#define KJIT_FLOAT_LIMITS(T, fmax_bits, inf_bits, bits_type, make)             \
-  template <>                                                                  \
-  struct Limits<T> {                                                           \
-    static KJIT_INLINE T bits(bits_type b) { return make(b); }                 \
-    static inline const T max = bits(inf_bits);                                \
+#define KJIT_FLOAT_LIMITS(T, fmax_bits, inf_bits, bits_type, make)                              \
+  template <>                                                                                   \
+  struct Limits<T> {                                                                            \
+    static KJIT_INLINE T bits(bits_type b) { return make(b); }                                  \
+    static inline const T max = bits(inf_bits);                                                 \
     static inline const T min = bits(inf_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1))); \
-    static inline const T finite_max = bits(fmax_bits);                        \
-    static inline const T finite_min = bits(fmax_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1))); \
+    static inline const T finite_max = bits(fmax_bits);                                         \
+    static inline const T finite_min =                                                          \
+        bits(fmax_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1)));                        \
   };
 #define KJIT_BITCAST_F32(b) __builtin_bit_cast(float, b)
 #define KJIT_BITCAST_F64(b) __builtin_bit_cast(double, b)

@@ -1,13 +1,32 @@
 // Scalar types every dialect sees: fixed-width integers, half and bfloat with Metal's promotion
 // rules (half op half -> half, half op int -> half, half op float -> float), complex64_t.
 // No standard headers: compile time is user-visible.
-#include "types.h"
 #include "float_bits.h"
+#include "types.h"
 
 namespace kjit {
 
+// Small type traits (no <type_traits>: kernels include no system headers). Written for C++17 so
+// that the same prelude compiles with NVRTC.
 template <class A, class B>
-inline constexpr bool is_same_v = __is_same(A, B);
+struct is_same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct is_same<A, A> {
+  static constexpr bool value = true;
+};
+template <class A, class B>
+inline constexpr bool is_same_v = is_same<A, B>::value;
+
+template <bool B, class T = int>
+struct enable_if {};
+template <class T>
+struct enable_if<true, T> {
+  using type = T;
+};
+// A template parameter that removes the declaration from overload resolution unless |cond|.
+#define KJIT_IF(...) typename ::kjit::enable_if<(__VA_ARGS__), int>::type = 0
 
 template <class T>
 inline constexpr bool is_int_like_v =
@@ -48,41 +67,35 @@ template <class T>
 inline constexpr bool is_low_float_v = is_same_v<T, half_t> || is_same_v<T, bfloat_t>;
 
 // Arithmetic of half/bfloat, computed in float and rounded back when the result is low-precision.
-#define KJIT_LOW_FLOAT_OP(op)                                                          \
-  template <class H>                                                                   \
-    requires is_low_float_v<H>                                                         \
-  KJIT_INLINE H operator op(H a, H b) {                                                \
-    return H(float(a) op float(b));                                                    \
-  }                                                                                    \
-  template <class H, class I>                                                          \
-    requires is_low_float_v<H> && is_int_like_v<I>                                     \
-  KJIT_INLINE H operator op(H a, I b) {                                                \
-    return H(float(a) op float(b));                                                    \
-  }                                                                                    \
-  template <class H, class I>                                                          \
-    requires is_low_float_v<H> && is_int_like_v<I>                                     \
-  KJIT_INLINE H operator op(I a, H b) {                                                \
-    return H(float(a) op float(b));                                                    \
-  }                                                                                    \
-  template <class H, class F>                                                          \
-    requires is_low_float_v<H> && is_builtin_float_v<F>                                \
-  KJIT_INLINE float operator op(H a, F b) {                                            \
-    return float(a) op float(b);                                                       \
-  }                                                                                    \
-  template <class H, class F>                                                          \
-    requires is_low_float_v<H> && is_builtin_float_v<F>                                \
-  KJIT_INLINE float operator op(F a, H b) {                                            \
-    return float(a) op float(b);                                                       \
-  }                                                                                    \
-  template <class A, class B>                                                          \
-    requires is_low_float_v<A> && is_low_float_v<B> && (!is_same_v<A, B>)             \
-  KJIT_INLINE float operator op(A a, B b) {                                            \
-    return float(a) op float(b);                                                       \
-  }                                                                                    \
-  template <class H, class U>                                                          \
-    requires is_low_float_v<H>                                                         \
-  KJIT_INLINE H& operator op##=(H & a, U b) {                                          \
-    return a = H(float(a) op float(b));                                                \
+#define KJIT_LOW_FLOAT_OP(op)                                                     \
+  template <class H, KJIT_IF(is_low_float_v<H>)>                                  \
+  KJIT_INLINE H operator op(H a, H b) {                                           \
+    return H(float(a) op float(b));                                               \
+  }                                                                               \
+  template <class H, class I, KJIT_IF(is_low_float_v<H>&& is_int_like_v<I>)>      \
+  KJIT_INLINE H operator op(H a, I b) {                                           \
+    return H(float(a) op float(b));                                               \
+  }                                                                               \
+  template <class H, class I, KJIT_IF(is_low_float_v<H>&& is_int_like_v<I>)>      \
+  KJIT_INLINE H operator op(I a, H b) {                                           \
+    return H(float(a) op float(b));                                               \
+  }                                                                               \
+  template <class H, class F, KJIT_IF(is_low_float_v<H>&& is_builtin_float_v<F>)> \
+  KJIT_INLINE float operator op(H a, F b) {                                       \
+    return float(a) op float(b);                                                  \
+  }                                                                               \
+  template <class H, class F, KJIT_IF(is_low_float_v<H>&& is_builtin_float_v<F>)> \
+  KJIT_INLINE float operator op(F a, H b) {                                       \
+    return float(a) op float(b);                                                  \
+  }                                                                               \
+  template <class A, class B,                                                     \
+            KJIT_IF(is_low_float_v<A>&& is_low_float_v<B> && (!is_same_v<A, B>))> \
+  KJIT_INLINE float operator op(A a, B b) {                                       \
+    return float(a) op float(b);                                                  \
+  }                                                                               \
+  template <class H, class U, KJIT_IF(is_low_float_v<H>)>                         \
+  KJIT_INLINE H& operator op##=(H& a, U b) {                                      \
+    return a = H(float(a) op float(b));                                           \
   }
 
 KJIT_LOW_FLOAT_OP(+)
@@ -91,23 +104,19 @@ KJIT_LOW_FLOAT_OP(*)
 KJIT_LOW_FLOAT_OP(/)
 #undef KJIT_LOW_FLOAT_OP
 
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE H operator-(H a) {
   return H::from_bits(static_cast<uint16_t>(a.bits ^ 0x8000u));
 }
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE H operator+(H a) {
   return a;
 }
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE H& operator++(H& a) {
   return a = H(float(a) + 1.0f);
 }
-template <class H>
-  requires is_low_float_v<H>
+template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE H& operator--(H& a) {
   return a = H(float(a) - 1.0f);
 }

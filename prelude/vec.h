@@ -57,26 +57,24 @@ inline constexpr bool is_vec_v = false;
 template <class T, int N>
 inline constexpr bool is_vec_v<vec<T, N>> = true;
 
-#define KJIT_VEC_OP(op)                                                      \
-  template <class T, int N>                                                  \
+#define KJIT_VEC_OP(op)                                                       \
+  template <class T, int N>                                                   \
   KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
-    vec<T, N> r;                                                             \
-    for (int i = 0; i < N; ++i) r[i] = T(a[i] op b[i]);                      \
-    return r;                                                                \
-  }                                                                          \
-  template <class T, int N, class S>                                         \
-    requires(!is_vec_v<S>)                                                   \
-  KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, S b) {               \
-    return a op vec<T, N>(T(b));                                             \
-  }                                                                          \
-  template <class T, int N, class S>                                         \
-    requires(!is_vec_v<S>)                                                   \
-  KJIT_INLINE vec<T, N> operator op(S a, const vec<T, N>& b) {               \
-    return vec<T, N>(T(a)) op b;                                             \
-  }                                                                          \
-  template <class T, int N, class U>                                         \
-  KJIT_INLINE vec<T, N>& operator op##=(vec<T, N>& a, const U& b) {          \
-    return a = a op b;                                                       \
+    vec<T, N> r;                                                              \
+    for (int i = 0; i < N; ++i) r[i] = T(a[i] op b[i]);                       \
+    return r;                                                                 \
+  }                                                                           \
+  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                 \
+  KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, S b) {                \
+    return a op vec<T, N>(T(b));                                              \
+  }                                                                           \
+  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                 \
+  KJIT_INLINE vec<T, N> operator op(S a, const vec<T, N>& b) {                \
+    return vec<T, N>(T(a)) op b;                                              \
+  }                                                                           \
+  template <class T, int N, class U>                                          \
+  KJIT_INLINE vec<T, N>& operator op##=(vec<T, N>& a, const U& b) {           \
+    return a = a op b;                                                        \
   }
 KJIT_VEC_OP(+)
 KJIT_VEC_OP(-)
@@ -90,12 +88,12 @@ KJIT_VEC_OP(<<)
 KJIT_VEC_OP(>>)
 #undef KJIT_VEC_OP
 
-#define KJIT_VEC_CMP(op)                                                        \
-  template <class T, int N>                                                     \
+#define KJIT_VEC_CMP(op)                                                         \
+  template <class T, int N>                                                      \
   KJIT_INLINE vec<bool, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
-    vec<bool, N> r;                                                             \
-    for (int i = 0; i < N; ++i) r[i] = a[i] op b[i];                            \
-    return r;                                                                   \
+    vec<bool, N> r;                                                              \
+    for (int i = 0; i < N; ++i) r[i] = a[i] op b[i];                             \
+    return r;                                                                    \
   }
 KJIT_VEC_CMP(==)
 KJIT_VEC_CMP(!=)
