@@ -12,6 +12,7 @@ T declval();
 template <class A, class B>
 using promote_t = decltype(declval<A>() + declval<B>());
 
+#ifdef KJIT_CPU
 KJIT_INLINE float exp(float x) {
   // exp(x) = 2^k * e^r with |r| <= ln2/2; ln2 is split in two so that r is exact.
   float xc = x < -104.0f ? -104.0f : x;
@@ -34,15 +35,18 @@ KJIT_INLINE float exp(float x) {
   float s1 = __builtin_bit_cast(float, static_cast<uint32_t>(k1 + 127) << 23);
   float s2 = __builtin_bit_cast(float, static_cast<uint32_t>(k2 + 127) << 23);
   float y = p * s1 * s2;
-  y = x > 88.72283935546875f ? __builtin_inff() : y;
+  y = x > 88.72283935546875f ? __builtin_bit_cast(float, 0x7f800000u) : y;
   y = x < -103.972084045410f ? 0.0f : y;
   return x != x ? x : y;
 }
-KJIT_INLINE double exp(double x) { return __builtin_exp(x); }
+#else
+KJIT_INLINE float exp(float x) { return ::expf(x); }
+#endif
+KJIT_INLINE double exp(double x) { return KJIT_MATH(exp)(x); }
 
-#define KJIT_UNARY_BUILTIN(name)                                     \
-  KJIT_INLINE float name(float x) { return __builtin_##name##f(x); } \
-  KJIT_INLINE double name(double x) { return __builtin_##name(x); }
+#define KJIT_UNARY_BUILTIN(name)                                  \
+  KJIT_INLINE float name(float x) { return KJIT_MATHF(name)(x); } \
+  KJIT_INLINE double name(double x) { return KJIT_MATH(name)(x); }
 KJIT_UNARY_BUILTIN(exp2)
 KJIT_UNARY_BUILTIN(expm1)
 KJIT_UNARY_BUILTIN(log)
@@ -75,17 +79,22 @@ KJIT_UNARY_BUILTIN(rint)
 KJIT_UNARY_BUILTIN(fabs)
 #undef KJIT_UNARY_BUILTIN
 
-KJIT_INLINE float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
-KJIT_INLINE double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
-KJIT_INLINE float abs(float x) { return __builtin_fabsf(x); }
-KJIT_INLINE double abs(double x) { return __builtin_fabs(x); }
+#ifdef KJIT_CPU
+KJIT_INLINE float rsqrt(float x) { return 1.0f / KJIT_MATHF(sqrt)(x); }
+KJIT_INLINE double rsqrt(double x) { return 1.0 / KJIT_MATH(sqrt)(x); }
+#else
+KJIT_INLINE float rsqrt(float x) { return ::rsqrtf(x); }
+KJIT_INLINE double rsqrt(double x) { return ::rsqrt(x); }
+#endif
+KJIT_INLINE float abs(float x) { return KJIT_MATHF(fabs)(x); }
+KJIT_INLINE double abs(double x) { return KJIT_MATH(fabs)(x); }
 KJIT_INLINE int abs(int x) { return x < 0 ? -x : x; }
 KJIT_INLINE long abs(long x) { return x < 0 ? -x : x; }
 KJIT_INLINE long long abs(long long x) { return x < 0 ? -x : x; }
 
-#define KJIT_BINARY_BUILTIN(name)                                                \
-  KJIT_INLINE float name(float x, float y) { return __builtin_##name##f(x, y); } \
-  KJIT_INLINE double name(double x, double y) { return __builtin_##name(x, y); }
+#define KJIT_BINARY_BUILTIN(name)                                             \
+  KJIT_INLINE float name(float x, float y) { return KJIT_MATHF(name)(x, y); } \
+  KJIT_INLINE double name(double x, double y) { return KJIT_MATH(name)(x, y); }
 KJIT_BINARY_BUILTIN(pow)
 KJIT_BINARY_BUILTIN(atan2)
 KJIT_BINARY_BUILTIN(fmod)
@@ -102,17 +111,22 @@ KJIT_INLINE double fmax(double a, double b) { return a >= b || b != b ? a : b; }
 KJIT_INLINE float fmin(float a, float b) { return a <= b || b != b ? a : b; }
 KJIT_INLINE double fmin(double a, double b) { return a <= b || b != b ? a : b; }
 
-KJIT_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-KJIT_INLINE double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
+KJIT_INLINE float fma(float a, float b, float c) { return KJIT_MATHF(fma)(a, b, c); }
+KJIT_INLINE double fma(double a, double b, double c) { return KJIT_MATH(fma)(a, b, c); }
 
-KJIT_INLINE bool isnan(float x) { return __builtin_isnan(x); }
-KJIT_INLINE bool isnan(double x) { return __builtin_isnan(x); }
-KJIT_INLINE bool isinf(float x) { return __builtin_isinf(x); }
-KJIT_INLINE bool isinf(double x) { return __builtin_isinf(x); }
-KJIT_INLINE bool isfinite(float x) { return __builtin_isfinite(x); }
-KJIT_INLINE bool isfinite(double x) { return __builtin_isfinite(x); }
-KJIT_INLINE bool signbit(float x) { return __builtin_signbit(x); }
-KJIT_INLINE bool signbit(double x) { return __builtin_signbit(x); }
+// Classification by comparisons and bits, the same on every platform.
+KJIT_INLINE bool isnan(float x) { return x != x; }
+KJIT_INLINE bool isnan(double x) { return x != x; }
+KJIT_INLINE bool isinf(float x) { return fabs(x) == __builtin_bit_cast(float, 0x7f800000u); }
+KJIT_INLINE bool isinf(double x) {
+  return fabs(x) == __builtin_bit_cast(double, 0x7ff0000000000000ull);
+}
+KJIT_INLINE bool isfinite(float x) { return fabs(x) < __builtin_bit_cast(float, 0x7f800000u); }
+KJIT_INLINE bool isfinite(double x) {
+  return fabs(x) < __builtin_bit_cast(double, 0x7ff0000000000000ull);
+}
+KJIT_INLINE bool signbit(float x) { return (__builtin_bit_cast(uint32_t, x) >> 31) != 0; }
+KJIT_INLINE bool signbit(double x) { return (__builtin_bit_cast(uint64_t, x) >> 63) != 0; }
 
 // half and bfloat: compute in float, round back (as MLX's bf16 math does).
 #define KJIT_LOW_UNARY(name)                     \

@@ -7,18 +7,6 @@
 
 namespace kjit {
 
-// Shape and strides parameters: x_shape[i], x_shape.data(), and a pointer where MLX passes one.
-template <class T>
-struct dims_view {
-  const T* p;
-  template <class I>
-  KJIT_INLINE const T& operator[](I i) const {
-    return p[i];
-  }
-  KJIT_INLINE const T* data() const { return p; }
-  KJIT_INLINE operator const T*() const { return p; }
-};
-
 // Element offsets from a linear index and (signed) strides. The offset is computed and returned
 // as int64_t whatever the index type, so that reversed views (negative strides) work even when
 // the body's index is a uint.
@@ -79,22 +67,22 @@ KJIT_INT_LIMITS(uint16_t, 0, 65535)
 KJIT_INT_LIMITS(uint32_t, 0, 4294967295u)
 KJIT_INT_LIMITS(uint64_t, 0, 18446744073709551615ul)
 #undef KJIT_INT_LIMITS
-#define KJIT_FLOAT_LIMITS(T, fmax_bits, inf_bits, bits_type, make)                              \
-  template <>                                                                                   \
-  struct Limits<T> {                                                                            \
-    static KJIT_INLINE T bits(bits_type b) { return make(b); }                                  \
-    static inline const T max = bits(inf_bits);                                                 \
-    static inline const T min = bits(inf_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1))); \
-    static inline const T finite_max = bits(fmax_bits);                                         \
-    static inline const T finite_min =                                                          \
-        bits(fmax_bits | (bits_type(1) << (sizeof(bits_type) * 8 - 1)));                        \
+#define KJIT_FLOAT_LIMITS(T, bits_type, fmax_bits, make)                                    \
+  template <>                                                                               \
+  struct Limits<T> {                                                                        \
+    static constexpr bits_type sign = bits_type(1) << (sizeof(bits_type) * 8 - 1);          \
+    static constexpr bits_type inf = bits_type(fmax_bits) + 1; /* the largest finite + 1 */ \
+    static constexpr T max = make(inf);                                                     \
+    static constexpr T min = make(inf | sign);                                              \
+    static constexpr T finite_max = make(bits_type(fmax_bits));                             \
+    static constexpr T finite_min = make(bits_type(fmax_bits | sign));                      \
   };
 #define KJIT_BITCAST_F32(b) __builtin_bit_cast(float, b)
 #define KJIT_BITCAST_F64(b) __builtin_bit_cast(double, b)
-KJIT_FLOAT_LIMITS(float, 0x7f7fffffu, 0x7f800000u, uint32_t, KJIT_BITCAST_F32)
-KJIT_FLOAT_LIMITS(double, 0x7fefffffffffffffull, 0x7ff0000000000000ull, uint64_t, KJIT_BITCAST_F64)
-KJIT_FLOAT_LIMITS(half_t, 0x7bffu, 0x7c00u, uint16_t, half_t::from_bits)
-KJIT_FLOAT_LIMITS(bfloat_t, 0x7f7fu, 0x7f80u, uint16_t, bfloat_t::from_bits)
+KJIT_FLOAT_LIMITS(float, uint32_t, 0x7f7fffffu, KJIT_BITCAST_F32)
+KJIT_FLOAT_LIMITS(double, uint64_t, 0x7fefffffffffffffull, KJIT_BITCAST_F64)
+KJIT_FLOAT_LIMITS(half_t, uint16_t, 0x7bffu, half_t::from_bits)
+KJIT_FLOAT_LIMITS(bfloat_t, uint16_t, 0x7f7fu, bfloat_t::from_bits)
 #undef KJIT_BITCAST_F32
 #undef KJIT_BITCAST_F64
 #undef KJIT_FLOAT_LIMITS

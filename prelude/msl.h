@@ -16,23 +16,26 @@ typedef ::kjit::bfloat_t bfloat16_t;
 template <class T, int N>
 using vec = ::kjit::vec<T, N>;
 
-#define KJIT_MSL_VECTORS(T, name) \
-  typedef vec<T, 2> name##2;      \
-  typedef vec<T, 3> name##3;      \
+// Every vector type name, as X(element type, name prefix).
+#define KJIT_MSL_VECTOR_TYPES(X) \
+  X(float, float)                \
+  X(half, half)                  \
+  X(bfloat, bfloat)              \
+  X(int, int)                    \
+  X(uint, uint)                  \
+  X(short, short)                \
+  X(ushort, ushort)              \
+  X(char, char)                  \
+  X(uchar, uchar)                \
+  X(long, long)                  \
+  X(ulong, ulong)                \
+  X(bool, bool)
+#define KJIT_MSL_VECTOR_TYPEDEFS(T, name) \
+  typedef vec<T, 2> name##2;              \
+  typedef vec<T, 3> name##3;              \
   typedef vec<T, 4> name##4;
-KJIT_MSL_VECTORS(float, float)
-KJIT_MSL_VECTORS(half, half)
-KJIT_MSL_VECTORS(bfloat, bfloat)
-KJIT_MSL_VECTORS(int, int)
-KJIT_MSL_VECTORS(uint, uint)
-KJIT_MSL_VECTORS(short, short)
-KJIT_MSL_VECTORS(ushort, ushort)
-KJIT_MSL_VECTORS(char, char)
-KJIT_MSL_VECTORS(uchar, uchar)
-KJIT_MSL_VECTORS(long, long)
-KJIT_MSL_VECTORS(ulong, ulong)
-KJIT_MSL_VECTORS(bool, bool)
-#undef KJIT_MSL_VECTORS
+KJIT_MSL_VECTOR_TYPES(KJIT_MSL_VECTOR_TYPEDEFS)
+#undef KJIT_MSL_VECTOR_TYPEDEFS
 
 template <class T>
 KJIT_INLINE T select(T a, T b, bool c) {
@@ -93,14 +96,22 @@ KJIT_MSL_MATH
 namespace precise {
 KJIT_MSL_MATH
 }
-#undef KJIT_MSL_MATH
 
 }  // namespace metal
 
+// A body sees the Metal names through using-declarations: on CUDA they must hide the global
+// names of CUDA's own headers (uint3, max, exp...), which a using-directive would make ambiguous.
 namespace kjit_user {
-using namespace metal;
+using metal::uint, metal::ushort, metal::uchar, metal::ulong, metal::half, metal::bfloat,
+    metal::float16_t, metal::bfloat16_t, metal::vec;
+#define KJIT_MSL_USE_VECTORS(T, name) using metal::name##2, metal::name##3, metal::name##4;
+KJIT_MSL_VECTOR_TYPES(KJIT_MSL_USE_VECTORS)
+#undef KJIT_MSL_USE_VECTORS
+KJIT_MSL_MATH
+namespace fast = metal::fast;
+namespace precise = metal::precise;
 using ::kjit::ceildiv, ::kjit::elem_to_loc, ::kjit::elem_to_loc_1, ::kjit::elem_to_loc_2,
     ::kjit::elem_to_loc_3, ::kjit::Limits;
-typedef ::kjit::half_t float16_t;
-typedef ::kjit::bfloat_t bfloat16_t;
 }  // namespace kjit_user
+#undef KJIT_MSL_MATH
+#undef KJIT_MSL_VECTOR_TYPES

@@ -2,7 +2,6 @@
 // rules (half op half -> half, half op int -> half, half op float -> float), complex64_t.
 // No standard headers: compile time is user-visible.
 #include "float_bits.h"
-#include "types.h"
 
 namespace kjit {
 
@@ -39,28 +38,30 @@ template <class T>
 inline constexpr bool is_builtin_float_v =
     is_same_v<T, float> || is_same_v<T, double> || is_same_v<T, long double>;
 
+struct bfloat_t;
+
 struct half_t {
   uint16_t bits;
   half_t() = default;
   KJIT_INLINE half_t(float f) : bits(float_to_half_bits(f)) {}
+  // half <-> bfloat converts implicitly, as in Metal (through float).
+  template <class B, KJIT_IF(is_same_v<B, bfloat_t>)>
+  KJIT_INLINE half_t(B b) : half_t(float(b)) {}
   KJIT_INLINE operator float() const { return half_bits_to_float(bits); }
-  static KJIT_INLINE half_t from_bits(uint16_t b) {
-    half_t h;
-    h.bits = b;
-    return h;
-  }
+  struct bits_tag {};
+  constexpr half_t(bits_tag, uint16_t b) : bits(b) {}
+  static constexpr half_t from_bits(uint16_t b) { return half_t(bits_tag{}, b); }
 };
 
 struct bfloat_t {
   uint16_t bits;
   bfloat_t() = default;
   KJIT_INLINE bfloat_t(float f) : bits(float_to_bfloat_bits(f)) {}
+  KJIT_INLINE bfloat_t(half_t h) : bfloat_t(float(h)) {}
   KJIT_INLINE operator float() const { return bfloat_bits_to_float(bits); }
-  static KJIT_INLINE bfloat_t from_bits(uint16_t b) {
-    bfloat_t h;
-    h.bits = b;
-    return h;
-  }
+  struct bits_tag {};
+  constexpr bfloat_t(bits_tag, uint16_t b) : bits(b) {}
+  static constexpr bfloat_t from_bits(uint16_t b) { return bfloat_t(bits_tag{}, b); }
 };
 
 template <class T>

@@ -38,6 +38,8 @@ struct LaunchOptions {
   std::vector<Array> outputs;
   /// Where verbose=true sends the generated source (default: std::cout).
   std::function<void(std::string_view)> print;
+  /// The CUDA stream (a CUstream handle) to run on; 0 is the legacy default stream.
+  uintptr_t stream = 0;
 };
 
 struct KernelSpec;
@@ -58,9 +60,11 @@ class Kernel {
                                 bool verbose = false, const LaunchOptions& options = {}) const;
 
   /// Builds (and caches) the kernel for inputs of these dtypes and ndims without launching it.
+  /// |target| is "cpu", "cuda", "cuda:N", or a CUDA architecture such as "sm_90", which needs
+  /// NVRTC but no GPU (the result goes to the disk cache).
   void build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
              const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args = {},
-             Device device = Device::cpu()) const;
+             const std::string& target = "cpu") const;
 
   const std::string& name() const;
   const std::vector<std::string>& input_names() const;

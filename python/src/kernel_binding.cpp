@@ -198,7 +198,7 @@ void init_kernel(nb::module_& m) {
       .def(
           "build",
           [](const Kernel& k, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
-             nb::handle device) {
+             nb::handle target) {
             const std::string t = tag(k);
             std::vector<std::pair<Dtype, int>> sig = to_list(
                 inputs, t + "inputs", [](nb::handle item, const std::string& p) {
@@ -213,22 +213,22 @@ void init_kernel(nb::module_& m) {
                 });
             std::vector<Dtype> dtypes = to_list(output_dtypes, t + "output_dtypes", to_dtype);
             TemplateArgs targs = to_template_args(k, template_args);
-            Device d = Device::cpu();
-            if (!device.is_none()) {
-              if (!nb::isinstance<nb::str>(device)) throw TypeError(t + "device: expected a str");
-              d = Device::parse(nb::cast<std::string>(device), t + "device");
+            if (!nb::isinstance<nb::str>(target)) {
+              throw TypeError(t + "target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
             }
+            std::string where = nb::cast<std::string>(target);
             nb::gil_scoped_release release;
-            k.build(sig, dtypes, targs, d);
+            k.build(sig, dtypes, targs, where);
           },
           nb::kw_only(), "inputs"_a, "output_dtypes"_a, "template"_a = nb::none(),
-          "device"_a = nb::none(),
+          "target"_a = "cpu",
           nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
                   "output_dtypes: collections.abc.Sequence[object], "
                   "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-                  "device: str | None = None) -> None"),
+                  "target: str = 'cpu') -> None"),
           "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
-          "running it.");
+          "running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as "
+          "'sm_90', which needs NVRTC but no GPU.");
 
   m.def(
       "metal_kernel",

@@ -22,14 +22,21 @@ std::string concatenate(std::initializer_list<std::string_view> names) {
 }  // namespace
 
 std::string_view prelude_for(Dialect dialect, Target target) {
-  if (target != Target::Cpu) throw InternalError("no prelude for this target yet");
+  // Platform layer, shared numeric types and math, the target's thread model, then the dialect.
   static const std::string kCpuMetal =
-      concatenate({"abi.h", "types.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-                   "cpu_thread.h", "msl.h"});
-  static const std::string kCpuCuda =
-      concatenate({"abi.h", "types.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-                   "cpu_thread.h", "cuda.h"});
-  return dialect == Dialect::Metal ? kCpuMetal : kCpuCuda;
+      concatenate({"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
+                   "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "msl.h"});
+  static const std::string kCpuCuda = concatenate(
+      {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+       "thread_ctx.h", "cpu_thread.h", "cuda_names.h", "cuda_cpu.h", "cuda_user.h"});
+  static const std::string kCudaMetal =
+      concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+                   "thread_ctx.h", "cuda_thread.h", "msl.h"});
+  static const std::string kCudaCuda =
+      concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+                   "thread_ctx.h", "cuda_thread.h", "cuda_names.h", "cuda_gpu.h", "cuda_user.h"});
+  if (target == Target::Cpu) return dialect == Dialect::Metal ? kCpuMetal : kCpuCuda;
+  return dialect == Dialect::Metal ? kCudaMetal : kCudaCuda;
 }
 
 }  // namespace kjit::codegen

@@ -25,7 +25,9 @@ class Writer {
     return *this;
   }
   // Resumes line numbering of the generated file after a stretch of user text.
-  void resume_generated() { add("\n#line " + std::to_string(line_ + 2) + " \"kjit_kernel.cpp\"\n"); }
+  void resume_generated() {
+    add("\n#line " + std::to_string(line_ + 2) + " \"kjit_kernel.cpp\"\n");
+  }
   std::string& str() { return out_; }
   size_t size() const { return out_.size(); }
 
@@ -38,12 +40,13 @@ class Writer {
 struct CudaBuiltin {
   const char* name;
   const char* attribute;
+  bool decoded;  // differs from the GPU's own value, which counts blocks of the 1-D launch
 };
 constexpr CudaBuiltin kCudaBuiltins[] = {
-    {"threadIdx", "thread_position_in_threadgroup"},
-    {"blockIdx", "threadgroup_position_in_grid"},
-    {"blockDim", "dispatch_threads_per_threadgroup"},
-    {"gridDim", "threadgroups_per_grid"},
+    {"threadIdx", "thread_position_in_threadgroup", false},
+    {"blockIdx", "threadgroup_position_in_grid", true},
+    {"blockDim", "dispatch_threads_per_threadgroup", false},
+    {"gridDim", "threadgroups_per_grid", true},
 };
 
 }  // namespace
@@ -115,11 +118,35 @@ std::string template_declarations(const KernelSpec& spec, const TemplateArgs& ar
     } else if (const int* i = std::get_if<int>(&value)) {
       out += "  constexpr int " + name + " = " + std::to_string(*i) + ";\n";
     } else {
-      out += "  using " + name + " = " + std::string(type_name(spec, std::get<Dtype>(value))) +
-             ";\n";
+      out +=
+          "  using " + name + " = " + std::string(type_name(spec, std::get<Dtype>(value))) + ";\n";
     }
   }
   return out;
+}
+
+std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature& call) {
+  std::vector<Param> layout;
+  for (size_t i = 0; i < spec.input_names.size(); ++i) {
+    const int index = static_cast<int>(i);
+    auto [dtype, ndim] = call.inputs[i];
+    std::string t(type_name(spec, dtype));
+    if (ndim == 0) {
+      layout.push_back({Param::Kind::Scalar, index,
+                        spec.dialect == Dialect::Metal ? t : "::kjit::by_value<" + t + ">"});
+      continue;
+    }
+    layout.push_back({Param::Kind::Input, index, "const " + t + "*"});
+    const KernelSpec::InputUse& use = spec.input_uses[i];
+    if (use.shape) layout.push_back({Param::Kind::Shape, index, "kjit_shape"});
+    if (use.strides) layout.push_back({Param::Kind::Strides, index, "kjit_strides"});
+    if (use.ndim) layout.push_back({Param::Kind::Ndim, index, "int"});
+  }
+  for (size_t o = 0; o < spec.output_names.size(); ++o) {
+    std::string t(type_name(spec, call.outputs[o]));
+    layout.push_back({Param::Kind::Output, static_cast<int>(o), t + "*"});
+  }
+  return layout;
 }
 
 GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target) {
@@ -151,17 +178,17 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
     w << "  const " << (vector ? "::kjit::uint3 " : "unsigned ") << attr << " = kjit_thread."
       << attr << "();\n";
   }
-  if (spec.dialect == Dialect::Cuda && target == Target::Cpu) {
+  if (spec.dialect == Dialect::Cuda) {
     for (const CudaBuiltin& b : kCudaBuiltins) {
-      if (has_identifier(spec.source_tokens, b.name)) {
+      if ((target == Target::Cpu || b.decoded) && has_identifier(spec.source_tokens, b.name)) {
         w << "  const ::kjit::uint3 " << b.name << " = kjit_thread." << b.attribute << "();\n";
       }
     }
   }
-  if (has_identifier(spec.source_tokens, "this_grid") ||
-      has_identifier(spec.source_tokens, "this_thread_block") ||
-      has_identifier(spec.header_tokens, "this_grid") ||
-      has_identifier(spec.header_tokens, "this_thread_block")) {
+  if (target == Target::Cpu && (has_identifier(spec.source_tokens, "this_grid") ||
+                                has_identifier(spec.source_tokens, "this_thread_block") ||
+                                has_identifier(spec.header_tokens, "this_grid") ||
+                                has_identifier(spec.header_tokens, "this_thread_block"))) {
     w << "  ::kjit::current_thread = &kjit_thread;\n";
   }
   w << "  (void)kjit_thread;\n";
@@ -170,46 +197,60 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   w.resume_generated();
   w << "}\n\n";
 
-  // The entry point the library calls with a range of groups.
-  w << "extern \"C\" __attribute__((visibility(\"default\"))) void kjit_cpu_entry(\n"
-       "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
-       "    unsigned long long kjit_end) {\n";
-  // Arguments are unpacked once, outside the thread loop, into locals the loop captures by value.
+  const std::vector<Param> layout = parameter_layout(spec, call);
   std::string args;
-  size_t slot = 0;
-  auto local = [&](const std::string& type, const std::string& init) {
-    std::string name = "kjit_arg" + std::to_string(slot++);
-    w << "  " << type << " const " << name << " = " << init << ";\n";
-    args += name + ", ";
-  };
-  for (size_t i = 0; i < spec.input_names.size(); ++i) {
-    auto [dtype, ndim] = call.inputs[i];
-    std::string t(type_name(spec, dtype));
-    std::string ptr = "static_cast<const " + t + "*>(kjit_launch->args[" + std::to_string(i) + "])";
-    if (ndim == 0) {
-      if (spec.dialect == Dialect::Metal) {
-        local(t, "*" + ptr);
-      } else {
-        local("::kjit::by_value<" + t + ">", "{*" + ptr + "}");
+  for (size_t k = 0; k < layout.size(); ++k) args += "kjit_arg" + std::to_string(k) + ", ";
+  if (target == Target::Cpu) {
+    // The entry point the library calls with a range of groups. Arguments are unpacked once,
+    // outside the thread loop, into locals the loop captures by value.
+    w << "extern \"C\" __attribute__((visibility(\"default\"))) void " << kCpuEntry
+      << "(\n"
+         "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
+         "    unsigned long long kjit_end) {\n";
+    for (size_t k = 0; k < layout.size(); ++k) {
+      const Param& p = layout[k];
+      const std::string i = std::to_string(p.index);
+      const std::string at = std::to_string(p.index * 10);
+      std::string init;
+      switch (p.kind) {
+        case Param::Kind::Input:
+          init = "static_cast<" + p.type + ">(kjit_launch->args[" + i + "])";
+          break;
+        case Param::Kind::Scalar:
+          init = "{*static_cast<const " + std::string(type_name(spec, call.inputs[p.index].first)) +
+                 "*>(kjit_launch->args[" + i + "])}";
+          break;
+        case Param::Kind::Shape:
+          init = "{kjit_launch->shapes + " + at + "}";
+          break;
+        case Param::Kind::Strides:
+          init = "{kjit_launch->strides + " + at + "}";
+          break;
+        case Param::Kind::Ndim:
+          init = "kjit_launch->ndims[" + i + "]";
+          break;
+        case Param::Kind::Output:
+          init = "static_cast<" + p.type + ">(kjit_launch->args[" +
+                 std::to_string(spec.input_names.size() + p.index) + "])";
+          break;
       }
-      continue;
+      w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
     }
-    local("const " + t + "*", ptr);
-    std::string at = std::to_string(i * 10);
-    const KernelSpec::InputUse& use = spec.input_uses[i];
-    if (use.shape) local("kjit_shape", "{kjit_launch->shapes + " + at + "}");
-    if (use.strides) local("kjit_strides", "{kjit_launch->strides + " + at + "}");
-    if (use.ndim) local("int", "kjit_launch->ndims[" + std::to_string(i) + "]");
+    w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
+         "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
+         "        "
+      << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+  } else {
+    // A 1-D grid of blocks; threads of edge groups that fall outside the grid leave at once.
+    w << "extern \"C\" __global__ void " << kCudaEntry << "(\n";
+    for (size_t k = 0; k < layout.size(); ++k) {
+      w << "    " << layout[k].type << " kjit_arg" << std::to_string(k) << ",\n";
+    }
+    w << "    const kjit_cuda_launch kjit_launch) {\n"
+         "  const ::kjit::thread_ctx t = ::kjit::make_thread_ctx(kjit_launch);\n"
+         "  if (!::kjit::in_grid(t)) return;\n  "
+      << g.kernel_name << "(" << args << "t);\n}\n\n}  // namespace kjit_user\n";
   }
-  for (size_t o = 0; o < spec.output_names.size(); ++o) {
-    std::string t(type_name(spec, call.outputs[o]));
-    local(t + "*", "static_cast<" + t + "*>(kjit_launch->args[" +
-                       std::to_string(spec.input_names.size() + o) + "])");
-  }
-  w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
-       "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
-       "        "
-    << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
   g.text = std::move(w.str());
   return g;
 }

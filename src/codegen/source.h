@@ -25,6 +25,24 @@ struct GeneratedSource {
   std::string kernel_name;    // custom_kernel_<name>
 };
 
+/// The symbol of the generated entry point on each target.
+inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
+inline constexpr const char* kCudaEntry = "kjit_cuda_entry";
+
+/// One parameter of the generated kernel, in order: what it carries and its C++ type.
+struct Param {
+  enum class Kind { Input, Scalar, Shape, Strides, Ndim, Output };
+  Kind kind;
+  int index;         // which input or output
+  std::string type;  // the C++ type of the parameter in the generated entry point
+};
+
+/// The kernel's parameters after generation: per input its data (a pointer, or the value of a
+/// 0-d input) then the shape, strides and ndim the body names; then the outputs. The CPU entry
+/// unpacks them from the launch record; the CUDA entry takes them as kernel parameters, and the
+/// launcher packs them in this order.
+std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature& call);
+
 /// The file names compiler diagnostics use for the user's text.
 inline constexpr const char* kSourceFile = "<source>";
 inline constexpr const char* kHeaderFile = "<header>";

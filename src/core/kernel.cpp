@@ -7,9 +7,10 @@
 #include <set>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "codegen/source.h"
+#include "core/device_ops.h"
 #include "core/kernel_spec.h"
-#include "core/strided_copy.h"
 
 namespace kjit {
 namespace {
@@ -94,7 +95,9 @@ struct Plan {
   Device device;
   std::string source;  // the generated translation unit
   size_t user_part = 0;
-  std::shared_ptr<const cpu::Module> module;
+  std::vector<codegen::Param> layout;
+  std::shared_ptr<const cpu::Module> cpu_module;
+  std::shared_ptr<const cuda::Module> cuda_module;
 };
 
 bool same_template_args(const TemplateArgs& a, const TemplateArgs& b) {
@@ -152,23 +155,43 @@ void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
   }
 }
 
-std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSignature sig,
-                                       const Device& device) {
-  if (device.type != DeviceType::CPU) {
-    throw ValueError(prefix_named(spec) + "device: " + device.str() +
-                     " is not available; kjit runs kernels on the CPU on this machine");
+void check_target(const KernelSpec& spec, codegen::Target target) {
+  for (auto [tokens, origin] : {std::pair{&spec.source_tokens, codegen::TextOrigin::Source},
+                                std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
+    codegen::check_supported(*tokens, spec.dialect, target, origin);
   }
-  if (spec.atomic_outputs) {
+  if (target == codegen::Target::Cpu && spec.atomic_outputs) {
     throw ValueError(prefix_named(spec) +
                      "atomic_outputs=True is not supported yet on the CPU backend");
   }
-  for (auto [tokens, origin] : {std::pair{&spec.source_tokens, codegen::TextOrigin::Source},
-                                std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
-    codegen::check_supported(*tokens, spec.dialect, codegen::Target::Cpu, origin);
+}
+
+void check_cuda_device(const KernelSpec& spec, const Device& device) {
+  std::string reason = cuda::unavailable_reason();
+  if (!reason.empty()) {
+    throw ValueError(prefix_named(spec) + "device: " + device.str() + " is not available: " +
+                     reason);
   }
+  if (device.index >= cuda::device_count()) {
+    throw ValueError(prefix_named(spec) + "device: " + device.str() + " does not exist (" +
+                     std::to_string(cuda::device_count()) + " CUDA device(s) here)");
+  }
+}
+
+std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSignature sig,
+                                       const Device& device) {
+  const bool gpu = device.type == DeviceType::CUDA;
+  const codegen::Target target = gpu ? codegen::Target::Cuda : codegen::Target::Cpu;
+  if (gpu) check_cuda_device(spec, device);
+  check_target(spec, target);
   auto plan = std::make_shared<Plan>();
-  codegen::GeneratedSource g = codegen::generate(spec, sig, codegen::Target::Cpu);
-  plan->module = cpu::build(spec, g.text);
+  codegen::GeneratedSource g = codegen::generate(spec, sig, target);
+  if (gpu) {
+    plan->cuda_module = cuda::build(spec, g.text, device.index);
+  } else {
+    plan->cpu_module = cpu::build(spec, g.text);
+  }
+  plan->layout = codegen::parameter_layout(spec, sig);
   plan->signature = std::move(sig);
   plan->device = device;
   plan->source = std::move(g.text);
@@ -196,7 +219,7 @@ Device resolve_device(const KernelSpec& spec, const std::vector<Array>& inputs,
 
 void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
                    const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args,
-                   Device device) const {
+                   const std::string& target) const {
   const KernelSpec& spec = *spec_;
   if (input_dtypes_ndims.size() != spec.input_names.size()) {
     throw ValueError(prefix_named(spec) + "inputs: expected " +
@@ -216,6 +239,24 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
   }
   check_template_args(spec, template_args);
   codegen::CallSignature sig{input_dtypes_ndims, output_dtypes, template_args};
+  // An explicit architecture ("sm_90") compiles into the disk cache, no GPU needed.
+  if (target.rfind("sm_", 0) == 0) {
+    int cc = 0;
+    try {
+      size_t used = 0;
+      cc = std::stoi(target.substr(3), &used);
+      if (used != target.size() - 3) cc = 0;
+    } catch (const std::exception&) {
+    }
+    if (cc < 30 || cc > 200) {
+      throw ValueError(prefix_named(spec) + "target: expected 'cpu', 'cuda', 'cuda:N' or " +
+                       "'sm_XY', got '" + target + "'");
+    }
+    check_target(spec, codegen::Target::Cuda);
+    cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda).text, cc);
+    return;
+  }
+  const Device device = Device::parse(target, prefix_named(spec) + "target");
   if (state_->find(sig, device)) return;
   auto plan = build_plan(spec, std::move(sig), device);
   std::lock_guard lock(state_->mutex);
@@ -258,11 +299,16 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(t[2]) + ")");
     }
   }
-  if (t[0] * t[1] * t[2] > kMaxThreadsPerGroup) {
+  const Device device = resolve_device(spec, inputs, options.device);
+  const int64_t max_threads = device.type == DeviceType::CUDA && cuda::device_count() > device.index
+                                  ? cuda::device_info(device.index).max_threads_per_block
+                                  : kMaxThreadsPerGroup;
+  if (t[0] * t[1] * t[2] > max_threads) {
     throw ValueError(prefix_named(spec) + "threadgroup: (" + std::to_string(t[0]) + ", " +
                      std::to_string(t[1]) + ", " + std::to_string(t[2]) + ") has " +
                      std::to_string(t[0] * t[1] * t[2]) +
-                     " threads; at most 1024 are allowed per threadgroup");
+                     " threads; at most " + std::to_string(max_threads) +
+                     " are allowed per threadgroup");
   }
   for (size_t i = 0; i < n_in; ++i) {
     if (!inputs[i].valid()) {
@@ -284,7 +330,6 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     }
   }
   check_template_args(spec, template_args);
-  const Device device = resolve_device(spec, inputs, options.device);
 
   codegen::CallSignature sig;
   sig.inputs.reserve(n_in);
@@ -340,49 +385,43 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   } else {
     outputs.reserve(n_out);
     for (size_t o = 0; o < n_out; ++o) {
-      outputs.push_back(Array::empty(output_shapes[o], output_dtypes[o], device));
+      outputs.push_back(make_array(output_shapes[o], output_dtypes[o], device, options.stream));
     }
   }
   if (init_value) {
-    for (const Array& o : outputs) o.fill(*init_value);
+    for (const Array& o : outputs) fill(o, *init_value, options.stream);
   }
 
-  // Inputs as the kernel sees them.
+  // Inputs as the kernel sees them: on its device, and row-contiguous when asked for.
   std::vector<Array> staged;
   staged.reserve(n_in);
-  for (const Array& a : inputs) {
-    staged.push_back(spec.ensure_row_contiguous && a.ndim() > 0 ? a.contiguous() : a);
-  }
-  std::vector<void*> args(n_in + n_out);
-  std::vector<int> shapes(n_in * kMaxNdim, 0), ndims(n_in);
-  std::vector<int64_t> strides(n_in * kMaxNdim, 0);
   for (size_t i = 0; i < n_in; ++i) {
-    const Array& a = staged[i];
-    args[i] = a.data();
-    ndims[i] = a.ndim();
+    const Array& a = inputs[i];
+    const bool move = a.ndim() > 0 && !(a.device() == device);
+    const bool pack = a.ndim() > 0 && spec.ensure_row_contiguous && !a.is_row_contiguous();
+    staged.push_back(move || pack ? to_contiguous(a, device, options.stream) : a);
     for (int d = 0; d < a.ndim(); ++d) {
       if (a.shape(d) > 0x7fffffff && spec.input_uses[i].shape) {
         throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) +
                          "]: a dimension over 2^31-1 cannot be passed as " +
                          spec.input_names[i] + "_shape");
       }
-      shapes[i * kMaxNdim + d] = static_cast<int>(a.shape(d));
-      strides[i * kMaxNdim + d] = a.stride(d);
     }
   }
-  for (size_t o = 0; o < n_out; ++o) args[n_in + o] = outputs[o].data();
 
-  kjit_cpu_launch L{};
-  L.args = args.data();
-  L.shapes = shapes.data();
-  L.strides = strides.data();
-  L.ndims = ndims.data();
+  LaunchDims dims;
   for (int d = 0; d < 3; ++d) {
-    L.grid[d] = static_cast<unsigned>(g[d]);
-    L.group[d] = static_cast<unsigned>(std::max<int64_t>(1, std::min(t[d], g[d])));
-    L.groups[d] = static_cast<unsigned>((g[d] + L.group[d] - 1) / L.group[d]);
+    dims.grid[d] = static_cast<unsigned>(g[d]);
+    dims.group[d] = static_cast<unsigned>(std::max<int64_t>(1, std::min(t[d], g[d])));
+    dims.groups[d] = static_cast<unsigned>((g[d] + dims.group[d] - 1) / dims.group[d]);
   }
-  cpu::launch(*plan->module, L);
+  if (device.type == DeviceType::CPU) {
+    cpu::launch(*plan->cpu_module, staged, outputs, dims);
+  } else {
+    cuda::launch(*plan->cuda_module,
+                 {plan->layout, staged, outputs, dims, spec.shared_memory, options.stream,
+                  device.index});
+  }
   return outputs;
 }
 

@@ -43,9 +43,34 @@ std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& s
   });
 }
 
-void launch(const Module& module, const kjit_cpu_launch& L) {
-  uint64_t groups = uint64_t{L.groups[0]} * L.groups[1] * L.groups[2];
-  uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
+void launch(const Module& module, const std::vector<Array>& inputs,
+            const std::vector<Array>& outputs, const LaunchDims& dims) {
+  const size_t n_in = inputs.size();
+  std::vector<void*> args(n_in + outputs.size());
+  std::vector<int> shapes(n_in * KJIT_MAX_NDIM, 0), ndims(n_in);
+  std::vector<int64_t> strides(n_in * KJIT_MAX_NDIM, 0);
+  for (size_t i = 0; i < n_in; ++i) {
+    const Array& a = inputs[i];
+    args[i] = a.data();
+    ndims[i] = a.ndim();
+    for (int d = 0; d < a.ndim(); ++d) {
+      shapes[i * KJIT_MAX_NDIM + d] = static_cast<int>(a.shape(d));
+      strides[i * KJIT_MAX_NDIM + d] = a.stride(d);
+    }
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) args[n_in + o] = outputs[o].data();
+  kjit_cpu_launch L{};
+  L.args = args.data();
+  L.shapes = shapes.data();
+  L.strides = strides.data();
+  L.ndims = ndims.data();
+  for (int d = 0; d < 3; ++d) {
+    L.grid[d] = dims.grid[d];
+    L.group[d] = dims.group[d];
+    L.groups[d] = dims.groups[d];
+  }
+  const uint64_t groups = uint64_t{L.groups[0]} * L.groups[1] * L.groups[2];
+  const uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
   if (threads == 0) return;
   kjit_cpu_entry_fn entry = module.entry();
   if (threads <= kInlineThreads || groups == 1) {

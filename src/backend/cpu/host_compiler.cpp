@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cache/hash.h"
-#include "codegen/source.h"
+#include "codegen/diagnostics.h"
 
 extern char** environ;
 
@@ -139,47 +139,6 @@ int run(const std::vector<std::string>& argv, std::string& output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string line_of(std::string_view text, int line) {
-  int current = 1;
-  size_t start = 0;
-  while (current < line) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) return {};
-    start = nl + 1;
-    ++current;
-  }
-  size_t end = text.find('\n', start);
-  return std::string(text.substr(start, end == std::string_view::npos ? text.size() - start
-                                                                      : end - start));
-}
-
-// Turns "<source>:3:5: error: msg" lines into "source line 3: error: msg" plus the user's line.
-std::string map_diagnostics(const std::string& log, const KernelSpec& spec, int* mapped) {
-  std::stringstream in(log);
-  std::string line, out;
-  *mapped = 0;
-  while (std::getline(in, line)) {
-    for (auto [file, label, text] :
-         {std::tuple{codegen::kSourceFile, "source", std::string_view(spec.source)},
-          std::tuple{codegen::kHeaderFile, "header", std::string_view(spec.header)}}) {
-      std::string prefix = std::string(file) + ":";
-      if (line.rfind(prefix, 0) != 0) continue;
-      std::string rest = line.substr(prefix.size());
-      int lineno = std::atoi(rest.c_str());
-      if (lineno <= 0) continue;  // "<source>: In function ..."
-      size_t colon = rest.find(':');
-      size_t colon2 = colon == std::string::npos ? colon : rest.find(':', colon + 1);
-      std::string message = colon2 == std::string::npos ? rest : rest.substr(colon2 + 1);
-      while (!message.empty() && message[0] == ' ') message.erase(0, 1);
-      if (message.rfind("note:", 0) == 0) continue;
-      out += std::string(label) + " line " + std::to_string(lineno) + ": " + message + "\n";
-      out += "    " + std::to_string(lineno) + " | " + line_of(text, lineno) + "\n";
-      ++*mapped;
-    }
-  }
-  return out;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -233,12 +192,7 @@ std::string compile_shared_object(const std::string& source, const KernelSpec& s
     ::rmdir(dir.c_str());
   }
   if (status != 0 || shared_object.empty()) {
-    int mapped = 0;
-    std::string diagnostics = map_diagnostics(log, spec, &mapped);
-    std::string message = "[kjit." + std::string(spec.api()) + "] kernel '" + spec.name +
-                          "' failed to compile for the CPU:\n";
-    message += mapped ? diagnostics : log.substr(0, 4000);
-    throw CompileError(message, mapped ? diagnostics : log, source);
+    codegen::throw_compile_error(spec, "the CPU", log, source);
   }
   return shared_object;
 }

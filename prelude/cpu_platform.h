@@ -1,4 +1,10 @@
-// Fixed-width integer names, as <cstdint> would give them (kernels include no system headers).
+// The CPU backend's platform layer: GCC/Clang builtins and predefined macros, no system headers
+// (compile time is user-visible).
+#define KJIT_CPU 1
+#define KJIT_INLINE inline __attribute__((always_inline))
+#define KJIT_MATHF(name) __builtin_##name##f
+#define KJIT_MATH(name) __builtin_##name
+
 typedef __INT8_TYPE__ int8_t;
 typedef __INT16_TYPE__ int16_t;
 typedef __INT32_TYPE__ int32_t;

@@ -1,7 +1,5 @@
-// CUDA C++ names for kernels compiled for the CPU: execution-space qualifiers, __half and
-// __nv_bfloat16, the math library's float functions and intrinsics, cooperative_groups basics.
-#include "cpu_thread.h"
-
+// CUDA C++ on the CPU: execution-space qualifiers, the index types, the math library's float
+// functions and intrinsics, and cooperative_groups basics over the running thread's context.
 #define __device__
 #define __host__
 #define __global__
@@ -10,8 +8,6 @@
 
 namespace kjit::cuda_dialect {
 
-typedef ::kjit::half_t __half;
-typedef ::kjit::bfloat_t __nv_bfloat16;
 typedef ::kjit::uint3 uint3;
 typedef ::kjit::uint3 dim3;
 
@@ -77,21 +73,6 @@ KJIT_INLINE float __frcp_rn(float x) { return 1.0f / x; }
 KJIT_INLINE float __fsqrt_rn(float x) { return ::kjit::sqrt(x); }
 KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
 
-KJIT_INLINE float __half2float(__half h) { return float(h); }
-KJIT_INLINE __half __float2half(float f) { return __half(f); }
-KJIT_INLINE __half __float2half_rn(float f) { return __half(f); }
-KJIT_INLINE float __bfloat162float(__nv_bfloat16 h) { return float(h); }
-KJIT_INLINE __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
-KJIT_INLINE __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
-template <class H>
-KJIT_INLINE H hexp(H x) {
-  return ::kjit::exp(x);
-}
-template <class H>
-KJIT_INLINE H hsqrt(H x) {
-  return ::kjit::sqrt(x);
-}
-
 }  // namespace kjit::cuda_dialect
 
 namespace cooperative_groups {
@@ -99,25 +80,18 @@ namespace cooperative_groups {
 struct grid_group {
   KJIT_INLINE unsigned long long thread_rank() const {
     const ::kjit::thread_ctx& t = *::kjit::current_thread;
-    const ::kjit::uint3 g = t.group_id, n = t.threadgroups_per_grid();
-    unsigned long long block = g.x + static_cast<unsigned long long>(n.x) * (g.y + n.y * g.z);
-    const ::kjit::uint3 b = t.dispatch_threads_per_threadgroup(), l = t.local_id();
-    return block * t.full_group_threads() + (l.x + b.x * (l.y + b.y * l.z));
+    return t.block_rank() * t.full_group_threads() + t.rank_in_block();
   }
   KJIT_INLINE unsigned long long size() const {
     const ::kjit::thread_ctx& t = *::kjit::current_thread;
-    const ::kjit::uint3 n = t.threadgroups_per_grid();
+    const ::kjit::uint3 n = t.groups;
     return static_cast<unsigned long long>(n.x) * n.y * n.z * t.full_group_threads();
   }
   KJIT_INLINE unsigned long long num_threads() const { return size(); }
 };
 
 struct thread_block {
-  KJIT_INLINE unsigned thread_rank() const {
-    const ::kjit::thread_ctx& t = *::kjit::current_thread;
-    const ::kjit::uint3 b = t.dispatch_threads_per_threadgroup(), l = t.local_id();
-    return l.x + b.x * (l.y + b.y * l.z);
-  }
+  KJIT_INLINE unsigned thread_rank() const { return ::kjit::current_thread->rank_in_block(); }
   KJIT_INLINE unsigned size() const { return ::kjit::current_thread->full_group_threads(); }
   KJIT_INLINE unsigned num_threads() const { return size(); }
   KJIT_INLINE ::kjit::uint3 group_index() const { return ::kjit::current_thread->group_id; }
@@ -128,10 +102,3 @@ KJIT_INLINE grid_group this_grid() { return {}; }
 KJIT_INLINE thread_block this_thread_block() { return {}; }
 
 }  // namespace cooperative_groups
-
-namespace kjit_user {
-using namespace ::kjit::cuda_dialect;
-namespace cg = ::cooperative_groups;
-using ::kjit::ceildiv, ::kjit::elem_to_loc, ::kjit::elem_to_loc_1, ::kjit::elem_to_loc_2,
-    ::kjit::elem_to_loc_3, ::kjit::Limits;
-}  // namespace kjit_user

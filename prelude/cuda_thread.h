@@ -1,0 +1,45 @@
+// How the CUDA backend runs a launch: a 1-D grid of blocks (gridDim.y and .z are capped at
+// 65535, grids in threads are not), each block one group of the kernel's 3-D grid; threads of an
+// edge group that fall outside the grid return before the body runs.
+#include "thread_ctx.h"
+
+// The launch record, passed by value as the kernel's last parameter.
+struct kjit_cuda_launch {
+  unsigned grid[3];
+  unsigned group[3];
+  unsigned groups[3];
+};
+
+namespace kjit {
+
+KJIT_INLINE thread_ctx make_thread_ctx(const kjit_cuda_launch& L) {
+  thread_ctx t;
+  t.grid = uint3(L.grid[0], L.grid[1], L.grid[2]);
+  t.group = uint3(L.group[0], L.group[1], L.group[2]);
+  t.groups = uint3(L.groups[0], L.groups[1], L.groups[2]);
+  t.enter_group(blockIdx.x);
+  t.global_id = t.origin + uint3(threadIdx.x, threadIdx.y, threadIdx.z);
+  return t;
+}
+
+KJIT_INLINE bool in_grid(const thread_ctx& t) {
+  return t.global_id.x < t.grid.x && t.global_id.y < t.grid.y && t.global_id.z < t.grid.z;
+}
+
+// Shape and strides parameters, passed by value: x_shape[i], x_shape.data(), and a pointer where
+// MLX passes one.
+template <class T>
+struct dims_array {
+  T v[10];
+  template <class I>
+  KJIT_INLINE const T& operator[](I i) const {
+    return v[i];
+  }
+  KJIT_INLINE const T* data() const { return v; }
+  KJIT_INLINE operator const T*() const { return v; }
+};
+
+}  // namespace kjit
+
+typedef ::kjit::dims_array<int> kjit_shape;
+typedef ::kjit::dims_array<int64_t> kjit_strides;

@@ -1,0 +1,120 @@
+#include "backend/cuda/cuda_api.h"
+
+#include <kjit/errors.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "backend/cuda/library_search.h"
+
+namespace kjit::cuda {
+namespace {
+
+// Every candidate file for a library: the directories to search (in order), each listed
+// newest version first, then the loader's default names.
+std::vector<std::string> candidates(const std::string& stem,
+                                    const std::vector<std::string>& default_names) {
+  std::vector<std::string> out;
+  for (const std::string& dir : library_search_dirs()) {
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    std::vector<std::string> found;
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind(stem + ".so", 0) == 0) found.push_back(dir + "/" + name);
+    }
+    closedir(d);
+    std::sort(found.rbegin(), found.rend());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  out.insert(out.end(), default_names.begin(), default_names.end());
+  return out;
+}
+
+template <class Api, class Resolve>
+void load(Api& api, const std::vector<std::string>& files, Resolve resolve) {
+  std::string tried;
+  for (const std::string& f : files) {
+    void* handle = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      tried += (tried.empty() ? "" : ", ") + f;
+      continue;
+    }
+    std::string missing = resolve(handle);
+    if (missing.empty()) {
+      api.loaded = true;
+      api.library = f;
+      return;
+    }
+    tried += (tried.empty() ? "" : ", ") + f + " (lacks " + missing + ")";
+    dlclose(handle);
+  }
+  api.error = "not found (tried " + tried + ")";
+}
+
+}  // namespace
+
+const DriverApi& driver() {
+  static const DriverApi api = [] {
+    DriverApi a;
+    load(a, {"libcuda.so.1", "libcuda.so"}, [&](void* h) -> std::string {
+#define KJIT_RESOLVE(name, ret, args)                                     \
+  a.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));                \
+  if (!a.name) return #name;
+      KJIT_CUDA_DRIVER_FUNCTIONS(KJIT_RESOLVE)
+#undef KJIT_RESOLVE
+      return {};
+    });
+    if (a.loaded) {
+      CUresult r = a.cuInit(0);
+      if (r != CUDA_SUCCESS) {
+        a.loaded = false;
+        const char* name = nullptr;
+        a.cuGetErrorName(r, &name);
+        a.error = std::string("cuInit failed: ") + (name ? name : std::to_string(r).c_str());
+      }
+    }
+    return a;
+  }();
+  return api;
+}
+
+const NvrtcApi& nvrtc() {
+  static const NvrtcApi api = [] {
+    NvrtcApi a;
+    load(a, candidates("libnvrtc", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}),
+         [&](void* h) -> std::string {
+#define KJIT_RESOLVE(name, ret, args)                                     \
+  a.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));                \
+  if (!a.name) return #name;
+           KJIT_NVRTC_FUNCTIONS(KJIT_RESOLVE)
+#undef KJIT_RESOLVE
+           return {};
+         });
+    if (a.loaded) a.nvrtcVersion(&a.major, &a.minor);
+    return a;
+  }();
+  return api;
+}
+
+void check(CUresult result, const char* call) {
+  if (result == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  driver().cuGetErrorName(result, &name);
+  driver().cuGetErrorString(result, &text);
+  std::string message = std::string(call) + " failed: " + (name ? name : "CUDA error") + ": " +
+                        (text ? text : std::to_string(result));
+  // After a kernel fault every later call in the context fails the same way.
+  if (result == 700 || result == 716 || result == 719 || result == 720 || result == 999) {
+    message += " (the CUDA context is no longer usable; restart the process)";
+  }
+  throw LaunchError(message);
+}
+
+}  // namespace kjit::cuda

@@ -1,0 +1,120 @@
+// The CUDA driver and NVRTC entry points kjit uses, loaded with dlopen at first use so that kjit
+// imports and runs its CPU backend on machines without them. Each function is listed once; the
+// list declares the pointers and drives their lookup.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace kjit::cuda {
+
+// The few driver and NVRTC types kjit needs, declared here so that building kjit needs no
+// CUDA headers.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUmemoryPool = struct CUmemPoolHandle_st*;
+using nvrtcResult = int;
+using nvrtcProgram = struct _nvrtcProgram*;
+
+inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
+inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+
+#define KJIT_CUDA_DRIVER_FUNCTIONS(X)                                                         \
+  X(cuInit, CUresult, (unsigned flags))                                                      \
+  X(cuDriverGetVersion, CUresult, (int* version))                                            \
+  X(cuDeviceGetCount, CUresult, (int* count))                                                \
+  X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                                 \
+  X(cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))                          \
+  X(cuDeviceGetAttribute, CUresult, (int* value, int attribute, CUdevice dev))               \
+  X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                     \
+  X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                              \
+  X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                            \
+  X(cuCtxSynchronize, CUresult, ())                                                          \
+  X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                      \
+  X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char* name))     \
+  X(cuFuncSetAttribute, CUresult, (CUfunction fn, int attribute, int value))                 \
+  X(cuLaunchKernel, CUresult,                                                                \
+    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,          \
+     unsigned bz, unsigned shared_bytes, CUstream stream, void** params, void** extra))      \
+  X(cuMemAllocAsync, CUresult, (CUdeviceptr * ptr, size_t bytes, CUstream stream))           \
+  X(cuMemFreeAsync, CUresult, (CUdeviceptr ptr, CUstream stream))                            \
+  X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool * pool, CUdevice dev))                \
+  X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, int attribute, void* value))        \
+  X(cuMemcpyAsync, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))   \
+  X(cuMemcpyHtoDAsync_v2, CUresult,                                                          \
+    (CUdeviceptr dst, const void* src, size_t bytes, CUstream s))                            \
+  X(cuMemcpyDtoHAsync_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes, CUstream s))  \
+  X(cuMemsetD8Async, CUresult, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))     \
+  X(cuMemsetD16Async, CUresult, (CUdeviceptr dst, unsigned short v, size_t n, CUstream s))   \
+  X(cuMemsetD32Async, CUresult, (CUdeviceptr dst, unsigned v, size_t n, CUstream s))         \
+  X(cuMemsetD2D32Async, CUresult,                                                            \
+    (CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height, CUstream s))    \
+  X(cuStreamSynchronize, CUresult, (CUstream stream))                                        \
+  X(cuPointerGetAttribute, CUresult, (void* data, int attribute, CUdeviceptr ptr))           \
+  X(cuGetErrorName, CUresult, (CUresult error, const char** name))                           \
+  X(cuGetErrorString, CUresult, (CUresult error, const char** text))
+
+#define KJIT_NVRTC_FUNCTIONS(X)                                                              \
+  X(nvrtcVersion, nvrtcResult, (int* major, int* minor))                                     \
+  X(nvrtcGetNumSupportedArchs, nvrtcResult, (int* count))                                    \
+  X(nvrtcGetSupportedArchs, nvrtcResult, (int* archs))                                       \
+  X(nvrtcCreateProgram, nvrtcResult,                                                         \
+    (nvrtcProgram * prog, const char* src, const char* name, int num_headers,                \
+     const char* const* headers, const char* const* include_names))                          \
+  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram prog, int num_options,                   \
+                                       const char* const* options))                          \
+  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                 \
+  X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram prog, char* log))                         \
+  X(nvrtcGetCUBINSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                      \
+  X(nvrtcGetCUBIN, nvrtcResult, (nvrtcProgram prog, char* cubin))                            \
+  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                        \
+  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram prog, char* ptx))                                \
+  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram * prog))                                 \
+  X(nvrtcGetErrorString, const char*, (nvrtcResult result))
+
+#define KJIT_DECLARE_POINTER(name, ret, args) ret(*name) args = nullptr;
+
+/// The driver API, or why it is unavailable.
+struct DriverApi {
+  KJIT_CUDA_DRIVER_FUNCTIONS(KJIT_DECLARE_POINTER)
+  bool loaded = false;
+  std::string library;  // the file that was loaded
+  std::string error;    // why loading failed
+};
+
+/// NVRTC, or why it is unavailable.
+struct NvrtcApi {
+  KJIT_NVRTC_FUNCTIONS(KJIT_DECLARE_POINTER)
+  bool loaded = false;
+  std::string library;
+  std::string error;
+  int major = 0, minor = 0;
+};
+
+#undef KJIT_DECLARE_POINTER
+
+/// Loaded once, on first use; never throws (check |loaded|).
+const DriverApi& driver();
+const NvrtcApi& nvrtc();
+
+/// Throws kjit::LaunchError "<call> failed: <CUDA error name>: <description>" unless |result|
+/// is CUDA_SUCCESS.
+void check(CUresult result, const char* call);
+
+}  // namespace kjit::cuda
+
+/// Calls a driver function through the loaded table and checks its result.
+#define KJIT_CU(call, ...) ::kjit::cuda::check(::kjit::cuda::driver().call(__VA_ARGS__), #call)

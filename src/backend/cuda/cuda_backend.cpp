@@ -1,0 +1,334 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <kjit/errors.h>
+#include <kjit/version.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "backend/cuda/nvrtc_compiler.h"
+#include "cache/disk_cache.h"
+#include "cache/memory_cache.h"
+#include "cache/stats.h"
+
+namespace kjit::cuda {
+namespace {
+
+struct DeviceState {
+  DeviceInfo info;
+  CUcontext context = nullptr;
+  bool pool_configured = false;
+};
+
+std::mutex& devices_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<DeviceState>& states() {
+  static auto* s = new std::vector<DeviceState>();  // contexts outlive static teardown
+  return *s;
+}
+
+const DriverApi& loaded_driver() {
+  const DriverApi& d = driver();
+  if (!d.loaded) throw ValueError("kjit: CUDA is not available: the driver is " + d.error);
+  return d;
+}
+
+DeviceState& state(int device) {
+  std::lock_guard lock(devices_mutex());
+  std::vector<DeviceState>& s = states();
+  if (s.empty()) {
+    int count = device_count();
+    s.resize(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev = 0;
+      KJIT_CU(cuDeviceGet, &dev, i);
+      char name[256] = {};
+      KJIT_CU(cuDeviceGetName, name, sizeof name, dev);
+      int major = 0, minor = 0;
+      KJIT_CU(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+      KJIT_CU(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+      DeviceInfo& info = s[i].info;
+      info.name = name;
+      info.cc = major * 10 + minor;
+      KJIT_CU(cuDeviceGetAttribute, &info.max_threads_per_block,
+              CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
+      KJIT_CU(cuDeviceGetAttribute, &info.max_shared_optin,
+              CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+      KJIT_CU(cuDeviceGetAttribute, &info.multiprocessors,
+              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    }
+  }
+  if (device < 0 || device >= static_cast<int>(s.size())) {
+    throw ValueError("device: cuda:" + std::to_string(device) + " does not exist (" +
+                     std::to_string(s.size()) + " CUDA device(s) here)");
+  }
+  return s[static_cast<size_t>(device)];
+}
+
+CUstream as_stream(uintptr_t s) { return reinterpret_cast<CUstream>(s); }
+CUdeviceptr as_ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+cache::MemoryCache<const Module>& modules() {
+  static auto* c = new cache::MemoryCache<const Module>();
+  return *c;
+}
+
+std::string disk_key(const KernelSpec& spec, const std::string& source, int cc) {
+  return std::string("kjit ") + version() + " cuda\n" +
+         nvrtc_identity(spec.compile_options.math_mode, cc) + "\n" + source;
+}
+
+// The compiled image for |key|, from disk or compiled now (and stored).
+std::string image_for(const std::string& key, const KernelSpec& spec, const std::string& source,
+                      int cc) {
+  cache::DiskCache& disk = cache::DiskCache::instance();
+  if (std::optional<std::string> cached = disk.load(key)) {
+    ++cache::stats().disk_hits;
+    return *cached;
+  }
+  CompiledImage compiled = compile_cuda(source, spec, spec.compile_options.math_mode, cc);
+  ++cache::stats().compiles;
+  disk.store(key, compiled.image);
+  return compiled.image;
+}
+
+}  // namespace
+
+std::string unavailable_reason() {
+  const DriverApi& d = driver();
+  if (!d.loaded) return "the CUDA driver is " + d.error;
+  int count = 0;
+  if (d.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device found";
+  return {};
+}
+
+int device_count() {
+  const DriverApi& d = driver();
+  int count = 0;
+  if (!d.loaded || d.cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
+  return count;
+}
+
+const DeviceInfo& device_info(int device) { return state(device).info; }
+
+void make_current(int device) {
+  DeviceState& s = state(device);
+  const DriverApi& d = loaded_driver();
+  if (!s.context) {
+    std::lock_guard lock(devices_mutex());
+    if (!s.context) {
+      CUdevice dev = 0;
+      KJIT_CU(cuDeviceGet, &dev, device);
+      KJIT_CU(cuDevicePrimaryCtxRetain, &s.context, dev);
+    }
+  }
+  CUcontext current = nullptr;
+  d.cuCtxGetCurrent(&current);
+  if (current != s.context) KJIT_CU(cuCtxSetCurrent, s.context);
+}
+
+std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
+  make_current(device);
+  DeviceState& s = state(device);
+  if (!s.pool_configured) {
+    // Keep freed memory in the pool: returning it to the OS makes the next allocation slow.
+    CUmemoryPool pool = nullptr;
+    CUdevice dev = 0;
+    KJIT_CU(cuDeviceGet, &dev, device);
+    if (driver().cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
+      uint64_t threshold = ~uint64_t{0};
+      driver().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+    }
+    s.pool_configured = true;
+  }
+  CUdeviceptr ptr = 0;
+  KJIT_CU(cuMemAllocAsync, &ptr, bytes ? bytes : 1, as_stream(stream));
+  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream](void* p) {
+    // Released in stream order; errors here cannot be reported (a destructor).
+    try {
+      make_current(device);
+      driver().cuMemFreeAsync(as_ptr(p), as_stream(stream));
+    } catch (...) {
+    }
+  });
+}
+
+void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream, bool to_host,
+          bool from_host) {
+  if (bytes == 0) return;
+  make_current(device);
+  if (to_host) {
+    KJIT_CU(cuMemcpyDtoHAsync_v2, dst, as_ptr(src), bytes, as_stream(stream));
+    KJIT_CU(cuStreamSynchronize, as_stream(stream));
+  } else if (from_host) {
+    KJIT_CU(cuMemcpyHtoDAsync_v2, as_ptr(dst), src, bytes, as_stream(stream));
+    KJIT_CU(cuStreamSynchronize, as_stream(stream));  // the host buffer may go away after this
+  } else {
+    KJIT_CU(cuMemcpyAsync, as_ptr(dst), as_ptr(src), bytes, as_stream(stream));
+  }
+}
+
+void fill(void* dst, const void* value, size_t item_size, size_t count, int device,
+          uintptr_t stream) {
+  if (count == 0) return;
+  make_current(device);
+  CUstream s = as_stream(stream);
+  switch (item_size) {
+    case 1: {
+      uint8_t v;
+      std::memcpy(&v, value, 1);
+      KJIT_CU(cuMemsetD8Async, as_ptr(dst), v, count, s);
+      return;
+    }
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, value, 2);
+      KJIT_CU(cuMemsetD16Async, as_ptr(dst), v, count, s);
+      return;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, value, 4);
+      KJIT_CU(cuMemsetD32Async, as_ptr(dst), v, count, s);
+      return;
+    }
+    case 8: {
+      // Two strided 32-bit fills: the low words, then the high words of every element.
+      uint32_t v[2];
+      std::memcpy(v, value, 8);
+      KJIT_CU(cuMemsetD2D32Async, as_ptr(dst), 8, v[0], 1, count, s);
+      KJIT_CU(cuMemsetD2D32Async, as_ptr(dst) + 4, 8, v[1], 1, count, s);
+      return;
+    }
+    default: throw InternalError("cuda::fill: unsupported element size");
+  }
+}
+
+void synchronize(int device, uintptr_t stream) {
+  make_current(device);
+  KJIT_CU(cuStreamSynchronize, as_stream(stream));
+}
+
+std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& source,
+                                    int device) {
+  const DeviceInfo& info = device_info(device);
+  const std::string key = disk_key(spec, source, info.cc);
+  return modules().get_or_build(key + "\ndevice " + std::to_string(device), [&] {
+    std::string image = image_for(key, spec, source, info.cc);
+    make_current(device);
+    CUmodule module = nullptr;
+    KJIT_CU(cuModuleLoadData, &module, image.data());
+    CUfunction entry = nullptr;
+    KJIT_CU(cuModuleGetFunction, &entry, module, codegen::kCudaEntry);
+    if (spec.shared_memory > 48 * 1024) {
+      if (spec.shared_memory > info.max_shared_optin) {
+        throw ValueError("[kjit.cuda_kernel] shared_memory: " +
+                         std::to_string(spec.shared_memory) + " bytes is more than " + info.name +
+                         " allows per block (" + std::to_string(info.max_shared_optin) + ")");
+      }
+      KJIT_CU(cuFuncSetAttribute, entry, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              spec.shared_memory);
+    }
+    return std::make_shared<const Module>(module, entry);
+  });
+}
+
+void build_offline(const KernelSpec& spec, const std::string& source, int cc) {
+  image_for(disk_key(spec, source, cc), spec, source, cc);
+}
+
+void launch(const Module& module, const LaunchArgs& a) {
+  // Kernel parameters, each at an 8-byte aligned offset of one buffer.
+  struct Launch {
+    unsigned grid[3], group[3], groups[3];
+  } record;
+  std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
+  std::memcpy(record.group, a.dims.group, sizeof record.group);
+  std::memcpy(record.groups, a.dims.groups, sizeof record.groups);
+  alignas(16) unsigned char buffer[4096];
+  std::vector<unsigned char> spill;
+  size_t needed = 0;
+  for (const codegen::Param& p : a.layout) {
+    size_t size = p.kind == codegen::Param::Kind::Shape     ? 10 * sizeof(int)
+                  : p.kind == codegen::Param::Kind::Strides ? 10 * sizeof(int64_t)
+                                                            : 8;
+    needed += (size + 15) / 16 * 16;
+  }
+  needed += sizeof record + 16;
+  unsigned char* base = buffer;
+  if (needed > sizeof buffer) {
+    spill.resize(needed);
+    base = spill.data();
+  }
+  std::vector<void*> params;
+  params.reserve(a.layout.size() + 1);
+  size_t offset = 0;
+  auto put = [&](const void* data, size_t size) {
+    std::memcpy(base + offset, data, size);
+    params.push_back(base + offset);
+    offset += (size + 15) / 16 * 16;
+  };
+  for (const codegen::Param& p : a.layout) {
+    switch (p.kind) {
+      case codegen::Param::Kind::Input: {
+        const void* ptr = a.inputs[p.index].data();
+        put(&ptr, sizeof ptr);
+        break;
+      }
+      case codegen::Param::Kind::Scalar: {
+        const Array& s = a.inputs[p.index];
+        unsigned char value[16] = {};
+        // A 0-d input may live on the host (a Python scalar) or on the device.
+        if (s.device().type == DeviceType::CPU) {
+          std::memcpy(value, s.data(), itemsize(s.dtype()));
+        } else {
+          copy(value, s.data(), itemsize(s.dtype()), a.device, a.stream, true, false);
+        }
+        put(value, itemsize(s.dtype()));
+        break;
+      }
+      case codegen::Param::Kind::Shape: {
+        int shape[10] = {};
+        const Array& in = a.inputs[p.index];
+        for (int d = 0; d < in.ndim(); ++d) shape[d] = static_cast<int>(in.shape(d));
+        put(shape, sizeof shape);
+        break;
+      }
+      case codegen::Param::Kind::Strides: {
+        int64_t strides[10] = {};
+        const Array& in = a.inputs[p.index];
+        for (int d = 0; d < in.ndim(); ++d) strides[d] = in.stride(d);
+        put(strides, sizeof strides);
+        break;
+      }
+      case codegen::Param::Kind::Ndim: {
+        int ndim = a.inputs[p.index].ndim();
+        put(&ndim, sizeof ndim);
+        break;
+      }
+      case codegen::Param::Kind::Output: {
+        const void* ptr = a.outputs[p.index].data();
+        put(&ptr, sizeof ptr);
+        break;
+      }
+    }
+  }
+  put(&record, sizeof record);
+  const uint64_t blocks = uint64_t{a.dims.groups[0]} * a.dims.groups[1] * a.dims.groups[2];
+  if (blocks == 0) return;
+  if (blocks > 0x7fffffffull) {
+    throw ValueError("grid: " + std::to_string(blocks) +
+                     " threadgroups are more than CUDA launches at once (2^31-1)");
+  }
+  make_current(a.device);
+  KJIT_CU(cuLaunchKernel, module.entry(), static_cast<unsigned>(blocks), 1, 1, a.dims.group[0],
+          a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
+          as_stream(a.stream), params.data(), nullptr);
+}
+
+uint64_t memory_entries() { return modules().size(); }
+void clear_memory() { modules().clear(); }
+
+}  // namespace kjit::cuda

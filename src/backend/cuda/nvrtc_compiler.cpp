@@ -1,0 +1,109 @@
+#include "backend/cuda/nvrtc_compiler.h"
+
+#include <kjit/errors.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "backend/cuda/cuda_api.h"
+#include "codegen/diagnostics.h"
+
+namespace kjit::cuda {
+namespace {
+
+const NvrtcApi& loaded_nvrtc() {
+  const NvrtcApi& api = nvrtc();
+  if (!api.loaded) {
+    throw ValueError("kjit: the CUDA backend needs NVRTC, which is " + api.error +
+                     "; install the CUDA toolkit or the nvidia-cuda-nvrtc wheel, or set CUDA_HOME");
+  }
+  return api;
+}
+
+// sm_XY when NVRTC can emit machine code for the device, else PTX for the newest architecture
+// it knows that the device can run (the driver compiles that PTX on load).
+std::string arch_flag(int cc) {
+  const NvrtcApi& api = loaded_nvrtc();
+  int n = 0;
+  api.nvrtcGetNumSupportedArchs(&n);
+  std::vector<int> archs(static_cast<size_t>(std::max(n, 0)));
+  if (n > 0) api.nvrtcGetSupportedArchs(archs.data());
+  if (std::find(archs.begin(), archs.end(), cc) != archs.end()) {
+    return "--gpu-architecture=sm_" + std::to_string(cc);
+  }
+  int best = 0;
+  for (int a : archs) {
+    if (a <= cc) best = std::max(best, a);
+  }
+  if (best == 0) {
+    throw ValueError("kjit: NVRTC " + std::to_string(api.major) + "." +
+                     std::to_string(api.minor) + " cannot compile for compute capability " +
+                     std::to_string(cc / 10) + "." + std::to_string(cc % 10));
+  }
+  return "--gpu-architecture=compute_" + std::to_string(best);
+}
+
+std::vector<std::string> options(MathMode mode, int cc) {
+  std::vector<std::string> o = {arch_flag(cc), "-std=c++17", "--device-as-default-execution-space",
+                                "-w"};
+  if (mode == MathMode::Safe) {
+    o.insert(o.end(), {"-prec-div=true", "-prec-sqrt=true", "-ftz=false"});
+  } else if (mode == MathMode::Relaxed) {
+    o.insert(o.end(), {"-prec-div=false", "-prec-sqrt=false", "-ftz=false"});
+  } else {
+    o.insert(o.end(), {"--use_fast_math", "-D__FAST_MATH__=1"});
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string nvrtc_identity(MathMode mode, int cc) {
+  const NvrtcApi& api = loaded_nvrtc();
+  std::string id = "nvrtc " + std::to_string(api.major) + "." + std::to_string(api.minor);
+  for (const std::string& o : options(mode, cc)) id += " " + o;
+  return id;
+}
+
+CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, MathMode mode,
+                           int cc) {
+  if (const char* a = std::getenv("KJIT_ASSERT_NO_COMPILE"); a && std::strcmp(a, "1") == 0) {
+    throw std::runtime_error("kjit: kernel '" + spec.name +
+                             "' needs compiling but KJIT_ASSERT_NO_COMPILE=1");
+  }
+  const NvrtcApi& api = loaded_nvrtc();
+  nvrtcProgram prog = nullptr;
+  if (api.nvrtcCreateProgram(&prog, source.c_str(), "kjit_kernel.cu", 0, nullptr, nullptr) != 0) {
+    throw std::runtime_error("kjit: nvrtcCreateProgram failed");
+  }
+  std::vector<std::string> opts = options(mode, cc);
+  std::vector<const char*> argv;
+  for (const std::string& o : opts) argv.push_back(o.c_str());
+  nvrtcResult result = api.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  api.nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) api.nvrtcGetProgramLog(prog, log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  CompiledImage out;
+  if (result == 0) {
+    out.cubin = opts[0].find("sm_") != std::string::npos;
+    size_t size = 0;
+    if (out.cubin) {
+      api.nvrtcGetCUBINSize(prog, &size);
+      out.image.resize(size);
+      api.nvrtcGetCUBIN(prog, out.image.data());
+    } else {
+      api.nvrtcGetPTXSize(prog, &size);
+      out.image.resize(size);
+      api.nvrtcGetPTX(prog, out.image.data());
+    }
+  }
+  api.nvrtcDestroyProgram(&prog);
+  if (result != 0) codegen::throw_compile_error(spec, "CUDA", log, source);
+  return out;
+}
+
+}  // namespace kjit::cuda

@@ -1,0 +1,80 @@
+#include "codegen/diagnostics.h"
+
+#include <kjit/errors.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+
+#include "codegen/source.h"
+
+namespace kjit::codegen {
+namespace {
+
+std::string line_of(std::string_view text, int line) {
+  size_t start = 0;
+  for (int current = 1; current < line; ++current) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) return {};
+    start = nl + 1;
+  }
+  size_t end = text.find('\n', start);
+  return std::string(text.substr(start, (end == std::string_view::npos ? text.size() : end) - start));
+}
+
+// The line number and message of a diagnostic about |file|, or 0 when |line| is not one.
+int parse(const std::string& line, const std::string& file, std::string* message) {
+  if (line.rfind(file, 0) != 0) return 0;
+  std::string rest = line.substr(file.size());
+  size_t after = 0;
+  int number = 0;
+  if (rest.size() > 1 && rest[0] == ':') {  // GCC: file:line:col: kind: text
+    number = std::atoi(rest.c_str() + 1);
+    size_t c1 = rest.find(':', 1);
+    size_t c2 = c1 == std::string::npos ? c1 : rest.find(':', c1 + 1);
+    after = c2 == std::string::npos ? std::string::npos : c2 + 1;
+  } else if (rest.size() > 1 && rest[0] == '(') {  // NVRTC: file(line): kind: text
+    number = std::atoi(rest.c_str() + 1);
+    size_t close = rest.find("):");
+    after = close == std::string::npos ? std::string::npos : close + 2;
+  }
+  if (number <= 0 || after == std::string::npos) return 0;
+  *message = rest.substr(after);
+  while (!message->empty() && message->front() == ' ') message->erase(0, 1);
+  return number;
+}
+
+}  // namespace
+
+MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec) {
+  MappedDiagnostics out;
+  std::stringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    for (auto [file, label, text] :
+         {std::tuple{kSourceFile, "source", std::string_view(spec.source)},
+          std::tuple{kHeaderFile, "header", std::string_view(spec.header)}}) {
+      std::string message;
+      int number = parse(line, file, &message);
+      if (number == 0 || message.rfind("note", 0) == 0 || message.rfind("remark", 0) == 0) {
+        continue;
+      }
+      if (message.rfind("warning", 0) == 0) continue;
+      out.text += std::string(label) + " line " + std::to_string(number) + ": " + message + "\n";
+      out.text += "    " + std::to_string(number) + " | " + line_of(text, number) + "\n";
+      ++out.count;
+    }
+  }
+  return out;
+}
+
+void throw_compile_error(const KernelSpec& spec, const char* target, const std::string& log,
+                         const std::string& source) {
+  MappedDiagnostics mapped = map_diagnostics(log, spec);
+  std::string message = "[kjit." + std::string(spec.api()) + "] kernel '" + spec.name +
+                        "' failed to compile for " + target + ":\n";
+  message += mapped.count ? mapped.text : log.substr(0, 4000);
+  throw CompileError(message, mapped.count ? mapped.text : log, source);
+}
+
+}  // namespace kjit::codegen

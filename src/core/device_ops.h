@@ -1,0 +1,24 @@
+// Memory operations on any device, for arrays and kernel launches: allocation, fills, copies
+// between devices, and row-contiguous copies of strided views.
+#pragma once
+
+#include <kjit/array.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace kjit {
+
+/// Memory for |bytes| on |device| (on CUDA, ordered on |stream|).
+std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t stream = 0);
+
+/// A fresh row-contiguous array on |device|.
+Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_t stream = 0);
+
+/// Sets every element of the row-contiguous |array| to |value|.
+void fill(const Array& array, double value, uintptr_t stream = 0);
+
+/// A row-contiguous copy of |array| on |device| (the array itself when it already is one).
+Array to_contiguous(const Array& array, const Device& device, uintptr_t stream = 0);
+
+}  // namespace kjit
