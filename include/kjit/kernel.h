@@ -35,7 +35,7 @@ struct LaunchOptions {
   /// Where to run; default: where the array inputs live, else default_device().
   std::optional<Device> device;
   /// Preallocated row-contiguous outputs, written in place and returned.
-  std::vector<Array> outputs;
+  std::optional<std::vector<Array>> outputs;
   /// Where verbose=true sends the generated source (default: std::cout).
   std::function<void(std::string_view)> print;
   /// The CUDA stream (a CUstream handle) to run on; 0 is the legacy default stream.

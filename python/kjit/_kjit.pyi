@@ -164,9 +164,9 @@ class Kernel:
         grid counts threads (Metal's dispatchThreads); threadgroup is the group size. template declares names at the top of the body; init_value fills outputs first; outputs= writes into preallocated arrays; verbose prints the generated source.
         """
 
-    def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, device: str | None = None) -> None:
+    def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, target: str = 'cpu') -> None:
         """
-        Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it.
+        Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as 'sm_90', which needs NVRTC but no GPU.
         """
 
 def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str] | None = None) -> Kernel:

@@ -81,7 +81,8 @@ std::shared_ptr<void> python_owner(nb::object obj) {
   });
 }
 
-Array from_ndarray(const nb::ndarray<>& nd, std::optional<Dtype> dtype_override,
+template <class Nd>
+Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override,
                    const std::string& param, std::shared_ptr<void> owner) {
   std::optional<Dtype> dtype = dtype_override ? dtype_override : from_dlpack_dtype(nd.dtype());
   if (!dtype) {
@@ -180,12 +181,32 @@ Dtype to_dtype(nb::handle obj, const std::string& param) {
   return d;
 }
 
-Array to_array(nb::handle obj, const std::string& param, bool keep_alive) {
+namespace {
+
+// Imports |obj| through DLPack or the buffer protocol; false when it offers neither for this
+// access (a producer may refuse both, as NumPy's bfloat16 does).
+template <class Nd>
+bool import_ndarray(nb::handle obj, Nd& nd) {
+  bool imported = false;
+  try {
+    imported = nb::try_cast(obj, nd, false);
+  } catch (const std::exception&) {
+  }
+  PyErr_Clear();
+  return imported;
+}
+
+}  // namespace
+
+Array to_array(nb::handle obj, const std::string& param, bool keep_alive, bool writable) {
+  if (is_python_scalar(obj) && writable) {
+    throw TypeError(param + ": a Python scalar cannot be an output; pass an array");
+  }
   if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, Dtype::Bool);
   if (PyLong_CheckExact(obj.ptr())) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
-    if (overflow) throw ValueError(param + ": the integer does not fit in 64 bits");
+    if (overflow) throw ValueError(param + ": the integer does not fit in a signed 64-bit int");
     bool fits32 = v >= INT32_MIN && v <= INT32_MAX;
     Array a = Array::empty({}, fits32 ? Dtype::Int32 : Dtype::Int64);
     if (fits32) {
@@ -195,23 +216,31 @@ Array to_array(nb::handle obj, const std::string& param, bool keep_alive) {
     }
     return a;
   }
-  if (PyFloat_CheckExact(obj.ptr())) return Array::scalar(PyFloat_AS_DOUBLE(obj.ptr()), Dtype::Float32);
+  if (PyFloat_CheckExact(obj.ptr())) {
+    return Array::scalar(PyFloat_AS_DOUBLE(obj.ptr()), Dtype::Float32);
+  }
   if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
-  nb::ndarray<> nd;
-  bool imported = false;
-  try {
-    imported = nb::try_cast(obj, nd, false);
-  } catch (const std::exception&) {
-    // A producer may refuse both DLPack and the buffer protocol (NumPy's bfloat16 does).
+  nb::ndarray<> rw;
+  if (import_ndarray(obj, rw)) return from_ndarray(rw, std::nullopt, param, owner);
+  nb::ndarray<nb::ro> ro;
+  if (import_ndarray(obj, ro)) {
+    if (writable) throw ValueError(param + ": the array is read-only");
+    return from_ndarray(ro, std::nullopt, param, owner);
   }
-  PyErr_Clear();
-  if (imported) return from_ndarray(nd, std::nullopt, param, owner);
   // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
-  if (framework_of(obj) == Framework::Numpy && nb::hasattr(obj, "dtype") &&
-      str_of(obj.attr("dtype")) == "bfloat16") {
+  const bool has_dtype = !PyType_Check(obj.ptr()) && nb::hasattr(obj, "dtype");
+  const std::string dtype = has_dtype ? str_of(obj.attr("dtype")) : "";
+  if (framework_of(obj) == Framework::Numpy && dtype == "bfloat16") {
     nb::object view = obj.attr("view")("uint16");
-    if (nb::try_cast(view, nd, false)) return from_ndarray(nd, Dtype::BFloat16, param, owner);
+    if (import_ndarray(view, rw)) return from_ndarray(rw, Dtype::BFloat16, param, owner);
+    if (import_ndarray(view, ro)) {
+      if (writable) throw ValueError(param + ": the array is read-only");
+      return from_ndarray(ro, Dtype::BFloat16, param, owner);
+    }
+  }
+  if (has_dtype) {
+    throw TypeError(param + ": arrays of dtype '" + dtype + "' are not supported");
   }
   throw TypeError(param + ": expected an array (NumPy, or any object with __dlpack__), a "
                   "kjit.Array, or a Python bool/int/float, got " + describe(obj));
@@ -239,7 +268,11 @@ nb::object export_as(const Array& a, dl::dtype dtype) {
 
 }  // namespace
 
-nb::object from_array(const Array& array, Framework framework) {
+nb::object from_array(const Array& device_array, Framework framework) {
+  // NumPy holds host memory only: device outputs come back as a copy.
+  const Array array = framework == Framework::Numpy && device_array.device().type != DeviceType::CPU
+                          ? device_array.to(Device::cpu())
+                          : device_array;
   const dl::dtype dtype = to_dlpack_dtype(array.dtype());
   switch (framework) {
     case Framework::Numpy:
@@ -260,6 +293,24 @@ nb::object dlpack_view(const Array& array) {
   return export_as<nb::array_api>(array, to_dlpack_dtype(array.dtype()));
 }
 
+int64_t to_int(nb::handle obj, const std::string& param) {
+  // Python ints and anything with __index__ (NumPy integers), but not bools.
+  if (PyBool_Check(obj.ptr()) || PyFloat_Check(obj.ptr())) {
+    throw TypeError(param + ": expected an int, got " + describe(obj));
+  }
+  nb::object index = nb::steal(PyNumber_Index(obj.ptr()));
+  if (!index.is_valid()) {
+    PyErr_Clear();
+    throw TypeError(param + ": expected an int, got " + describe(obj));
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow) throw ValueError(param + ": " + str_of(obj) + " is out of range");
+  return v;
+}
+
+bool is_list(nb::handle obj) { return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()); }
+
 Dim3 to_dim3(nb::handle obj, const std::string& param) {
   if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
     throw TypeError(param + ": expected a tuple of 3 ints, got " + describe(obj));
@@ -269,15 +320,7 @@ Dim3 to_dim3(nb::handle obj, const std::string& param) {
     throw ValueError(param + ": expected 3 sizes (x, y, z), got " + std::to_string(nb::len(seq)));
   }
   int64_t v[3];
-  for (size_t i = 0; i < 3; ++i) {
-    nb::object item = seq[i];
-    if (PyBool_Check(item.ptr()) || !PyLong_Check(item.ptr())) {
-      throw TypeError(param + ": sizes must be ints, got " + describe(item));
-    }
-    int overflow = 0;
-    v[i] = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
-    if (overflow) throw ValueError(param + ": size out of range");
-  }
+  for (size_t i = 0; i < 3; ++i) v[i] = to_int(seq[i], param);
   return Dim3{v[0], v[1], v[2]};
 }
 
@@ -289,15 +332,8 @@ Shape to_shape(nb::handle obj, const std::string& param) {
   Shape shape;
   shape.reserve(nb::len(seq));
   for (nb::handle item : seq) {
-    if (PyBool_Check(item.ptr()) || !PyLong_Check(item.ptr())) {
-      throw TypeError(param + ": dimensions must be ints, got " + describe(item));
-    }
-    int overflow = 0;
-    long long d = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
-    if (overflow || d < 0) {
-      throw ValueError(param + ": dimensions must be >= 0, got " +
-                       str_of(item));
-    }
+    int64_t d = to_int(item, param);
+    if (d < 0) throw ValueError(param + ": dimensions must be >= 0, got " + std::to_string(d));
     shape.push_back(d);
   }
   return shape;

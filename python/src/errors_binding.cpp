@@ -42,11 +42,14 @@ void init_errors(nb::module_&) {
     }
   });
 
-  // Library warnings become Python warnings.
+  // Library warnings become Python warnings; a warning filter that turns them into errors
+  // makes the call that warned raise.
   set_warning_handler([](const std::string& message) {
     if (!Py_IsInitialized()) return;
     nb::gil_scoped_acquire gil;
-    PyErr_WarnEx(PyExc_RuntimeWarning, ("kjit: " + message).c_str(), 1);
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, ("kjit: " + message).c_str(), 1) < 0) {
+      throw nb::python_error();
+    }
   });
 }
 

@@ -20,9 +20,7 @@ std::string tag(const Kernel& k) {
 
 std::vector<std::string> to_names(nb::handle obj, const char* api, const char* param) {
   std::string p = std::string("[kjit.") + api + "] " + param;
-  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(p + ": expected a list of names (str)");
-  }
+  if (!is_list(obj)) throw TypeError(p + ": expected a list of names (str)");
   std::vector<std::string> names;
   for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
     if (!nb::isinstance<nb::str>(item)) throw TypeError(p + ": every name must be a str");
@@ -44,8 +42,8 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
   if (obj.is_none()) return options;
   if (!nb::isinstance<nb::dict>(obj)) throw TypeError(p + ": expected a dict or None");
   for (auto [key, value] : nb::borrow<nb::dict>(obj)) {
-    std::string k = nb::isinstance<nb::str>(key) ? nb::cast<std::string>(key) : "?";
-    if (k != "math_mode") throw ValueError(p + ": unknown option '" + k + "' (known: math_mode)");
+    std::string k = nb::cast<std::string>(nb::repr(key));
+    if (k != "'math_mode'") throw ValueError(p + ": unknown option " + k + " (known: 'math_mode')");
     std::string v = nb::isinstance<nb::str>(value) ? nb::cast<std::string>(value) : "";
     if (v == "safe") options.math_mode = MathMode::Safe;
     else if (v == "relaxed") options.math_mode = MathMode::Relaxed;
@@ -66,31 +64,32 @@ TemplateArgs to_template_args(const Kernel& k, nb::handle obj) {
   TemplateArgs args;
   if (obj.is_none()) return args;
   const std::string p = tag(k) + "template";
-  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(p + ": expected a list of (name, value) pairs");
-  }
+  if (!is_list(obj)) throw TypeError(p + ": expected a list of (name, value) pairs");
   for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
-    if (!nb::isinstance<nb::sequence>(item) || nb::len(item) != 2) {
-      throw TypeError(p + ": expected (name, value) pairs");
+    if (!is_list(item) || nb::len(item) != 2) {
+      throw TypeError(p + ": expected (name, value) pairs, got " +
+                      nb::cast<std::string>(nb::repr(item)));
     }
     nb::object name = item[0], value = item[1];
     if (!nb::isinstance<nb::str>(name)) throw TypeError(p + ": a template name must be a str");
     std::string n = nb::cast<std::string>(name);
+    const std::string what = p + ": the value of '" + n + "'";
     if (PyBool_Check(value.ptr())) {
       args.emplace_back(n, value.ptr() == Py_True);
     } else if (PyLong_Check(value.ptr())) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
       if (overflow || v < INT32_MIN || v > INT32_MAX) {
-        throw ValueError(p + ": the value of '" + n + "' does not fit in a 32-bit int");
+        throw ValueError(what + " does not fit in a 32-bit int");
       }
       args.emplace_back(n, static_cast<int>(v));
+    } else if (nb::isinstance<nb::str>(value)) {
+      args.emplace_back(n, to_dtype(value, what));  // a dtype name
     } else {
       try {
-        args.emplace_back(n, to_dtype(value, p + " value of '" + n + "'"));
+        args.emplace_back(n, to_dtype(value, what));
       } catch (const TypeError&) {
-        throw TypeError(p + ": the value of '" + n +
-                        "' must be a dtype, an int or a bool, got '" +
+        throw TypeError(what + " must be a dtype, an int or a bool, got '" +
                         nb::cast<std::string>(value.type().attr("__name__")) + "'");
       }
     }
@@ -98,11 +97,36 @@ TemplateArgs to_template_args(const Kernel& k, nb::handle obj) {
   return args;
 }
 
+// A CUDA stream: None (the default), a raw handle (int), or an object exposing one through
+// __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
+uintptr_t to_stream(nb::handle obj, const std::string& param) {
+  if (obj.is_none()) return 0;
+  nb::object handle = nb::borrow(obj);
+  if (nb::hasattr(obj, "__cuda_stream__")) {
+    nb::object pair = obj.attr("__cuda_stream__")();
+    if (!is_list(pair) || nb::len(pair) != 2) {
+      throw TypeError(param + ": __cuda_stream__() must return (version, handle)");
+    }
+    handle = pair[1];
+  } else if (nb::hasattr(obj, "cuda_stream")) {
+    handle = obj.attr("cuda_stream");
+  } else if (nb::hasattr(obj, "ptr")) {
+    handle = obj.attr("ptr");
+  }
+  if (PyBool_Check(handle.ptr()) || !PyLong_Check(handle.ptr())) {
+    throw TypeError(param + ": expected a CUDA stream (an int handle, or an object with "
+                    "__cuda_stream__, .cuda_stream or .ptr), got " +
+                    nb::cast<std::string>(obj.type().attr("__name__")));
+  }
+  return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(handle.ptr()));
+}
+
 template <class F>
 std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> to_list(
     nb::handle obj, const std::string& param, F convert) {
-  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(param + ": expected a list");
+  if (!is_list(obj)) {
+    throw TypeError(param + ": expected a list, got " +
+                    nb::cast<std::string>(obj.type().attr("__name__")));
   }
   std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> out;
   size_t i = 0;
@@ -115,10 +139,11 @@ std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> to_list(
 nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup,
                 nb::handle template_args, nb::handle init_value, nb::handle verbose,
-                nb::handle /*stream*/, nb::handle device, nb::handle outputs) {
+                nb::handle stream, nb::handle device, nb::handle outputs) {
   const std::string t = tag(k);
-  if (!nb::isinstance<nb::sequence>(inputs) || nb::isinstance<nb::str>(inputs)) {
-    throw TypeError(t + "inputs: expected a list of arrays or scalars");
+  if (!is_list(inputs)) {
+    throw TypeError(t + "inputs: expected a list of arrays or scalars (wrap a single array: "
+                    "inputs=[x]), got " + nb::cast<std::string>(inputs.type().attr("__name__")));
   }
   nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
   std::vector<Array> arrays;
@@ -141,7 +166,13 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
     if (!PyFloat_Check(init_value.ptr()) && !PyLong_Check(init_value.ptr())) {
       throw TypeError(t + "init_value: expected a number or None");
     }
-    init = nb::cast<double>(init_value);
+    double v = PyFloat_AsDouble(init_value.ptr());
+    if (v == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw ValueError(t + "init_value: " + nb::cast<std::string>(nb::repr(init_value)).substr(0, 40) +
+                       " is out of range");
+    }
+    init = v;
   }
   if (!PyBool_Check(verbose.ptr())) throw TypeError(t + "verbose: expected a bool");
   LaunchOptions options;
@@ -153,9 +184,10 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
   }
   if (!outputs.is_none()) {
     options.outputs = to_list(outputs, t + "outputs", [](nb::handle o, const std::string& p) {
-      return to_array(o, p, false);
+      return to_array(o, p, false, /*writable=*/true);
     });
   }
+  options.stream = to_stream(stream, t + "stream");
   options.print = [](std::string_view text) {
     nb::gil_scoped_acquire gil;
     nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
@@ -179,10 +211,11 @@ void init_kernel(nb::module_& m) {
       .def_prop_ro("name", &Kernel::name)
       .def_prop_ro("input_names", &Kernel::input_names)
       .def_prop_ro("output_names", &Kernel::output_names)
-      .def("__call__", &call, nb::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
-           "grid"_a, "threadgroup"_a, "template"_a = nb::none(), "init_value"_a = nb::none(),
-           "verbose"_a = false, "stream"_a = nb::none(), "device"_a = nb::none(),
-           "outputs"_a = nb::none(),
+      .def("__call__", &call, nb::kw_only(), "inputs"_a.none(), "output_shapes"_a.none(),
+           "output_dtypes"_a.none(), "grid"_a.none(), "threadgroup"_a.none(),
+           "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
+           "verbose"_a.none() = false, "stream"_a.none() = nb::none(),
+           "device"_a.none() = nb::none(), "outputs"_a.none() = nb::none(),
            nb::sig("def __call__(self, *, inputs: collections.abc.Sequence[object], "
                    "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
                    "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
@@ -205,11 +238,11 @@ void init_kernel(nb::module_& m) {
                   if (!nb::isinstance<nb::sequence>(item) || nb::len(item) != 2) {
                     throw TypeError(p + ": expected a (dtype, ndim) pair");
                   }
-                  nb::object nd = item[1];
-                  if (PyBool_Check(nd.ptr()) || !PyLong_Check(nd.ptr())) {
-                    throw TypeError(p + ": ndim must be an int");
+                  int64_t ndim = to_int(item[1], p + " ndim");
+                  if (ndim < 0 || ndim > kMaxNdim) {
+                    throw ValueError(p + ": ndim must be in [0, 10], got " + std::to_string(ndim));
                   }
-                  return std::pair{to_dtype(item[0], p), nb::cast<int>(nd)};
+                  return std::pair{to_dtype(item[0], p), static_cast<int>(ndim)};
                 });
             std::vector<Dtype> dtypes = to_list(output_dtypes, t + "output_dtypes", to_dtype);
             TemplateArgs targs = to_template_args(k, template_args);
@@ -220,8 +253,8 @@ void init_kernel(nb::module_& m) {
             nb::gil_scoped_release release;
             k.build(sig, dtypes, targs, where);
           },
-          nb::kw_only(), "inputs"_a, "output_dtypes"_a, "template"_a = nb::none(),
-          "target"_a = "cpu",
+          nb::kw_only(), "inputs"_a.none(), "output_dtypes"_a.none(),
+          "template"_a.none() = nb::none(), "target"_a.none() = "cpu",
           nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
                   "output_dtypes: collections.abc.Sequence[object], "
                   "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
@@ -243,9 +276,9 @@ void init_kernel(nb::module_& m) {
                             to_bool(atomic_outputs, api, "atomic_outputs"),
                             to_compile_options(compile_options, api));
       },
-      "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
-      "ensure_row_contiguous"_a = true, "atomic_outputs"_a = false,
-      "compile_options"_a = nb::none(),
+      "name"_a.none(), "input_names"_a.none(), "output_names"_a.none(), "source"_a.none(),
+      "header"_a.none() = "", "ensure_row_contiguous"_a.none() = true,
+      "atomic_outputs"_a.none() = false, "compile_options"_a.none() = nb::none(),
       nb::sig("def metal_kernel(name: str, input_names: collections.abc.Sequence[str], "
               "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
               "ensure_row_contiguous: bool = True, atomic_outputs: bool = False, "
@@ -261,10 +294,12 @@ void init_kernel(nb::module_& m) {
         if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
           throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
         }
-        long long smem = PyLong_AsLongLong(shared_memory.ptr());
+        int overflow = 0;
+        long long smem = PyLong_AsLongLongAndOverflow(shared_memory.ptr(), &overflow);
+        if (overflow) smem = -1;
         if (smem < 0 || smem > INT32_MAX) {
           throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
-                           std::to_string(smem));
+                           nb::cast<std::string>(nb::repr(shared_memory)));
         }
         return cuda_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
                            to_names(output_names, api, "output_names"),
@@ -273,9 +308,10 @@ void init_kernel(nb::module_& m) {
                            static_cast<int>(smem), to_compile_options(compile_options, api),
                            to_bool(atomic_outputs, api, "atomic_outputs"));
       },
-      "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
-      "ensure_row_contiguous"_a = true, "shared_memory"_a = 0, "compile_options"_a = nb::none(),
-      "atomic_outputs"_a = false,
+      "name"_a.none(), "input_names"_a.none(), "output_names"_a.none(), "source"_a.none(),
+      "header"_a.none() = "", "ensure_row_contiguous"_a.none() = true,
+      "shared_memory"_a.none() = 0, "compile_options"_a.none() = nb::none(),
+      "atomic_outputs"_a.none() = false,
       nb::sig("def cuda_kernel(name: str, input_names: collections.abc.Sequence[str], "
               "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
               "ensure_row_contiguous: bool = True, shared_memory: int = 0, "

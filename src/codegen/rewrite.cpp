@@ -7,20 +7,28 @@ namespace kjit::codegen {
 namespace {
 
 struct Unsupported {
-  std::string_view name;  // a whole identifier, or a prefix when it ends with '*'
+  std::string_view name;  // a whole identifier
   std::string_view reason;
 };
 
 // Features no target of the Metal dialect offers through a buffer-only signature.
 constexpr Unsupported kMetalNever[] = {
-    {"texture1d*", "textures cannot be passed to a kernel body"},
-    {"texture2d*", "textures cannot be passed to a kernel body"},
-    {"texture3d*", "textures cannot be passed to a kernel body"},
-    {"texturecube*", "textures cannot be passed to a kernel body"},
+    {"texture1d", "textures cannot be passed to a kernel body"},
+    {"texture1d_array", "textures cannot be passed to a kernel body"},
+    {"texture2d", "textures cannot be passed to a kernel body"},
+    {"texture2d_array", "textures cannot be passed to a kernel body"},
+    {"texture2d_ms", "textures cannot be passed to a kernel body"},
+    {"texture3d", "textures cannot be passed to a kernel body"},
+    {"texturecube", "textures cannot be passed to a kernel body"},
+    {"texturecube_array", "textures cannot be passed to a kernel body"},
     {"texture_buffer", "textures cannot be passed to a kernel body"},
+    {"depth2d", "textures cannot be passed to a kernel body"},
     {"sampler", "samplers cannot be passed to a kernel body"},
-    {"imageblock*", "imageblocks are not available"},
-    {"simdgroup_matrix*", "simdgroup matrices are not supported"},
+    {"imageblock", "imageblocks are not available"},
+    {"simdgroup_matrix", "simdgroup matrices are not supported"},
+    {"simdgroup_float8x8", "simdgroup matrices are not supported"},
+    {"simdgroup_half8x8", "simdgroup matrices are not supported"},
+    {"simdgroup_bfloat8x8", "simdgroup matrices are not supported"},
     {"simdgroup_load", "simdgroup matrices are not supported"},
     {"simdgroup_store", "simdgroup matrices are not supported"},
     {"simdgroup_multiply_accumulate", "simdgroup matrices are not supported"},
@@ -44,31 +52,58 @@ constexpr Unsupported kMetalCooperative[] = {
     {"simd_and", "SIMD-group operations"},
     {"simd_or", "SIMD-group operations"},
     {"simd_xor", "SIMD-group operations"},
-    {"simd_prefix_*", "SIMD-group operations"},
-    {"simd_shuffle*", "SIMD-group operations"},
-    {"simd_broadcast*", "SIMD-group operations"},
+    {"simd_prefix_exclusive_sum", "SIMD-group operations"},
+    {"simd_prefix_inclusive_sum", "SIMD-group operations"},
+    {"simd_prefix_exclusive_product", "SIMD-group operations"},
+    {"simd_prefix_inclusive_product", "SIMD-group operations"},
+    {"simd_shuffle", "SIMD-group operations"},
+    {"simd_shuffle_up", "SIMD-group operations"},
+    {"simd_shuffle_down", "SIMD-group operations"},
+    {"simd_shuffle_xor", "SIMD-group operations"},
+    {"simd_shuffle_rotate_up", "SIMD-group operations"},
+    {"simd_shuffle_rotate_down", "SIMD-group operations"},
+    {"simd_shuffle_and_fill_up", "SIMD-group operations"},
+    {"simd_shuffle_and_fill_down", "SIMD-group operations"},
+    {"simd_broadcast", "SIMD-group operations"},
+    {"simd_broadcast_first", "SIMD-group operations"},
     {"simd_ballot", "SIMD-group operations"},
     {"simd_all", "SIMD-group operations"},
     {"simd_any", "SIMD-group operations"},
     {"simd_is_first", "SIMD-group operations"},
     {"quad_sum", "quad-group operations"},
-    {"quad_shuffle*", "quad-group operations"},
-    {"quad_broadcast*", "quad-group operations"},
+    {"quad_shuffle", "quad-group operations"},
+    {"quad_shuffle_up", "quad-group operations"},
+    {"quad_shuffle_down", "quad-group operations"},
+    {"quad_shuffle_xor", "quad-group operations"},
+    {"quad_broadcast", "quad-group operations"},
     {"atomic", "atomics"},
     {"atomic_int", "atomics"},
     {"atomic_uint", "atomics"},
     {"atomic_float", "atomics"},
     {"atomic_bool", "atomics"},
-    {"atomic_fetch_*", "atomics"},
+    {"atomic_fetch_add_explicit", "atomics"},
+    {"atomic_fetch_sub_explicit", "atomics"},
+    {"atomic_fetch_min_explicit", "atomics"},
+    {"atomic_fetch_max_explicit", "atomics"},
+    {"atomic_fetch_and_explicit", "atomics"},
+    {"atomic_fetch_or_explicit", "atomics"},
+    {"atomic_fetch_xor_explicit", "atomics"},
     {"atomic_load_explicit", "atomics"},
     {"atomic_store_explicit", "atomics"},
     {"atomic_exchange_explicit", "atomics"},
-    {"atomic_compare_exchange_*", "atomics"},
+    {"atomic_compare_exchange_weak_explicit", "atomics"},
+    {"atomic_compare_exchange_strong_explicit", "atomics"},
 };
 constexpr Unsupported kCudaCooperative[] = {
-    {"__syncthreads*", "barriers"},
+    {"__syncthreads", "barriers"},
+    {"__syncthreads_count", "barriers"},
+    {"__syncthreads_and", "barriers"},
+    {"__syncthreads_or", "barriers"},
     {"__syncwarp", "warp operations"},
-    {"__shfl*", "warp operations"},
+    {"__shfl_sync", "warp operations"},
+    {"__shfl_up_sync", "warp operations"},
+    {"__shfl_down_sync", "warp operations"},
+    {"__shfl_xor_sync", "warp operations"},
     {"__ballot_sync", "warp operations"},
     {"__any_sync", "warp operations"},
     {"__all_sync", "warp operations"},
@@ -86,21 +121,14 @@ constexpr Unsupported kCudaCooperative[] = {
     {"atomicInc", "atomics"},
     {"atomicDec", "atomics"},
     {"tiled_partition", "cooperative groups partitions"},
-    {"__threadfence*", "memory fences"},
+    {"__threadfence", "memory fences"},
+    {"__threadfence_block", "memory fences"},
 };
-
-bool matches(std::string_view pattern, std::string_view word) {
-  if (!pattern.empty() && pattern.back() == '*') {
-    pattern.remove_suffix(1);
-    return word.substr(0, pattern.size()) == pattern;
-  }
-  return word == pattern;
-}
 
 template <size_t N>
 const Unsupported* find(const Unsupported (&table)[N], std::string_view word) {
   for (const Unsupported& u : table) {
-    if (matches(u.name, word)) return &u;
+    if (u.name == word) return &u;
   }
   return nullptr;
 }

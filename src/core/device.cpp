@@ -8,7 +8,7 @@ namespace kjit {
 
 Device Device::parse(std::string_view text, std::string_view param) {
   if (text == "cpu") return cpu();
-  if (text == "cuda" || text == "gpu") return cuda(0);
+  if (text == "cuda") return cuda(0);
   if (text.substr(0, 5) == "cuda:") {
     std::string_view digits = text.substr(5);
     int index = -1;

@@ -97,7 +97,7 @@ Array contiguous_here(const Array& a, uintptr_t stream) {
   const int64_t x = n <= 0xffffffffll ? n : (int64_t{1} << 30);
   const Dtype u = same_size_uint(a.dtype());
   LaunchOptions options;
-  options.outputs = {as_dtype(out, u)};
+  options.outputs = std::vector<Array>{as_dtype(out, u)};
   options.stream = stream;
   gpu_strided_copy()({as_dtype(a, u)}, {shape}, {u}, {x, (n + x - 1) / x, 1}, {256, 1, 1},
                      {}, std::nullopt, false, options);

@@ -31,6 +31,19 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+// Names a body sees already: a parameter named so would be hidden or clash.
+bool is_reserved_name(const std::string& n) {
+  for (const codegen::Attribute& a : codegen::metal_attributes()) {
+    if (n == a.name) return true;
+  }
+  static const std::set<std::string> kOthers = {
+      "threadIdx", "blockIdx", "blockDim", "gridDim", "uint", "ushort", "uchar", "ulong",
+      "half", "bfloat", "float16_t", "bfloat16_t", "complex64_t", "metal", "cooperative_groups",
+      "cg", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+      "uint64_t", "size_t", "WARP_SIZE", "MAX_NDIM"};
+  return kOthers.count(n) > 0;
+}
+
 std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& name,
                                             const std::vector<std::string>& input_names,
                                             const std::vector<std::string>& output_names,
@@ -52,6 +65,11 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
       }
       if (n.rfind("kjit_", 0) == 0) {
         throw ValueError(p + param + ": '" + n + "' uses the reserved prefix 'kjit_'");
+      }
+      if (is_reserved_name(n)) {
+        throw ValueError(p + param + ": '" + n +
+                         "' is a name kernel bodies already have (a thread attribute, index "
+                         "variable or type); choose another");
       }
       if (!seen.insert(n).second) {
         throw ValueError(p + param + ": the name '" + n +
@@ -239,6 +257,9 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
   }
   check_template_args(spec, template_args);
   codegen::CallSignature sig{input_dtypes_ndims, output_dtypes, template_args};
+  const std::string bad_target = prefix_named(spec) +
+                                 "target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got '" +
+                                 target + "'";
   // An explicit architecture ("sm_90") compiles into the disk cache, no GPU needed.
   if (target.rfind("sm_", 0) == 0) {
     int cc = 0;
@@ -248,15 +269,17 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
       if (used != target.size() - 3) cc = 0;
     } catch (const std::exception&) {
     }
-    if (cc < 30 || cc > 200) {
-      throw ValueError(prefix_named(spec) + "target: expected 'cpu', 'cuda', 'cuda:N' or " +
-                       "'sm_XY', got '" + target + "'");
-    }
+    if (cc < 30 || cc > 200) throw ValueError(bad_target);
     check_target(spec, codegen::Target::Cuda);
     cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda).text, cc);
     return;
   }
-  const Device device = Device::parse(target, prefix_named(spec) + "target");
+  Device device;
+  try {
+    device = Device::parse(target);
+  } catch (const ValueError&) {
+    throw ValueError(bad_target);
+  }
   if (state_->find(sig, device)) return;
   auto plan = build_plan(spec, std::move(sig), device);
   std::lock_guard lock(state_->mutex);
@@ -293,8 +316,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " +
                        std::to_string(g[2]) + ")");
     }
-    if (t[d] < 1) {
-      throw ValueError(prefix_named(spec) + "threadgroup: each size must be >= 1, got (" +
+    if (t[d] < 1 || t[d] > kMaxThreadsPerGroup) {
+      throw ValueError(prefix_named(spec) + "threadgroup: each size must be in [1, 1024], got (" +
                        std::to_string(t[0]) + ", " + std::to_string(t[1]) + ", " +
                        std::to_string(t[2]) + ")");
     }
@@ -322,10 +345,15 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(output_shapes[o].size()) +
                        " dimensions; at most 10 are supported");
     }
+    int64_t elements = 1;
     for (int64_t d : output_shapes[o]) {
       if (d < 0) {
         throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) +
                          "]: dimensions must be >= 0, got " + std::to_string(d));
+      }
+      if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 56)) {
+        throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) +
+                         "]: too many elements (more than 2^56)");
       }
     }
   }
@@ -354,14 +382,14 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
 
   // Outputs: the caller's, checked, or fresh row-contiguous arrays.
   std::vector<Array> outputs;
-  if (!options.outputs.empty()) {
-    if (options.outputs.size() != n_out) {
+  if (options.outputs) {
+    if (options.outputs->size() != n_out) {
       throw ValueError(prefix_named(spec) + "outputs: expected " + std::to_string(n_out) +
-                       " arrays (" + join(spec.output_names) + "), got " +
-                       std::to_string(options.outputs.size()));
+                       " (" + join(spec.output_names) + "), got " +
+                       std::to_string(options.outputs->size()));
     }
     for (size_t o = 0; o < n_out; ++o) {
-      const Array& a = options.outputs[o];
+      const Array& a = (*options.outputs)[o];
       std::string what = "outputs[" + std::to_string(o) + "] ('" + spec.output_names[o] + "')";
       if (a.dtype() != output_dtypes[o]) {
         throw ValueError(prefix_named(spec) + what + " has dtype " +
@@ -381,7 +409,7 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                          " but the kernel runs on " + device.str());
       }
     }
-    outputs = options.outputs;
+    outputs = *options.outputs;
   } else {
     outputs.reserve(n_out);
     for (size_t o = 0; o < n_out; ++o) {

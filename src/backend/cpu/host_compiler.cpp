@@ -88,8 +88,10 @@ std::vector<std::string> flags(MathMode mode) {
   std::vector<std::string> f = {"-std=c++20",  "-O3",         "-march=native", "-fPIC",
                                 "-shared",     "-fno-math-errno", "-fvisibility=hidden",
                                 "-w"};
-  // Metal's relaxed and fast modes: reassociation and reciprocals, never -ffinite-math-only,
+  // Safe mode rounds every operation (no contraction into fused multiply-adds); Metal's relaxed
+  // and fast modes allow contraction, reassociation and reciprocals, never -ffinite-math-only,
   // which would break isnan/isinf.
+  if (mode == MathMode::Safe) f.push_back("-ffp-contract=off");
   if (mode != MathMode::Safe) {
     for (const char* x : {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math",
                           "-ffp-contract=fast"}) {

@@ -49,7 +49,7 @@ std::vector<std::string> options(MathMode mode, int cc) {
   std::vector<std::string> o = {arch_flag(cc), "-std=c++17", "--device-as-default-execution-space",
                                 "-w"};
   if (mode == MathMode::Safe) {
-    o.insert(o.end(), {"-prec-div=true", "-prec-sqrt=true", "-ftz=false"});
+    o.insert(o.end(), {"-prec-div=true", "-prec-sqrt=true", "-ftz=false", "--fmad=false"});
   } else if (mode == MathMode::Relaxed) {
     o.insert(o.end(), {"-prec-div=false", "-prec-sqrt=false", "-ftz=false"});
   } else {

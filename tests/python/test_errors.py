@@ -1,0 +1,854 @@
+"""Wrong calls fail cleanly: the right exception type, a message that names the parameter and
+what is wrong with it, compile errors that point at the user's own lines, unsupported features
+rejected before compiling, and a library (and kernel) that keeps working afterwards."""
+
+import re
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import poisoned
+
+# ---------------------------------------------------------------------------------------------
+# Kernels used throughout
+# ---------------------------------------------------------------------------------------------
+
+TWICE_METAL = """
+    uint i = thread_position_in_grid.x;
+    out[i] = inp[i] * 2;
+"""
+
+N = 8
+X = np.arange(N, dtype=np.float32)
+
+
+def twice(name: str = "twice"):
+    return kjit.metal_kernel(name=name, input_names=["inp"], output_names=["out"],
+                             source=TWICE_METAL)
+
+
+def call_args(**overrides):
+    """A correct call of twice() on X, with some arguments replaced."""
+    args = dict(inputs=[X], output_shapes=[X.shape], output_dtypes=[X.dtype], grid=(N, 1, 1),
+                threadgroup=(N, 1, 1))
+    args.update(overrides)
+    return args
+
+
+def make(api: str = "metal", **overrides):
+    """A kernel constructor call with some arguments replaced."""
+    args = dict(name="k", input_names=["a"], output_names=["o"], source="o[0] = a[0];")
+    args.update(overrides)
+    return (kjit.metal_kernel if api == "metal" else kjit.cuda_kernel)(**args)
+
+
+def check_prefix(excinfo) -> None:
+    """Every argument error starts by saying which API raised it."""
+    text = str(excinfo.value)
+    assert text.startswith("[kjit."), text
+
+
+def cuda_present() -> bool:
+    return any("cuda" in str(d) for d in kjit.devices())
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+# ---------------------------------------------------------------------------------------------
+# 1a. Wrong arguments to kjit.metal_kernel / kjit.cuda_kernel
+# ---------------------------------------------------------------------------------------------
+
+CONSTRUCTION_ERRORS = [
+    # name
+    ("name-starts-with-digit", "metal", dict(name="1x"), ValueError,
+     r"\[kjit\.metal_kernel\] name: '1x' is not a valid identifier"),
+    ("name-with-space", "cuda", dict(name="a b"), ValueError,
+     r"\[kjit\.cuda_kernel\] name: 'a b' is not a valid identifier"),
+    ("name-empty", "metal", dict(name=""), ValueError, r"name: '' is not a valid identifier"),
+    ("name-keyword", "cuda", dict(name="int"), ValueError,
+     r"name: 'int' is not a valid identifier"),
+    ("name-with-dash", "metal", dict(name="my-kernel"), ValueError,
+     r"name: 'my-kernel' is not a valid identifier"),
+    ("name-not-str", "metal", dict(name=3), TypeError, r"name: expected a str"),
+    # input_names / output_names
+    ("input-name-digit", "metal", dict(input_names=["1x"]), ValueError,
+     r"input_names: '1x' is not a valid identifier"),
+    ("input-name-space", "metal", dict(input_names=["a b"]), ValueError,
+     r"input_names: 'a b' is not a valid identifier"),
+    ("input-name-empty", "cuda", dict(input_names=[""]), ValueError,
+     r"input_names: '' is not a valid identifier"),
+    ("input-name-keyword", "metal", dict(input_names=["int"]), ValueError,
+     r"input_names: 'int' is not a valid identifier"),
+    ("input-name-non-ascii", "metal", dict(input_names=["\u00e9"]), ValueError,
+     r"input_names: '\u00e9' is not a valid identifier"),
+    ("output-name-digit", "cuda", dict(output_names=["1x"]), ValueError,
+     r"output_names: '1x' is not a valid identifier"),
+    ("output-name-space", "metal", dict(output_names=["a b"]), ValueError,
+     r"output_names: 'a b' is not a valid identifier"),
+    ("output-name-empty", "metal", dict(output_names=[""]), ValueError,
+     r"output_names: '' is not a valid identifier"),
+    ("output-name-keyword", "cuda", dict(output_names=["class"]), ValueError,
+     r"output_names: 'class' is not a valid identifier"),
+    ("input-name-reserved-prefix", "metal", dict(input_names=["kjit_a"]), ValueError,
+     r"input_names: 'kjit_a' uses the reserved prefix 'kjit_'"),
+    ("input-names-a-str", "metal", dict(input_names="abc"), TypeError,
+     r"input_names: expected a list of names"),
+    ("output-names-an-int", "cuda", dict(output_names=5), TypeError,
+     r"output_names: expected a list of names"),
+    ("input-name-not-str", "metal", dict(input_names=[1]), TypeError,
+     r"input_names: every name must be a str"),
+    ("duplicate-across-inputs-outputs", "metal", dict(input_names=["a"], output_names=["a"]),
+     ValueError, r"output_names: the name 'a' is used more than once across input_names and "
+     r"output_names"),
+    ("duplicate-within-inputs", "cuda", dict(input_names=["a", "a"]), ValueError,
+     r"input_names: the name 'a' is used more than once"),
+    ("no-outputs", "metal", dict(output_names=[]), ValueError,
+     r"output_names: at least one output is required"),
+    # source / header
+    ("source-bytes", "metal", dict(source=b"o[0] = a[0];"), TypeError, r"source: expected a str"),
+    ("source-int", "cuda", dict(source=7), TypeError, r"source: expected a str"),
+    ("header-int", "metal", dict(header=3), TypeError, r"header: expected a str"),
+    ("header-list", "cuda", dict(header=["x"]), TypeError, r"header: expected a str"),
+    # flags
+    ("ensure-row-contiguous-int", "metal", dict(ensure_row_contiguous=1), TypeError,
+     r"ensure_row_contiguous: expected a bool"),
+    ("ensure-row-contiguous-str", "cuda", dict(ensure_row_contiguous="yes"), TypeError,
+     r"ensure_row_contiguous: expected a bool"),
+    ("atomic-outputs-int", "metal", dict(atomic_outputs=1), TypeError,
+     r"atomic_outputs: expected a bool"),
+    # compile_options
+    ("compile-options-str", "metal", dict(compile_options="fast"), TypeError,
+     r"compile_options: expected a dict or None"),
+    ("compile-options-list", "cuda", dict(compile_options=[("math_mode", "fast")]), TypeError,
+     r"compile_options: expected a dict or None"),
+    ("compile-options-unknown-key", "metal", dict(compile_options={"fast_math": True}),
+     ValueError, r"compile_options: unknown option 'fast_math' \(known: 'math_mode'\)"),
+    ("compile-options-bad-math-mode", "cuda", dict(compile_options={"math_mode": "turbo"}),
+     ValueError, r"compile_options: math_mode must be 'safe', 'relaxed' or 'fast'"),
+    ("compile-options-math-mode-not-str", "metal", dict(compile_options={"math_mode": 1}),
+     ValueError, r"compile_options: math_mode must be 'safe', 'relaxed' or 'fast'"),
+    # shared_memory (cuda_kernel)
+    ("shared-memory-negative", "cuda", dict(shared_memory=-1), ValueError,
+     r"\[kjit\.cuda_kernel\] shared_memory: must be in \[0, 2\^31\) bytes, got -1"),
+    ("shared-memory-too-large", "cuda", dict(shared_memory=2**31), ValueError,
+     r"shared_memory: must be in \[0, 2\^31\) bytes, got 2147483648"),
+    ("shared-memory-float", "cuda", dict(shared_memory=1.5), TypeError,
+     r"shared_memory: expected an int \(bytes\)"),
+    ("shared-memory-bool", "cuda", dict(shared_memory=True), TypeError,
+     r"shared_memory: expected an int \(bytes\)"),
+    pytest.param(
+        "shared-memory-beyond-64-bits", "cuda", dict(shared_memory=2**80), ValueError,
+        r"shared_memory: .*got 1208925819614629174706176",
+        id="shared-memory-beyond-64-bits"),
+    pytest.param(
+        "input-name-is-a-metal-attribute", "metal",
+        dict(input_names=["thread_position_in_grid"]), ValueError,
+        r"input_names: 'thread_position_in_grid'",
+        id="input-name-is-a-metal-attribute"),
+]
+
+
+def _ids(table):
+    return [e.id if hasattr(e, "id") and e.id else e[0] for e in table]
+
+
+@pytest.mark.parametrize("label,api,overrides,exc,pattern", CONSTRUCTION_ERRORS,
+                         ids=_ids(CONSTRUCTION_ERRORS))
+def test_constructor_rejects(label, api, overrides, exc, pattern):
+    with pytest.raises(exc, match=pattern) as excinfo:
+        make(api, **overrides)
+    check_prefix(excinfo)
+
+
+def test_constructor_errors_name_the_api():
+    with pytest.raises(ValueError, match=r"^\[kjit\.metal_kernel\] input_names"):
+        make("metal", input_names=["1x"])
+    with pytest.raises(ValueError, match=r"^\[kjit\.cuda_kernel\] input_names"):
+        make("cuda", input_names=["1x"])
+
+
+# ---------------------------------------------------------------------------------------------
+# 1b. Wrong arguments to a kernel call
+# ---------------------------------------------------------------------------------------------
+
+T = r"\[kjit\.metal_kernel\] kernel 'twice': "
+NOT_AN_ARRAY = r"expected an array \(NumPy, or any object with __dlpack__\), a kjit\.Array, or a " \
+               r"Python bool/int/float, got "
+
+CALL_ERRORS = [
+    # counts
+    ("too-many-inputs", lambda: dict(inputs=[X, X]), ValueError,
+     T + r"inputs: expected 1 \(inp\), got 2"),
+    ("no-inputs", lambda: dict(inputs=[]), ValueError, T + r"inputs: expected 1 \(inp\), got 0"),
+    ("too-many-output-shapes", lambda: dict(output_shapes=[X.shape, X.shape]), ValueError,
+     T + r"output_shapes: expected 1 \(out\), got 2"),
+    ("no-output-shapes", lambda: dict(output_shapes=[]), ValueError,
+     T + r"output_shapes: expected 1 \(out\), got 0"),
+    ("no-output-dtypes", lambda: dict(output_dtypes=[]), ValueError,
+     T + r"output_dtypes: expected 1 \(out\), got 0"),
+    ("too-many-output-dtypes", lambda: dict(output_dtypes=[X.dtype] * 3), ValueError,
+     T + r"output_dtypes: expected 1 \(out\), got 3"),
+    # inputs of the wrong kind
+    ("inputs-an-int", lambda: dict(inputs=5), TypeError,
+     T + r"inputs: expected a list of arrays or scalars"),
+    ("inputs-a-dict", lambda: dict(inputs={"inp": X}), TypeError,
+     T + r"inputs: expected a list of arrays or scalars"),
+    ("inputs-a-str", lambda: dict(inputs="inp"), TypeError,
+     T + r"inputs: expected a list of arrays or scalars"),
+    ("inputs-an-iterator", lambda: dict(inputs=iter([X])), TypeError,
+     T + r"inputs: expected a list of arrays or scalars"),
+    ("input-a-dict", lambda: dict(inputs=[{"a": 1}]), TypeError,
+     T + r"inputs\[0\] \('inp'\): " + NOT_AN_ARRAY + r"'dict'"),
+    ("input-a-str", lambda: dict(inputs=["abc"]), TypeError,
+     T + r"inputs\[0\] \('inp'\): " + NOT_AN_ARRAY + r"'str'"),
+    ("input-none", lambda: dict(inputs=[None]), TypeError,
+     T + r"inputs\[0\] \('inp'\): " + NOT_AN_ARRAY + r"'NoneType'"),
+    ("input-a-list", lambda: dict(inputs=[[1.0, 2.0]]), TypeError,
+     T + r"inputs\[0\] \('inp'\): " + NOT_AN_ARRAY + r"'list'"),
+    ("input-a-type", lambda: dict(inputs=[kjit.Array]), TypeError,
+     T + r"inputs\[0\] \('inp'\): " + NOT_AN_ARRAY),
+    ("input-int-beyond-64-bits", lambda: dict(inputs=[2**64]), ValueError,
+     T + r"inputs\[0\] \('inp'\): the integer does not fit in a signed 64-bit int"),
+    ("input-negative-int-beyond-64-bits", lambda: dict(inputs=[-(2**63) - 1]), ValueError,
+     T + r"inputs\[0\] \('inp'\): the integer does not fit in a signed 64-bit int"),
+    ("input-with-11-dims", lambda: dict(inputs=[np.zeros((1,) * 11, np.float32)]), ValueError,
+     T + r"inputs\[0\] \('inp'\): 11 dimensions; at most 10 are supported"),
+    pytest.param(
+        "inputs-an-array", lambda: dict(inputs=X), TypeError,
+        T + r"inputs: expected a list",
+        id="inputs-an-array"),
+    pytest.param(
+        "inputs-a-2d-array", lambda: dict(inputs=np.ones((1, N), np.float32)), TypeError,
+        T + r"inputs: expected a list",
+        id="inputs-a-2d-array"),
+    pytest.param(
+        "input-float128", lambda: dict(inputs=[np.zeros(N, np.longdouble)]), TypeError,
+        T + r"inputs\[0\] \('inp'\).*(unsupported|float128|longdouble)",
+        id="input-float128"),
+    pytest.param(
+        "input-str-array", lambda: dict(inputs=[np.array(["a", "b"])]), TypeError,
+        T + r"inputs\[0\] \('inp'\).*(unsupported|<U1|str)",
+        id="input-str-array"),
+    # output_shapes
+    ("output-shapes-an-int", lambda: dict(output_shapes=8), TypeError,
+     T + r"output_shapes: expected a list"),
+    ("output-shape-an-int", lambda: dict(output_shapes=[8]), TypeError,
+     T + r"output_shapes\[0\]: expected a sequence of ints, got 'int'"),
+    ("output-shape-a-str", lambda: dict(output_shapes=["8"]), TypeError,
+     T + r"output_shapes\[0\]: expected a sequence of ints, got 'str'"),
+    ("output-shape-float-dim", lambda: dict(output_shapes=[(8.0,)]), TypeError,
+     T + r"output_shapes\[0\]: expected an int, got 'float'"),
+    ("output-shape-negative-dim", lambda: dict(output_shapes=[(N, -1)]), ValueError,
+     T + r"output_shapes\[0\]: dimensions must be >= 0, got -1"),
+    ("output-shape-11-dims", lambda: dict(output_shapes=[(1,) * 11]), ValueError,
+     T + r"output_shapes\[0\] has 11 dimensions; at most 10 are supported"),
+    pytest.param(
+        "output-shape-size-overflows", lambda: dict(output_shapes=[(2**62, 4)], grid=(0, 1, 1)),
+        ValueError, T + r"output_shapes\[0\]",
+        id="output-shape-size-overflows"),
+    # output_dtypes
+    ("output-dtypes-a-str", lambda: dict(output_dtypes="float32"), TypeError,
+     T + r"output_dtypes: expected a list"),
+    ("output-dtype-np-float128", lambda: dict(output_dtypes=[np.longdouble]), TypeError,
+     T + r"output_dtypes\[0\]: unsupported dtype '(float128|longdouble)'; expected one of bool, "),
+    ("output-dtype-name-float128", lambda: dict(output_dtypes=["float128"]), TypeError,
+     T + r"output_dtypes\[0\]: unsupported dtype 'float128'; expected one of .*float32"),
+    ("output-dtype-name-int4", lambda: dict(output_dtypes=["int4"]), TypeError,
+     T + r"output_dtypes\[0\]: unsupported dtype 'int4'"),
+    ("output-dtype-np-str", lambda: dict(output_dtypes=[np.str_]), TypeError,
+     T + r"output_dtypes\[0\]: unsupported dtype 'str'"),
+    ("output-dtype-np-object", lambda: dict(output_dtypes=[np.dtype(object)]), TypeError,
+     T + r"output_dtypes\[0\]: unsupported dtype 'object'"),
+    ("output-dtype-an-int", lambda: dict(output_dtypes=[3]), TypeError,
+     T + r"output_dtypes\[0\]: expected a dtype \(kjit\.float32, a NumPy or torch dtype, or a "
+     r"name such as 'float32'\), got 'int'"),
+    ("output-dtype-none", lambda: dict(output_dtypes=[None]), TypeError,
+     T + r"output_dtypes\[0\]: expected a dtype .*got 'NoneType'"),
+    ("output-dtype-a-class", lambda: dict(output_dtypes=[dict]), TypeError,
+     T + r"output_dtypes\[0\]: .*(not a dtype|unsupported dtype)"),
+    # grid
+    ("grid-negative", lambda: dict(grid=(N, 1, -1)), ValueError,
+     T + r"grid: each size must be in \[0, 2\^32-1\] threads, got \(8, 1, -1\)"),
+    ("grid-too-large", lambda: dict(grid=(2**32, 1, 1)), ValueError,
+     T + r"grid: each size must be in \[0, 2\^32-1\] threads, got \(4294967296, 1, 1\)"),
+    ("grid-beyond-64-bits", lambda: dict(grid=(2**70, 1, 1)), ValueError,
+     T + r"grid: \d+ is out of range"),
+    ("grid-two-ints", lambda: dict(grid=(N, 1)), ValueError,
+     T + r"grid: expected 3 sizes \(x, y, z\), got 2"),
+    ("grid-four-ints", lambda: dict(grid=(N, 1, 1, 1)), ValueError,
+     T + r"grid: expected 3 sizes \(x, y, z\), got 4"),
+    ("grid-an-int", lambda: dict(grid=N), TypeError,
+     T + r"grid: expected a tuple of 3 ints, got 'int'"),
+    ("grid-a-float", lambda: dict(grid=8.0), TypeError,
+     T + r"grid: expected a tuple of 3 ints, got 'float'"),
+    ("grid-a-str", lambda: dict(grid="811"), TypeError,
+     T + r"grid: expected a tuple of 3 ints, got 'str'"),
+    ("grid-float-size", lambda: dict(grid=(8.0, 1, 1)), TypeError,
+     T + r"grid: expected an int, got 'float'"),
+    ("grid-bool-sizes", lambda: dict(grid=(True, True, True)), TypeError,
+     T + r"grid: expected an int, got 'bool'"),
+    ("grid-none-size", lambda: dict(grid=(N, None, 1)), TypeError,
+     T + r"grid: expected an int, got 'NoneType'"),
+    # threadgroup
+    ("threadgroup-zero", lambda: dict(threadgroup=(0, 1, 1)), ValueError,
+     T + r"threadgroup: each size must be in \[1, 1024\], got \(0, 1, 1\)"),
+    ("threadgroup-negative", lambda: dict(threadgroup=(N, -1, 1)), ValueError,
+     T + r"threadgroup: each size must be in \[1, 1024\], got \(8, -1, 1\)"),
+    ("threadgroup-all-zero", lambda: dict(threadgroup=(0, 0, 0)), ValueError,
+     T + r"threadgroup: each size must be in \[1, 1024\]"),
+    ("threadgroup-product-2048", lambda: dict(threadgroup=(32, 32, 2)), ValueError,
+     T + r"threadgroup: \(32, 32, 2\) has 2048 threads; at most 1024 are allowed per "
+     r"threadgroup"),
+    ("threadgroup-1025", lambda: dict(threadgroup=(1025, 1, 1)), ValueError,
+     T + r"threadgroup: each size must be in \[1, 1024\], got \(1025, 1, 1\)"),
+    ("threadgroup-two-ints", lambda: dict(threadgroup=(N, 1)), ValueError,
+     T + r"threadgroup: expected 3 sizes \(x, y, z\), got 2"),
+    ("threadgroup-a-float", lambda: dict(threadgroup=256.0), TypeError,
+     T + r"threadgroup: expected a tuple of 3 ints, got 'float'"),
+    ("threadgroup-a-str", lambda: dict(threadgroup="256"), TypeError,
+     T + r"threadgroup: expected a tuple of 3 ints, got 'str'"),
+    ("threadgroup-bool-sizes", lambda: dict(threadgroup=(True, 1, 1)), TypeError,
+     T + r"threadgroup: expected an int, got 'bool'"),
+    ("threadgroup-float-size", lambda: dict(threadgroup=(1, 1.5, 1)), TypeError,
+     T + r"threadgroup: expected an int, got 'float'"),
+    pytest.param(
+        "threadgroup-product-overflows", lambda: dict(threadgroup=(2**32, 2**32, 1)),
+        ValueError, T + r"threadgroup: each size must be in \[1, 1024\]",
+        id="threadgroup-product-overflows"),
+    # template
+    ("template-float-value", lambda: dict(template=[("N", 1.5)]), TypeError,
+     T + r"template: the value of 'N' must be a dtype, an int or a bool, got 'float'"),
+    ("template-str-value-not-a-dtype", lambda: dict(template=[("T", "abc")]), TypeError,
+     T + r"template: the value of 'T': unsupported dtype 'abc'"),
+    ("template-none-value", lambda: dict(template=[("N", None)]), TypeError,
+     T + r"template: the value of 'N' must be a dtype, an int or a bool, got 'NoneType'"),
+    ("template-int-beyond-32-bits", lambda: dict(template=[("N", 2**40)]), ValueError,
+     T + r"template: the value of 'N' does not fit in a 32-bit int"),
+    ("template-a-dict", lambda: dict(template={"T": kjit.float32}), TypeError,
+     T + r"template: expected a list of \(name, value\) pairs"),
+    ("template-a-str", lambda: dict(template="T"), TypeError,
+     T + r"template: expected a list of \(name, value\) pairs"),
+    ("template-triples", lambda: dict(template=[("T", kjit.float32, 1)]), TypeError,
+     T + r"template: expected \(name, value\) pairs"),
+    ("template-bare-names", lambda: dict(template=[1, 2]), TypeError,
+     T + r"template: expected \(name, value\) pairs"),
+    ("template-name-not-str", lambda: dict(template=[(1, 1)]), TypeError,
+     T + r"template: a template name must be a str"),
+    ("template-name-not-identifier", lambda: dict(template=[("1T", 1)]), ValueError,
+     T + r"template: '1T' is not a valid identifier"),
+    ("template-name-keyword", lambda: dict(template=[("float", kjit.float32)]), ValueError,
+     T + r"template: 'float' is not a valid identifier"),
+    ("template-name-duplicate", lambda: dict(template=[("T", 1), ("T", 2)]), ValueError,
+     T + r"template: the name 'T' is given more than once"),
+    ("template-name-is-input", lambda: dict(template=[("inp", 1)]), ValueError,
+     T + r"template: 'inp' is also the name of an input or output"),
+    ("template-name-is-output", lambda: dict(template=[("out", True)]), ValueError,
+     T + r"template: 'out' is also the name of an input or output"),
+    pytest.param(
+        "template-str-value-names-the-bad-dtype", lambda: dict(template=[("T", "abc")]),
+        TypeError, T + r"template: .*'abc'",
+        id="template-str-value-names-the-bad-dtype"),
+    pytest.param(
+        "template-str-items", lambda: dict(template=["Tf"]), TypeError,
+        T + r"template: expected \(name, value\) pairs",
+        id="template-str-items"),
+    # init_value, verbose, device
+    ("init-value-str", lambda: dict(init_value="1"), TypeError,
+     T + r"init_value: expected a number or None"),
+    ("init-value-list", lambda: dict(init_value=[0.0]), TypeError,
+     T + r"init_value: expected a number or None"),
+    ("init-value-complex", lambda: dict(init_value=1j), TypeError,
+     T + r"init_value: expected a number or None"),
+    pytest.param(
+        "init-value-huge-int", lambda: dict(init_value=10**400), (ValueError, OverflowError),
+        r"init_value",
+        id="init-value-huge-int"),
+    ("verbose-int", lambda: dict(verbose=1), TypeError, T + r"verbose: expected a bool"),
+    ("verbose-str", lambda: dict(verbose="yes"), TypeError, T + r"verbose: expected a bool"),
+    ("device-int", lambda: dict(device=0), TypeError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N'"),
+    ("device-tpu", lambda: dict(device="tpu"), ValueError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
+    ("device-cuda-x", lambda: dict(device="cuda:x"), ValueError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N', got 'cuda:x'"),
+    ("device-cuda-negative", lambda: dict(device="cuda:-1"), ValueError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N', got 'cuda:-1'"),
+    ("device-cuda-empty-index", lambda: dict(device="cuda:"), ValueError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N', got 'cuda:'"),
+    ("device-cpu-index", lambda: dict(device="cpu:0"), ValueError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N', got 'cpu:0'"),
+    ("device-gpu", lambda: dict(device="gpu"), ValueError,
+     T + r"device: expected 'cpu', 'cuda' or 'cuda:N', got 'gpu'"),
+    # outputs= (some are checked only after the kernel is compiled)
+    ("outputs-an-int", lambda: dict(outputs=5), TypeError, T + r"outputs: expected a list"),
+    ("outputs-item-a-dict", lambda: dict(outputs=[{}]), TypeError,
+     T + r"outputs\[0\]: " + NOT_AN_ARRAY + r"'dict'"),
+    ("outputs-too-many",
+     lambda: dict(outputs=[np.zeros(N, np.float32), np.zeros(N, np.float32)]), ValueError,
+     T + r"outputs: expected 1 \(out\), got 2"),
+    ("outputs-wrong-dtype", lambda: dict(outputs=[np.zeros(N, np.float64)]), ValueError,
+     T + r"outputs\[0\] \('out'\) has dtype float64 but output_dtypes says float32"),
+    ("outputs-wrong-shape", lambda: dict(outputs=[np.zeros(N + 1, np.float32)]), ValueError,
+     T + r"outputs\[0\] \('out'\) does not have the shape output_shapes\[0\] gives"),
+    ("outputs-wrong-rank", lambda: dict(outputs=[np.zeros((1, N), np.float32)]), ValueError,
+     T + r"outputs\[0\] \('out'\) does not have the shape output_shapes\[0\] gives"),
+    ("outputs-not-contiguous", lambda: dict(outputs=[np.zeros(2 * N, np.float32)[::2]]),
+     ValueError, T + r"outputs\[0\] \('out'\) must be row-contiguous"),
+    ("outputs-transposed",
+     lambda: dict(outputs=[np.zeros((4, 2), np.float32).T], output_shapes=[(2, 4)]),
+     ValueError, T + r"outputs\[0\] \('out'\) must be row-contiguous"),
+    pytest.param(
+        "outputs-empty-list", lambda: dict(outputs=[]), ValueError,
+        T + r"outputs: expected 1 \(out\), got 0",
+        id="outputs-empty-list"),
+    pytest.param(
+        "outputs-read-only", lambda: dict(outputs=[readonly(np.zeros(N, np.float32))]),
+        (ValueError, TypeError), T + r"outputs\[0\].*(read-only|writable|writeable)",
+        id="outputs-read-only"),
+    pytest.param(
+        "outputs-an-array", lambda: dict(outputs=np.zeros(N, np.float32)), TypeError,
+        T + r"outputs: expected a list",
+        id="outputs-an-array"),
+]
+
+
+@pytest.mark.parametrize("label,overrides,exc,pattern", CALL_ERRORS, ids=_ids(CALL_ERRORS))
+def test_call_rejects(label, overrides, exc, pattern):
+    k = twice()
+    with pytest.raises(exc, match=pattern) as excinfo:
+        k(**call_args(**overrides()))
+    check_prefix(excinfo)
+
+
+@pytest.mark.parametrize("device", ["cuda:0", "cuda"])
+def test_device_not_available(device):
+    if cuda_present():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(ValueError, match=T + r"device: cuda:0 is not available") as excinfo:
+        twice()(**call_args(device=device))
+    check_prefix(excinfo)
+
+
+def test_device_index_not_available():
+    with pytest.raises(ValueError, match=T + r"device: cuda:63 is not available") as excinfo:
+        twice()(**call_args(device="cuda:63"))
+    check_prefix(excinfo)
+
+
+@pytest.mark.parametrize("api", ["metal", "cuda"])
+def test_atomic_outputs_not_supported_on_cpu(api):
+    k = make(api, atomic_outputs=True)
+    pattern = r"kernel 'k': atomic_outputs=True is not supported yet on the CPU backend"
+    with pytest.raises(ValueError, match=pattern) as excinfo:
+        k(inputs=[np.zeros(1, np.float32)], output_shapes=[(1,)], output_dtypes=[np.float32],
+          grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    check_prefix(excinfo)
+
+
+def test_python_scalar_as_output_is_rejected():
+    k = make("cuda", input_names=[], source="o[0] = 5;")
+    with pytest.raises(TypeError, match=r"outputs\[0\]"):
+        k(inputs=[], output_shapes=[()], output_dtypes=[np.int32], grid=(1, 1, 1),
+          threadgroup=(1, 1, 1), outputs=[3])
+
+
+BUILD_ERRORS = [
+    ("build-input-count", dict(inputs=[]), ValueError, T + r"inputs: expected 1 \(inp\), got 0"),
+    ("build-output-dtype-count", dict(output_dtypes=[]), ValueError,
+     T + r"output_dtypes: expected 1, got 0"),
+    ("build-not-a-pair", dict(inputs=["float32"]), TypeError,
+     T + r"inputs\[0\]: expected a \(dtype, ndim\) pair"),
+    ("build-ndim-float", dict(inputs=[("float32", 1.0)]), TypeError,
+     T + r"inputs\[0\] ndim: expected an int, got 'float'"),
+    ("build-ndim-11", dict(inputs=[("float32", 11)]), ValueError,
+     T + r"inputs\[0\]: ndim must be in \[0, 10\], got 11"),
+    ("build-ndim-negative", dict(inputs=[("float32", -1)]), ValueError,
+     T + r"inputs\[0\]: ndim must be in \[0, 10\], got -1"),
+    ("build-bad-dtype", dict(inputs=[("float128", 1)]), TypeError,
+     T + r"inputs\[0\]: unsupported dtype 'float128'"),
+    ("build-target-tpu", dict(target="tpu"), ValueError,
+     T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got 'tpu'"),
+    ("build-target-sm-x", dict(target="sm_x"), ValueError,
+     T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got 'sm_x'"),
+    ("build-target-int", dict(target=90), TypeError,
+     T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'"),
+    pytest.param(
+        "build-ndim-huge", dict(inputs=[("float32", 2**40)]), ValueError,
+        T + r"inputs.*ndim",
+        id="build-ndim-huge"),
+]
+
+
+@pytest.mark.parametrize("label,overrides,exc,pattern", BUILD_ERRORS, ids=_ids(BUILD_ERRORS))
+def test_build_rejects(label, overrides, exc, pattern):
+    args = dict(inputs=[("float32", 1)], output_dtypes=["float32"])
+    args.update(overrides)
+    with pytest.raises(exc, match=pattern) as excinfo:
+        twice().build(**args)
+    check_prefix(excinfo)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Compile errors point at the user's own lines
+# ---------------------------------------------------------------------------------------------
+
+def _check_compile_error(err, origin: str, line: int, text: str, whole: str) -> None:
+    assert isinstance(err, RuntimeError)
+    message = str(err)
+    assert f"{origin} line {line}" in message, message
+    assert text.strip() in message, message
+    # Only the failing line is quoted with that number.
+    assert re.search(rf"\b{line} \| *{re.escape(text.strip())}", message), message
+    assert isinstance(err.log, str) and f"{origin} line {line}" in err.log, err.log
+    assert isinstance(err.source, str)
+    for user_line in whole.strip().splitlines():
+        assert user_line.strip() in err.source
+    assert len(err.source) > len(whole)
+
+
+METAL_BAD_BODY = (
+    "uint i = thread_position_in_grid.x;\n"
+    "float y = inp[i];\n"
+    "out[i] = y +* ;\n"
+    "out[i] += 1;\n"
+)
+CUDA_BAD_BODY = (
+    "int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "float y = inp[i];\n"
+    "out[i] = y +* ;\n"
+    "out[i] += 1.0f;\n"
+)
+
+
+@pytest.mark.parametrize("api,body", [("metal", METAL_BAD_BODY), ("cuda", CUDA_BAD_BODY)],
+                         ids=["metal", "cuda"])
+def test_syntax_error_names_source_line(api, body):
+    k = make(api, name="bad_line3", input_names=["inp"], output_names=["out"], source=body)
+    with pytest.raises(kjit.CompileError) as excinfo:
+        k(**call_args())
+    _check_compile_error(excinfo.value, "source", 3, "out[i] = y +* ;", body)
+    assert f"[kjit.{api}_kernel] kernel 'bad_line3'" in str(excinfo.value)
+    assert "source line 1" not in str(excinfo.value)
+    assert "header line" not in str(excinfo.value)
+
+
+def test_line_numbers_count_a_leading_newline():
+    # The usual triple-quoted body starts with a newline: line 1 is empty.
+    body = """
+    uint i = thread_position_in_grid.x;
+    out[i] = inp[i] + undeclared_name;
+"""
+    k = make("metal", name="bad_triple", input_names=["inp"], output_names=["out"], source=body)
+    with pytest.raises(kjit.CompileError) as excinfo:
+        k(**call_args())
+    _check_compile_error(excinfo.value, "source", 3, "out[i] = inp[i] + undeclared_name;", body)
+    assert "undeclared_name" in excinfo.value.log
+
+
+def test_type_error_names_source_line():
+    body = "uint i = thread_position_in_grid.x;\nout[i] = inp[i];\nint* p = 3.5f;\n"
+    k = make("metal", name="bad_type", input_names=["inp"], output_names=["out"], source=body)
+    with pytest.raises(kjit.CompileError) as excinfo:
+        k(**call_args())
+    _check_compile_error(excinfo.value, "source", 3, "int* p = 3.5f;", body)
+
+
+HEADERS = {
+    "metal": "// utilities\ninline float f(float v) {\n  return v + undefined_thing;\n}\n",
+    "cuda": "// utilities\n__device__ inline float f(float v) {\n  return v + undefined_thing;\n}\n",
+}
+GOOD_BODIES = {
+    "metal": "uint i = thread_position_in_grid.x;\nout[i] = f(inp[i]);\n",
+    "cuda": "int i = threadIdx.x;\nout[i] = f(inp[i]);\n",
+}
+
+
+@pytest.mark.parametrize("api", ["metal", "cuda"])
+def test_header_error_names_header_line(api):
+    k = make(api, name="bad_header", input_names=["inp"], output_names=["out"],
+             source=GOOD_BODIES[api], header=HEADERS[api])
+    with pytest.raises(kjit.CompileError) as excinfo:
+        k(**call_args())
+    _check_compile_error(excinfo.value, "header", 3, "return v + undefined_thing;",
+                         HEADERS[api])
+    assert "source line" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize("api", ["metal", "cuda"])
+def test_body_line_numbers_ignore_the_header(api):
+    header = "// one\n// two\n// three\n// four\n" + HEADERS[api].replace("undefined_thing", "1")
+    body = GOOD_BODIES[api] + "out[0] = missing_variable;\n"
+    k = make(api, name="bad_after_header", input_names=["inp"], output_names=["out"],
+             source=body, header=header)
+    with pytest.raises(kjit.CompileError) as excinfo:
+        k(**call_args())
+    _check_compile_error(excinfo.value, "source", 3, "out[0] = missing_variable;", body)
+    assert "header line" not in str(excinfo.value)
+
+
+def test_compile_error_is_a_runtime_error():
+    assert issubclass(kjit.CompileError, RuntimeError)
+    k = make("cuda", name="bad_build", input_names=["inp"], output_names=["out"],
+             source="out[0] = ;")
+    with pytest.raises(RuntimeError) as excinfo:
+        k.build(inputs=[("float32", 1)], output_dtypes=["float32"])
+    assert isinstance(excinfo.value, kjit.CompileError)
+    _check_compile_error(excinfo.value, "source", 1, "out[0] = ;", "out[0] = ;")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Unsupported features fail before compiling, naming the feature and its line
+# ---------------------------------------------------------------------------------------------
+
+UNSUPPORTED = [
+    ("metal-texture", "metal", "uint i = 0;\ntexture2d<float> t;\nout[i] = inp[i];\n", "",
+     r"\[kjit\.metal_kernel\] 'texture2d' \(source line 2\) is not supported by the Metal "
+     r"dialect: textures"),
+    ("metal-simdgroup-matrix", "metal",
+     "uint i = 0;\n\nsimdgroup_matrix<float, 8, 8> m;\nout[i] = inp[i];\n", "",
+     r"'simdgroup_matrix' \(source line 3\) is not supported by the Metal dialect: simdgroup "
+     r"matrices"),
+    ("metal-texture-in-header", "metal", "out[0] = inp[0];", "\n\ntexture2d<float> t;\n",
+     r"'texture2d' \(header line 3\) is not supported by the Metal dialect"),
+    ("metal-threadgroup-barrier", "metal",
+     "uint i = thread_position_in_grid.x;\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n"
+     "out[i] = inp[i];\n", "",
+     r"'threadgroup_barrier' \(source line 2\) is not supported yet on the CPU backend: "
+     r"barriers"),
+    ("metal-simd-sum", "metal",
+     "uint i = thread_position_in_grid.x;\nfloat x = inp[i];\nout[i] = simd_sum(x);\n", "",
+     r"'simd_sum' \(source line 3\) is not supported yet on the CPU backend: SIMD-group"),
+    ("metal-threadgroup-memory", "metal",
+     "threadgroup float buf[32];\nout[0] = inp[0];\n", "",
+     r"'threadgroup' \(source line 1\) is not supported yet on the CPU backend: threadgroup "
+     r"memory"),
+    ("metal-atomic-in-header", "metal", "out[0] = inp[0];",
+     "inline void bump(device atomic_int* c) {\n  atomic_fetch_add_explicit(c, 1, "
+     "memory_order_relaxed);\n}\n",
+     r"'atomic_int' \(header line 1\) is not supported yet on the CPU backend: atomics"),
+    ("cuda-syncthreads", "cuda",
+     "int i = threadIdx.x;\n__syncthreads();\nout[i] = inp[i];\n", "",
+     r"\[kjit\.cuda_kernel\] '__syncthreads' \(source line 2\) is not supported yet on the CPU "
+     r"backend: barriers"),
+    ("cuda-atomic-add", "cuda",
+     "int i = threadIdx.x;\nout[i] = inp[i];\natomicAdd(&out[0], 1.0f);\n", "",
+     r"'atomicAdd' \(source line 3\) is not supported yet on the CPU backend: atomics"),
+    ("cuda-shared", "cuda", "__shared__ float buf[32];\nout[0] = inp[0];\n", "",
+     r"'__shared__' \(source line 1\) is not supported yet on the CPU backend: shared memory"),
+    ("cuda-shfl", "cuda",
+     "int i = threadIdx.x;\n\n\nout[i] = __shfl_down_sync(0xffffffff, inp[i], 1);\n", "",
+     r"'__shfl_down_sync' \(source line 4\) is not supported yet on the CPU backend: warp"),
+]
+
+
+@pytest.mark.parametrize("label,api,body,header,pattern", UNSUPPORTED,
+                         ids=[u[0] for u in UNSUPPORTED])
+def test_unsupported_feature_fails_at_build(label, api, body, header, pattern):
+    before = kjit.cache_info()["compiles"]
+    with pytest.raises(ValueError, match=pattern) as excinfo:
+        k = make(api, name="feature", input_names=["inp"], output_names=["out"], source=body,
+                 header=header)
+        k.build(inputs=[("float32", 1)], output_dtypes=["float32"])
+    check_prefix(excinfo)
+    assert kjit.cache_info()["compiles"] == before  # rejected without running the compiler
+
+
+@pytest.mark.parametrize("label,api,body,header,pattern", UNSUPPORTED[:2],
+                         ids=[u[0] for u in UNSUPPORTED[:2]])
+def test_never_supported_feature_fails_when_the_kernel_is_made(label, api, body, header,
+                                                               pattern):
+    with pytest.raises(ValueError, match=pattern) as excinfo:
+        make(api, name="feature", input_names=["inp"], output_names=["out"], source=body,
+             header=header)
+    check_prefix(excinfo)
+
+
+def test_unsupported_feature_fails_on_call_too():
+    k = make("cuda", name="feature", input_names=["inp"], output_names=["out"],
+             source=UNSUPPORTED[7][2])
+    with pytest.raises(ValueError, match=r"'__syncthreads' \(source line 2\)") as excinfo:
+        k(**call_args())
+    check_prefix(excinfo)
+
+
+LOOKALIKES = ["simd_lane_id", "atomic_count", "simd_total", "atomic_counter", "quad_sum_x",
+              "sampler_id", "texture_size", "threadgroup_count", "simdgroup_size"]
+
+
+@pytest.mark.parametrize("var", LOOKALIKES)
+def test_user_names_that_look_like_metal_features_compile(var, rng):
+    body = f"""
+    uint {var} = thread_position_in_grid.x;
+    out[{var}] = inp[{var}] * 3;
+"""
+    k = kjit.metal_kernel(name="lookalike", input_names=["inp"], output_names=["out"],
+                          source=body)
+    x = rng.standard_normal(19).astype(np.float32)
+    out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.size, 1, 1),
+            threadgroup=(8, 1, 1), outputs=[poisoned(x.shape, np.float32)])[0]
+    np.testing.assert_array_equal(out, x * 3)
+
+
+def test_lookalike_input_names_compile(rng):
+    body = """
+    uint i = thread_position_in_grid.x;
+    atomic_count[i] = simd_lane_id[i] + 1;
+"""
+    k = kjit.metal_kernel(name="lookalike_names", input_names=["simd_lane_id"],
+                          output_names=["atomic_count"], source=body)
+    x = rng.integers(-1000, 1000, size=23).astype(np.int32)
+    out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.size, 1, 1),
+            threadgroup=(32, 1, 1))[0]
+    np.testing.assert_array_equal(out, x + 1)
+
+
+def test_feature_names_in_comments_compile(rng):
+    body = """
+    int i = threadIdx.x;  // no __syncthreads() or atomicAdd needed here
+    /* threadgroup_barrier, simd_sum */
+    out[i] = inp[i] - 1.0f;
+"""
+    k = kjit.cuda_kernel(name="comments", input_names=["inp"], output_names=["out"],
+                         source=body)
+    x = rng.standard_normal(16).astype(np.float32)
+    out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(16, 1, 1),
+            threadgroup=(16, 1, 1))[0]
+    np.testing.assert_array_equal(out, x - np.float32(1))
+
+
+@pytest.mark.parametrize("var", ["atomic_fetch_total", "simd_shuffled", "texture2d_size",
+                                 "simd_prefix_len"])
+def test_user_names_with_a_feature_prefix_compile(var, rng):
+    body = f"uint {var} = thread_position_in_grid.x;\nout[{var}] = inp[{var}] * 3;\n"
+    k = kjit.metal_kernel(name="prefix_lookalike", input_names=["inp"], output_names=["out"],
+                          source=body)
+    x = rng.standard_normal(8).astype(np.float32)
+    out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(8, 1, 1),
+            threadgroup=(8, 1, 1))[0]
+    np.testing.assert_array_equal(out, x * 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. A failed compile is not cached, and does not disturb other kernels
+# ---------------------------------------------------------------------------------------------
+
+def test_failed_compile_is_not_cached(rng):
+    body = "uint i = thread_position_in_grid.x;\nout[i] = inp[i] +* 2;\n"
+    bad = make("metal", name="never_builds", input_names=["inp"], output_names=["out"],
+               source=body)
+    before = kjit.cache_info()
+    for _ in range(2):
+        with pytest.raises(kjit.CompileError, match=r"source line 2"):
+            bad(**call_args())
+    # The same kernel made again, and built without running: still a compile error.
+    again = make("metal", name="never_builds", input_names=["inp"], output_names=["out"],
+                 source=body)
+    with pytest.raises(kjit.CompileError, match=r"source line 2"):
+        again.build(inputs=[("float32", 1)], output_dtypes=["float32"])
+    after = kjit.cache_info()
+    assert after["compiles"] == before["compiles"]
+    assert after["memory_entries"] == before["memory_entries"]
+
+    # Other kernels still work, and so does the bad one's neighbour with the same name.
+    good = make("metal", name="never_builds", input_names=["inp"], output_names=["out"],
+                source=TWICE_METAL)
+    x = rng.standard_normal(41).astype(np.float32)
+    out = good(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+               grid=(x.size, 1, 1), threadgroup=(16, 1, 1))[0]
+    np.testing.assert_array_equal(out, x * 2)
+    with pytest.raises(kjit.CompileError):
+        bad(**call_args())
+
+
+def test_compile_error_for_one_signature_leaves_others_working(rng):
+    # N is a template constant: without it the body does not compile.
+    body = "uint i = thread_position_in_grid.x;\nout[i] = static_cast<T>(inp[i]) * N;\n"
+    k = kjit.metal_kernel(name="needs_template", input_names=["inp"], output_names=["out"],
+                          source=body)
+    x = rng.standard_normal(30).astype(np.float32)
+    args = dict(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                grid=(x.size, 1, 1), threadgroup=(32, 1, 1))
+    with pytest.raises(kjit.CompileError, match=r"source line 2") as excinfo:
+        k(**args, template=[("T", kjit.float32)])
+    assert "'N'" in str(excinfo.value) or "N" in excinfo.value.log
+    out = k(**args, template=[("T", kjit.float32), ("N", 3)])[0]
+    np.testing.assert_array_equal(out, x * np.float32(3))
+    with pytest.raises(kjit.CompileError):
+        k(**args, template=[("T", kjit.float32)])
+    out = k(**args, template=[("T", kjit.float32), ("N", -2)])[0]
+    np.testing.assert_array_equal(out, x * np.float32(-2))
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. A bad call does not break the kernel object
+# ---------------------------------------------------------------------------------------------
+
+def test_kernel_works_after_bad_calls(rng):
+    k = twice("survivor")
+    bad_calls = [
+        dict(inputs=[X, X]),
+        dict(output_shapes=[]),
+        dict(output_dtypes=["int4"]),
+        dict(grid=(N, 1, -1)),
+        dict(threadgroup=(0, 1, 1)),
+        dict(template=[("T", 1.5)]),
+        dict(inputs=[{"not": "an array"}]),
+        dict(outputs=[np.zeros(N + 1, np.float32)]),  # found after compiling
+        dict(device="tpu"),
+    ]
+    if not cuda_present():
+        bad_calls.append(dict(device="cuda:0"))
+    for bad in bad_calls:
+        with pytest.raises((ValueError, TypeError)):
+            k(**call_args(**bad))
+        x = rng.standard_normal(57).astype(np.float32)
+        out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                grid=(x.size, 1, 1), threadgroup=(32, 1, 1))[0]
+        np.testing.assert_array_equal(out, x * 2)
+
+    # And into a preallocated output, after a bad outputs= call.
+    with pytest.raises(ValueError, match=r"outputs\[0\] \('out'\) has dtype float64"):
+        k(**call_args(outputs=[np.zeros(N, np.float64)]))
+    x = rng.standard_normal((6, 7)).astype(np.float32)
+    dest = poisoned(x.shape, np.float32)
+    out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.size, 1, 1),
+            threadgroup=(64, 1, 1), outputs=[dest])[0]
+    assert out is dest
+    np.testing.assert_array_equal(dest, x * 2)
+
+
+def test_library_works_after_many_errors(rng):
+    # Every error above, once more in a row, and then an ordinary kernel.
+    for entry in CALL_ERRORS:
+        values = entry.values if hasattr(entry, "values") else entry
+        _, overrides, _, _ = values
+        try:
+            twice()(**call_args(**overrides()))
+        except (ValueError, TypeError, RuntimeError, OverflowError):
+            pass
+    x = rng.integers(-50, 50, size=(3, 5)).astype(np.int64)
+    k = kjit.cuda_kernel(name="negate", input_names=["a"], output_names=["b"],
+                         source="int i = blockIdx.x * blockDim.x + threadIdx.x;\nb[i] = -a[i];\n")
+    out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.size, 1, 1),
+            threadgroup=(4, 1, 1))[0]
+    np.testing.assert_array_equal(out, -x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Accepted inputs that must not be reported as errors
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_input", [
+    lambda v: np.broadcast_to(v[:1], (N,)),
+    lambda v: readonly(v),
+], ids=["broadcast_to", "writeable-false"])
+def test_read_only_inputs_are_accepted(make_input, rng):
+    v = rng.standard_normal(N).astype(np.float32)
+    x = make_input(v)
+    out = twice("readonly_in")(**call_args(inputs=[x]))[0]
+    np.testing.assert_array_equal(out, np.asarray(x) * 2)

@@ -1,0 +1,947 @@
+"""Kernels run on the CPU: the seed examples, launch geometry, outputs, inputs of every kind and
+dtype, return types, verbose output, and the dialects' arithmetic and math against NumPy."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kjit
+from conftest import poisoned
+
+DIALECTS = ["metal", "cuda"]
+
+
+def make_kernel(dialect, **kwargs):
+    factory = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    return factory(**kwargs)
+
+
+def ulp_error(out, ref):
+    """|out - ref| in units of the float32 spacing at ref (ref in float64)."""
+    ref = np.asarray(ref, dtype=np.float64)
+    spacing = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    spacing = np.maximum(spacing, 2.0 ** -149)
+    return np.abs(np.asarray(out, dtype=np.float64) - ref) / spacing
+
+
+# --- the seed examples ---------------------------------------------------------------------
+
+def test_myexp(rng):
+    kernel = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source="""
+        uint elem = thread_position_in_grid.x;
+        T tmp = inp[elem];
+        out[elem] = metal::exp(tmp);
+    """)
+    a = rng.standard_normal((4, 16)).astype(np.float16)
+    out = poisoned(a.shape, np.float16)
+    (res,) = kernel(inputs=[a], template=[("T", kjit.float32)], grid=(a.size, 1, 1),
+                    threadgroup=(256, 1, 1), output_shapes=[a.shape], output_dtypes=[a.dtype],
+                    outputs=[out])
+    assert res is out
+    ref = np.exp(a.astype(np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), ref, rtol=2 ** -11, atol=0)
+    # Computed in float32 (T) and rounded once to half: within half a float16 ulp, give or take
+    # the float32 error.
+    half_ulp = np.spacing(ref.astype(np.float16)).astype(np.float64) / 2
+    assert np.all(np.abs(out.astype(np.float64) - ref) <= half_ulp + 4 * ref * 2.0 ** -24)
+
+
+INVERT_3X3_SOURCE = """
+    uint i = thread_position_in_grid.x;
+    const device float* m = a + 9 * i;
+    float a00 = m[0], a01 = m[1], a02 = m[2];
+    float a10 = m[3], a11 = m[4], a12 = m[5];
+    float a20 = m[6], a21 = m[7], a22 = m[8];
+    // Cofactors; the inverse is their transpose over the determinant.
+    float c00 = a11 * a22 - a12 * a21;
+    float c01 = a12 * a20 - a10 * a22;
+    float c02 = a10 * a21 - a11 * a20;
+    float inv_det = 1.0 / (a00 * c00 + a01 * c01 + a02 * c02);
+    device float* r = out + 9 * i;
+    r[0] = c00 * inv_det;
+    r[1] = (a02 * a21 - a01 * a22) * inv_det;
+    r[2] = (a01 * a12 - a02 * a11) * inv_det;
+    r[3] = c01 * inv_det;
+    r[4] = (a00 * a22 - a02 * a20) * inv_det;
+    r[5] = (a02 * a10 - a00 * a12) * inv_det;
+    r[6] = c02 * inv_det;
+    r[7] = (a01 * a20 - a00 * a21) * inv_det;
+    r[8] = (a00 * a11 - a01 * a10) * inv_det;
+"""
+
+
+def test_invert_3x3(rng):
+    invert = kjit.metal_kernel(name="invert_3x3", input_names=["a"], output_names=["out"],
+                               source=INVERT_3X3_SOURCE)
+    n = 100_003  # not a multiple of the group: the last group is partial
+    a = (np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))).astype(np.float32)
+    out = poisoned(a.shape, np.float32)
+    invert(inputs=[a], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
+           output_dtypes=[a.dtype], outputs=[out])
+    a64 = a.astype(np.float64)
+    ref = np.linalg.inv(a64)
+    assert np.all(np.isfinite(out))
+    # Per matrix: error relative to the inverse's size, scaled by the condition number.
+    err = np.abs(out - ref).max(axis=(1, 2)) / np.abs(ref).max(axis=(1, 2))
+    cond = np.linalg.cond(a64)
+    assert np.all(err <= 2e-6 * cond), float((err / cond).max())
+    assert err.max() < 1e-4
+    # And the product with the matrix is the identity.
+    np.testing.assert_allclose(a64 @ out.astype(np.float64), np.broadcast_to(np.eye(3), a.shape),
+                               atol=1e-4)
+
+
+# --- partial edge groups ---------------------------------------------------------------------
+
+PARTIAL_SOURCE = {
+    "metal": """
+        uint3 p = thread_position_in_grid;
+        uint3 n = threads_per_grid;
+        if (p.x >= uint(gx) || p.y >= uint(gy) || p.z >= uint(gz)) {
+            escaped[0] = escaped[0] + 1;
+            return;
+        }
+        uint i = p.x + n.x * (p.y + n.y * p.z);
+        count[i] = count[i] + 1;
+        device uint* r = info + 6 * i;
+        r[0] = threads_per_threadgroup.x;
+        r[1] = threads_per_threadgroup.y;
+        r[2] = threads_per_threadgroup.z;
+        r[3] = threadgroup_position_in_grid.x;
+        r[4] = threadgroup_position_in_grid.y;
+        r[5] = threadgroup_position_in_grid.z;
+    """,
+    "cuda": """
+        unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+        unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+        unsigned z = blockIdx.z * blockDim.z + threadIdx.z;
+        if (x >= unsigned(gx[0]) || y >= unsigned(gy[0]) || z >= unsigned(gz[0])) {
+            escaped[0] = escaped[0] + 1;
+            return;
+        }
+        unsigned i = x + unsigned(gx[0]) * (y + unsigned(gy[0]) * z);
+        count[i] = count[i] + 1;
+        unsigned* r = info + 6 * i;
+        r[0] = threads_per_threadgroup.x;
+        r[1] = threads_per_threadgroup.y;
+        r[2] = threads_per_threadgroup.z;
+        r[3] = blockIdx.x;
+        r[4] = blockIdx.y;
+        r[5] = blockIdx.z;
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def partial_kernels():
+    return {d: make_kernel(d, name="partial_groups", input_names=["gx", "gy", "gz"],
+                           output_names=["count", "info", "escaped"], source=PARTIAL_SOURCE[d])
+            for d in DIALECTS}
+
+
+@pytest.mark.parametrize(
+    "grid,threadgroup",
+    [
+        ((37, 1, 1), (8, 1, 1)),
+        ((13, 7, 1), (4, 3, 1)),
+        ((5, 6, 7), (2, 4, 3)),
+        ((3, 2, 2), (8, 8, 8)),  # the group is larger than the grid in every dimension
+    ],
+)
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_partial_edge_groups(partial_kernels, dialect, grid, threadgroup):
+    gx, gy, gz = grid
+    shape = (gz, gy, gx)  # exactly the grid: x is the fastest dimension
+    count = np.zeros(shape, np.int32)
+    info = poisoned(shape + (6,), np.uint32)
+    escaped = np.zeros((1,), np.int32)
+    partial_kernels[dialect](
+        inputs=[gx, gy, gz], grid=grid, threadgroup=threadgroup,
+        output_shapes=[shape, shape + (6,), (1,)],
+        output_dtypes=[np.int32, np.uint32, np.int32], outputs=[count, info, escaped])
+    assert escaped[0] == 0
+    np.testing.assert_array_equal(count, np.ones(shape, np.int32))
+    G = np.array(grid)
+    T = np.minimum(np.array(threadgroup), G)
+    z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+    pos = np.stack([x, y, z], axis=-1)
+    gid = pos // T
+    part = np.minimum(T, G - gid * T)
+    np.testing.assert_array_equal(info[..., 0:3], part)
+    np.testing.assert_array_equal(info[..., 3:6], gid)
+    # Every partial size occurs where expected: full groups inside, the remainder at the edge.
+    for d in range(3):
+        sizes = set(np.unique(info[..., d]).tolist())
+        assert sizes == {int(T[d])} | ({int(G[d] % T[d])} if G[d] % T[d] else set())
+
+
+# --- zero-sized grids and init_value ---------------------------------------------------------
+
+ONE_PER_THREAD = """
+    uint i = thread_position_in_grid.x;
+    out[i] = inp[i] * 3;
+    flag[i] = 5;
+"""
+
+
+@pytest.fixture(scope="module")
+def one_per_thread():
+    return kjit.metal_kernel(name="one_per_thread", input_names=["inp"],
+                             output_names=["out", "flag"], source=ONE_PER_THREAD)
+
+
+@pytest.mark.parametrize("grid", [(0, 1, 1), (16, 0, 1), (16, 4, 0), (0, 0, 0)])
+def test_zero_grid_launches_nothing(one_per_thread, grid, rng):
+    a = rng.standard_normal(16).astype(np.float32)
+    init = float(rng.uniform(-50, 50))
+    out, flag = one_per_thread(inputs=[a], grid=grid, threadgroup=(8, 1, 1),
+                               output_shapes=[(16,), (4, 4)],
+                               output_dtypes=[np.float32, np.int32], init_value=init)
+    assert out.shape == (16,) and out.dtype == np.float32
+    assert flag.shape == (4, 4) and flag.dtype == np.int32
+    np.testing.assert_array_equal(out, np.full(16, np.float32(init)))
+    np.testing.assert_array_equal(flag, np.full((4, 4), int(init), np.int32))
+    # Without init_value, preallocated outputs stay as they were: no thread ran.
+    outs = [poisoned((16,), np.float32), poisoned((4, 4), np.int32)]
+    one_per_thread(inputs=[a], grid=grid, threadgroup=(8, 1, 1), output_shapes=[(16,), (4, 4)],
+                   output_dtypes=[np.float32, np.int32], outputs=outs)
+    assert np.all(np.isnan(outs[0]))
+    np.testing.assert_array_equal(outs[1], np.full((4, 4), -7, np.int32))
+
+
+def test_zero_grid_with_empty_outputs(one_per_thread):
+    out, flag = one_per_thread(inputs=[np.zeros(0, np.float32)], grid=(0, 1, 1),
+                               threadgroup=(8, 1, 1), output_shapes=[(0,), (0, 3)],
+                               output_dtypes=[np.float32, np.int32], init_value=1.0)
+    assert out.shape == (0,) and flag.shape == (0, 3)
+
+
+EVERY_OTHER = """
+    uint i = thread_position_in_grid.x;
+    if (i % 2 == 0) {
+        out[i] = inp[i];
+    }
+"""
+
+
+@pytest.fixture(scope="module")
+def every_other():
+    return kjit.metal_kernel(name="every_other", input_names=["inp"],
+                             output_names=["out", "untouched"], source=EVERY_OTHER)
+
+
+@pytest.mark.parametrize("preallocated", [False, True])
+def test_init_value_fills_before_launch(every_other, preallocated, rng):
+    n = 101
+    a = rng.standard_normal(n).astype(np.float32)
+    init = float(np.round(rng.uniform(-100, 100), 2))
+    kwargs = dict(inputs=[a], grid=(n, 1, 1), threadgroup=(16, 1, 1),
+                  output_shapes=[(n,), (3, 5)], output_dtypes=[np.float32, np.int64],
+                  init_value=init)
+    if preallocated:
+        outs = [poisoned((n,), np.float32), poisoned((3, 5), np.int64)]
+        res = every_other(**kwargs, outputs=outs)
+        assert res[0] is outs[0] and res[1] is outs[1]
+    else:
+        res = every_other(**kwargs)
+    out, untouched = res
+    expected = np.full(n, np.float32(init))
+    expected[::2] = a[::2]
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(untouched, np.full((3, 5), int(init), np.int64))
+
+
+def test_outputs_in_place(rng):
+    kernel = kjit.metal_kernel(name="in_place", input_names=["x", "y"],
+                               output_names=["s", "p"], source="""
+        uint i = thread_position_in_grid.x;
+        s[i] = x[i] + y[i];
+        p[i] = x[i] * y[i];
+    """)
+    x = rng.standard_normal((7, 9)).astype(np.float32)
+    y = rng.standard_normal((7, 9)).astype(np.float32)
+    s = poisoned(x.shape, np.float32)
+    p = poisoned(x.shape, np.float32)
+    s_ptr, p_ptr = s.ctypes.data, p.ctypes.data
+    res = kernel(inputs=[x, y], grid=(x.size, 1, 1), threadgroup=(32, 1, 1),
+                 output_shapes=[x.shape, x.shape], output_dtypes=[np.float32, np.float32],
+                 outputs=[s, p])
+    assert isinstance(res, list) and len(res) == 2
+    assert res[0] is s and res[1] is p
+    assert s.ctypes.data == s_ptr and p.ctypes.data == p_ptr
+    np.testing.assert_array_equal(s, x + y)
+    np.testing.assert_array_equal(p, x * y)
+    # kjit.Array outputs are written in place too.
+    ks = kjit.array(poisoned(x.shape, np.float32))
+    kp = kjit.array(poisoned(x.shape, np.float32))
+    res = kernel(inputs=[x, y], grid=(x.size, 1, 1), threadgroup=(32, 1, 1),
+                 output_shapes=[x.shape, x.shape], output_dtypes=[np.float32, np.float32],
+                 outputs=[ks, kp])
+    assert res[0] is ks and res[1] is kp
+    np.testing.assert_array_equal(np.asarray(ks), x + y)
+    np.testing.assert_array_equal(np.asarray(kp), x * y)
+    # A read-only array is refused as an output and left as it was.
+    frozen = poisoned(x.shape, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises((ValueError, TypeError), match="outputs"):
+        kernel(inputs=[x, y], grid=(x.size, 1, 1), threadgroup=(32, 1, 1),
+               output_shapes=[x.shape, x.shape], output_dtypes=[np.float32, np.float32],
+               outputs=[poisoned(x.shape, np.float32), frozen])
+    assert np.all(np.isnan(frozen))
+
+
+# --- scalar inputs -----------------------------------------------------------------------------
+
+SCALAR_SOURCE = {
+    "metal": """
+        uint i = thread_position_in_grid.x;
+        vals[i] = inp[i] * x;
+        if (i == 0) {
+            big_out[0] = big;
+            big_out[1] = big / 3;
+            n_out[0] = n;
+            n_out[1] = n / 7;
+            b_out[0] = flag;
+            b_out[1] = !flag;
+            f_out[0] = x;
+            f_out[1] = x / 3;
+            sizes[0] = sizeof(flag);
+            sizes[1] = sizeof(n);
+            sizes[2] = sizeof(big);
+            sizes[3] = sizeof(x);
+            sizes[4] = decltype(n)(-1) < 0;
+            sizes[5] = decltype(big)(-1) < 0;
+            sizes[6] = decltype(x)(1) / decltype(x)(2) > 0;
+            sizes[7] = decltype(n)(1) / decltype(n)(2) > 0;
+        }
+    """,
+    "cuda": """
+        auto i = cooperative_groups::this_grid().thread_rank();
+        vals[i] = inp[i] * x[0];
+        if (i == 0) {
+            big_out[0] = big[0];
+            big_out[1] = big[0] / 3;
+            n_out[0] = n[0];
+            n_out[1] = n[0] / 7;
+            b_out[0] = flag[0];
+            b_out[1] = !flag[0];
+            f_out[0] = *x;
+            f_out[1] = x[0] / 3;
+            sizes[0] = sizeof(flag[0]);
+            sizes[1] = sizeof(n[0]);
+            sizes[2] = sizeof(big[0]);
+            sizes[3] = sizeof(x[0]);
+            sizes[4] = static_cast<decltype(n[0] + 0)>(-1) < 0;
+            sizes[5] = static_cast<decltype(big[0] + 0)>(-1) < 0;
+            sizes[6] = static_cast<decltype(x[0] + 0)>(1) / 2 > 0;
+            sizes[7] = static_cast<decltype(n[0] + 0)>(1) / 2 > 0;
+        }
+    """,
+}
+
+
+def trunc_div(a, b):
+    """Integer division truncating toward zero, as in C++."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_scalar_inputs(dialect, rng):
+    kernel = make_kernel(dialect, name="scalars", input_names=["inp", "flag", "n", "big", "x"],
+                         output_names=["vals", "big_out", "n_out", "b_out", "f_out", "sizes"],
+                         source=SCALAR_SOURCE[dialect])
+    inp = rng.standard_normal(50).astype(np.float32)
+    for _ in range(2):
+        flag = bool(rng.integers(0, 2))
+        n = int(rng.integers(-2 ** 31, 2 ** 31))
+        big = int(rng.integers(2 ** 31, 2 ** 62)) * int(rng.choice([-1, 1]))
+        x = float(rng.standard_normal() * 10)
+        outs = [poisoned((50,), np.float32), poisoned((2,), np.int64), poisoned((2,), np.int32),
+                np.array([not flag, flag]), poisoned((2,), np.float32), poisoned((8,), np.int32)]
+        kernel(inputs=[inp, flag, n, big, x], grid=(50, 1, 1), threadgroup=(16, 1, 1),
+               output_shapes=[o.shape for o in outs], output_dtypes=[o.dtype for o in outs],
+               outputs=outs)
+        vals, big_out, n_out, b_out, f_out, sizes = outs
+        x32 = np.float32(x)
+        np.testing.assert_array_equal(vals, inp * x32)
+        # C++ division truncates toward zero.
+        assert big_out.tolist() == [big, trunc_div(big, 3)]
+        assert n_out.tolist() == [n, trunc_div(n, 7)]
+        assert b_out.tolist() == [flag, not flag]
+        assert f_out[0] == x32
+        assert f_out[1] == x32 / np.float32(3)
+        # bool (1 byte), int32, int64 (beyond 2^31), float32; signedness and integer division.
+        assert sizes.tolist() == [1, 4, 8, 4, 1, 1, 1, 0]
+
+
+# --- every dtype through a copy kernel ---------------------------------------------------------
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "bfloat16", "float32", "float64", "complex64"]
+
+
+def numpy_dtype(name):
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def random_data(rng, name, n):
+    dt = numpy_dtype(name)
+    if name == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    if name == "complex64":
+        return (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    a = (rng.standard_normal(n) * 100).astype(dt)
+    a[:4] = np.array([np.inf, -np.inf, -0.0, np.nan]).astype(dt)
+    return a
+
+
+def same_bits(a, b):
+    """Element-wise identical, NaNs and signed zeros included."""
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype == np.bool_:
+        return np.array_equal(a, b)
+    return np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def copy_kernel():
+    return kjit.metal_kernel(name="copy", input_names=["inp"], output_names=["out"], source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = inp[i];
+    """)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_every_dtype_copy(copy_kernel, name, rng):
+    n = 257
+    a = random_data(rng, name, n)
+    assert a.dtype == numpy_dtype(name)
+    kjit_dtype = getattr(kjit, "bool_" if name == "bool" else name)
+    for spelled in (kjit_dtype, numpy_dtype(name), name):
+        (out,) = copy_kernel(inputs=[a], grid=(n, 1, 1), threadgroup=(64, 1, 1),
+                             output_shapes=[(n,)], output_dtypes=[spelled])
+        assert isinstance(out, np.ndarray)
+        assert out.dtype == a.dtype, (spelled, out.dtype)
+        assert same_bits(out, a)
+    # Preallocated outputs: poisoned, then holding the complement of every element's bits, so
+    # that an element left unwritten differs from the input in one of the two runs.
+    if a.dtype == np.bool_:
+        complement = ~a
+    else:
+        bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize // (
+            2 if name == "complex64" else 1)]
+        complement = (~a.view(bits)).view(a.dtype)
+    for out in (poisoned((n,), a.dtype), complement.copy()):
+        copy_kernel(inputs=[a], grid=(n, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(n,)],
+                    output_dtypes=[kjit_dtype], outputs=[out])
+        assert same_bits(out, a)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_init_value_every_dtype(copy_kernel, name, rng):
+    """init_value converts like NumPy's astype: rounded for floats, truncated for integers."""
+    dt = numpy_dtype(name)
+    a = random_data(rng, name, 8)
+    if name == "bool":
+        values = [0.0, float(rng.uniform(0.1, 5))]
+    elif dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo, hi = max(int(info.min), -1000), min(int(info.max), 1000)
+        values = [float(rng.integers(lo, hi)) + 0.75, float(rng.integers(0, hi)) + 0.25]
+    else:
+        values = [float(rng.standard_normal() * 100), -float(rng.uniform(0, 1e-3))]
+    for v in values:
+        # A grid with no threads: the outputs hold init_value and nothing else.
+        (out,) = copy_kernel(inputs=[a], grid=(0, 1, 1), threadgroup=(64, 1, 1),
+                             output_shapes=[(5, 3)], output_dtypes=[dt], init_value=v)
+        assert out.dtype == dt and out.shape == (5, 3)
+        assert same_bits(out, np.full((5, 3), np.array(v).astype(dt))), (v, out)
+
+
+def test_dtype_names_and_sizes():
+    for name in DTYPES:
+        d = getattr(kjit, "bool_" if name == "bool" else name)
+        assert d.itemsize == numpy_dtype(name).itemsize, name
+
+
+# --- return types ----------------------------------------------------------------------------
+
+def test_return_types(copy_kernel, rng):
+    a = rng.standard_normal((6, 5)).astype(np.float32)
+    kwargs = dict(grid=(a.size, 1, 1), threadgroup=(32, 1, 1), output_shapes=[a.shape],
+                  output_dtypes=[np.float32])
+    (out_np,) = copy_kernel(inputs=[a], **kwargs)
+    assert type(out_np) is np.ndarray
+    np.testing.assert_array_equal(out_np, a)
+
+    ka = kjit.array(a)
+    assert isinstance(ka, kjit.Array)
+    assert tuple(ka.shape) == a.shape and ka.dtype == kjit.float32
+    (out_k,) = copy_kernel(inputs=[ka], **kwargs)
+    assert isinstance(out_k, kjit.Array)
+    assert tuple(out_k.shape) == a.shape and out_k.dtype == kjit.float32
+    for converted in (np.asarray(out_k), out_k.numpy(), np.from_dlpack(out_k)):
+        assert isinstance(converted, np.ndarray) and converted.dtype == np.float32
+        np.testing.assert_array_equal(converted, a)
+
+    # A kjit.Array output can be fed back in as an input.
+    (again,) = copy_kernel(inputs=[out_k], **kwargs)
+    assert isinstance(again, kjit.Array)
+    np.testing.assert_array_equal(np.asarray(again), a)
+
+
+def test_return_type_bfloat16_kjit_array(copy_kernel, rng):
+    a = rng.standard_normal(40).astype(ml_dtypes.bfloat16)
+    (out,) = copy_kernel(inputs=[kjit.array(a)], grid=(40, 1, 1), threadgroup=(32, 1, 1),
+                         output_shapes=[(40,)], output_dtypes=[kjit.bfloat16])
+    assert isinstance(out, kjit.Array) and out.dtype == kjit.bfloat16
+    back = out.numpy()
+    assert back.dtype == a.dtype
+    np.testing.assert_array_equal(back.view(np.uint16), a.view(np.uint16))
+
+
+# --- verbose ------------------------------------------------------------------------------------
+
+def test_verbose_prints_generated_source(capsys, rng):
+    source = """
+        uint i = thread_position_in_grid.x;
+        // scale by seven
+        out[i] = inp[i] * 7;
+    """
+    kernel = kjit.metal_kernel(name="verbose_probe", input_names=["inp"], output_names=["out"],
+                               source=source)
+    a = rng.standard_normal(10).astype(np.float32)
+    (out,) = kernel(inputs=[a], grid=(10, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(10,)],
+                    output_dtypes=[np.float32], verbose=True)
+    printed = capsys.readouterr().out
+    assert "Generated source code for `verbose_probe`" in printed
+    for line in source.strip().splitlines():
+        assert line.strip() in printed
+    np.testing.assert_array_equal(out, a * np.float32(7))
+    # Not verbose: nothing printed.
+    kernel(inputs=[a], grid=(10, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(10,)],
+           output_dtypes=[np.float32])
+    assert capsys.readouterr().out == ""
+
+
+# --- half and bfloat arithmetic ---------------------------------------------------------------
+
+HALF_SOURCE = """
+    uint i = thread_position_in_grid.x;
+    half x = inp[i];
+    T t = x * 2;
+    out_h[i] = t / 3;
+    out_f[i] = (x + 1.0f) / 3;
+    out_hh[i] = x * 2;
+    if (i == 0) {
+        sizes[0] = sizeof(x * 2);
+        sizes[1] = sizeof(x + 1.0f);
+        sizes[2] = sizeof(x + x);
+        sizes[3] = sizeof(x * 2.0);
+        sizes[4] = sizeof(bfloat(x) * 2);
+        sizes[5] = sizeof(bfloat(x) + x);
+    }
+"""
+
+
+def test_half_arithmetic_follows_metal_promotion(rng):
+    kernel = kjit.metal_kernel(name="half_promotion", input_names=["inp"],
+                               output_names=["out_h", "out_f", "out_hh", "sizes"],
+                               source=HALF_SOURCE)
+    n = 2000
+    a = (rng.standard_normal(n) * 30).astype(np.float16)
+    outs = [poisoned((n,), np.float32), poisoned((n,), np.float32), poisoned((n,), np.float16),
+            poisoned((6,), np.int32)]
+    kernel(inputs=[a], template=[("T", kjit.float16)], grid=(n, 1, 1), threadgroup=(128, 1, 1),
+           output_shapes=[o.shape for o in outs], output_dtypes=[o.dtype for o in outs],
+           outputs=outs)
+    out_h, out_f, out_hh, sizes = outs
+    # half * int -> half, half / int -> half: each result rounded to float16.
+    f32 = a.astype(np.float32)
+    doubled = (f32 * 2).astype(np.float16)
+    ref_h = (doubled.astype(np.float32) / np.float32(3)).astype(np.float16)
+    np.testing.assert_array_equal(out_hh, doubled)
+    np.testing.assert_array_equal(out_h, ref_h.astype(np.float32))
+    exact = a.astype(np.float64) * 2 / 3
+    assert np.all(np.abs(out_h - exact) <= np.spacing(ref_h).astype(np.float64) / 2 * 1.001)
+    # half + float -> float: NumPy float32 arithmetic.
+    ref_f = (a.astype(np.float32) + np.float32(1)) / np.float32(3)
+    np.testing.assert_array_equal(out_f, ref_f)
+    # The two precisions really differ on this data.
+    assert np.mean(out_h != (a.astype(np.float32) * 2 / 3)) > 0.5
+    assert np.mean(out_f != ((a + np.float16(1)) / np.float16(3)).astype(np.float32)) > 0.5
+    # 2.0 is a float literal in Metal, so half * 2.0 is a float; bfloat op half is a float.
+    assert sizes.tolist() == [2, 4, 2, 4, 2, 4]
+
+
+# --- Metal math against NumPy in float64 ----------------------------------------------------
+
+MATH_FUNCTIONS = [
+    # name, expression, reference, tolerance in float32 ulp (0.501: correctly rounded, give or
+    # take the float64 reference's own rounding)
+    ("exp", "metal::exp(e[i])", lambda e, p, s, t, u: np.exp(e), 2.0),
+    ("fast_exp", "metal::fast::exp(e[i])", lambda e, p, s, t, u: np.exp(e), 2.0),
+    ("precise_exp", "metal::precise::exp(e[i])", lambda e, p, s, t, u: np.exp(e), 2.0),
+    ("exp2", "exp2(e[i])", lambda e, p, s, t, u: np.exp2(e), 1.0),
+    ("log", "log(p[i])", lambda e, p, s, t, u: np.log(p), 1.0),
+    ("log2", "metal::log2(p[i])", lambda e, p, s, t, u: np.log2(p), 1.0),
+    ("sqrt", "sqrt(p[i])", lambda e, p, s, t, u: np.sqrt(p), 0.501),
+    ("rsqrt", "rsqrt(p[i])", lambda e, p, s, t, u: 1 / np.sqrt(p), 1.5),
+    ("tanh", "tanh(s[i])", lambda e, p, s, t, u: np.tanh(s), 3.0),
+    ("sin", "sin(s[i])", lambda e, p, s, t, u: np.sin(s), 2.0),
+    ("cos", "metal::cos(s[i])", lambda e, p, s, t, u: np.cos(s), 2.0),
+    ("fabs", "fabs(s[i])", lambda e, p, s, t, u: np.abs(s), 0.0),
+    ("floor", "floor(s[i])", lambda e, p, s, t, u: np.floor(s), 0.0),
+    ("ceil", "ceil(s[i])", lambda e, p, s, t, u: np.ceil(s), 0.0),
+    # Metal's round: halfway cases away from zero.
+    ("round", "round(s[i])", lambda e, p, s, t, u: np.sign(s) * np.floor(np.abs(s) + 0.5), 0.0),
+    ("fmax", "fmax(s[i], t[i])", lambda e, p, s, t, u: np.fmax(s, t), 0.0),
+    ("fmin", "fmin(s[i], t[i])", lambda e, p, s, t, u: np.fmin(s, t), 0.0),
+    ("max", "max(s[i], t[i])", lambda e, p, s, t, u: np.fmax(s, t), 0.0),
+    ("min", "metal::min(s[i], t[i])", lambda e, p, s, t, u: np.fmin(s, t), 0.0),
+    ("clamp", "clamp(s[i], -1.5f, 2.25f)", lambda e, p, s, t, u: np.clip(s, -1.5, 2.25), 0.0),
+    ("fma", "fma(s[i], u[i], p[i])", lambda e, p, s, t, u: s * u + p, 0.501),
+    ("abs", "abs(s[i])", lambda e, p, s, t, u: np.abs(s), 0.0),
+]
+
+MATH_SOURCE = "uint i = thread_position_in_grid.x;\n" + "\n".join(
+    f"o_{name}[i] = {expr};" for name, expr, _, _ in MATH_FUNCTIONS)
+
+
+@pytest.fixture(scope="module")
+def math_kernel():
+    return kjit.metal_kernel(name="math_suite", input_names=["e", "p", "s", "t", "u"],
+                             output_names=[f"o_{name}" for name, _, _, _ in MATH_FUNCTIONS],
+                             source=MATH_SOURCE)
+
+
+def run_math(math_kernel, e, p, s, t, u):
+    n = e.size
+    outs = [poisoned((n,), np.float32) for _ in MATH_FUNCTIONS]
+    math_kernel(inputs=[e, p, s, t, u], grid=(n, 1, 1), threadgroup=(256, 1, 1),
+                output_shapes=[(n,)] * len(outs), output_dtypes=[np.float32] * len(outs),
+                outputs=outs)
+    return dict(zip((name for name, _, _, _ in MATH_FUNCTIONS), outs))
+
+
+def test_metal_math_against_float64(math_kernel, rng):
+    n = 100_000
+    e = rng.uniform(-87, 88, n).astype(np.float32)
+    p = np.exp(rng.uniform(-20, 20, n)).astype(np.float32)
+    s = rng.uniform(-20, 20, n).astype(np.float32)
+    s[:200] = np.round(s[:200]) + 0.5  # halfway cases for round
+    s[200:210] = -0.0
+    t = rng.uniform(-20, 20, n).astype(np.float32)
+    t[::97] = np.nan  # fmax/fmin/max/min return the other operand
+    u = rng.standard_normal(n).astype(np.float32)
+    outs = run_math(math_kernel, e, p, s, t, u)
+    args = [x.astype(np.float64) for x in (e, p, s, t, u)]
+    for name, _, ref_fn, tol in MATH_FUNCTIONS:
+        ref = ref_fn(*args)
+        out = outs[name]
+        assert not np.any(np.isnan(out) & ~np.isnan(ref)), name
+        assert np.array_equal(np.isnan(out), np.isnan(ref)), name
+        ok = ~np.isnan(ref)
+        err = ulp_error(out[ok], ref[ok])
+        assert err.max() <= tol, (name, float(err.max()), out[ok][err.argmax()],
+                                  ref[ok][err.argmax()])
+    # exp of values in [-87, 88] within 2 ulp, as a relative error.
+    exp_ref = np.exp(args[0])
+    rel = np.abs(outs["exp"].astype(np.float64) - exp_ref) / exp_ref
+    assert rel.max() <= 2.5e-7, float(rel.max())
+    # Signed zeros and exact halfway rounding.
+    assert np.all(np.signbit(outs["fabs"][200:210]) == 0)
+    np.testing.assert_array_equal(outs["round"][:200],
+                                  np.sign(s[:200]) * np.floor(np.abs(s[:200]) + np.float32(0.5)))
+
+
+EXP_EDGES = [
+    (np.inf, np.inf),
+    (-np.inf, 0.0),
+    (np.nan, np.nan),
+    (88.7, None),    # finite, near the largest float
+    (88.72, None),
+    (89.0, np.inf),
+    (100.0, np.inf),
+    (-87.0, None),
+    (-88.0, None),   # subnormal results from here on
+    (-90.0, None),
+    (-95.5, None),
+    (-100.0, None),
+    (-103.9, None),
+    (-110.0, 0.0),
+    (-1000.0, 0.0),
+    (0.0, 1.0),
+    (-0.0, 1.0),
+    (1e-30, 1.0),
+]
+
+
+def test_exp_edge_cases(math_kernel, rng):
+    x = np.array([v for v, _ in EXP_EDGES], dtype=np.float32)
+    n = x.size
+    filler = [rng.uniform(1, 2, n).astype(np.float32) for _ in range(4)]
+    outs = run_math(math_kernel, x, *filler)
+    ref = np.exp(x.astype(np.float64))
+    for name in ("exp", "precise_exp", "fast_exp"):
+        out = outs[name]
+        for k, (v, expected) in enumerate(EXP_EDGES):
+            if expected is not None:
+                if np.isnan(expected):
+                    assert np.isnan(out[k]), (name, v)
+                else:
+                    assert out[k] == expected, (name, v, out[k])
+            else:
+                assert np.isfinite(out[k]) and out[k] > 0, (name, v, out[k])
+                if ref[k] < 2.0 ** -126:
+                    # Subnormal: within one unit of the smallest subnormal.
+                    assert abs(float(out[k]) - ref[k]) <= 2.0 ** -149, (name, v, out[k], ref[k])
+                else:
+                    assert ulp_error(out[k], ref[k]) <= 2, (name, v, out[k], ref[k])
+    assert 0 < outs["exp"][x.tolist().index(np.float32(-103.9))] < 2.0 ** -126
+
+
+MAD_SOURCE = {
+    "metal": "uint i = thread_position_in_grid.x;\nout[i] = a[i] * b[i] + c[i];",
+    "cuda": "unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\nout[i] = a[i] * b[i] + c[i];",
+}
+
+
+@pytest.mark.parametrize("options", [None, {"math_mode": "safe"}])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_safe_math_rounds_every_operation(dialect, options, rng):
+    """In the default (safe, IEEE) math mode a * b + c is a product rounded to float, then a sum
+    rounded to float: never contracted into one fused multiply-add, which rounds once (the
+    relaxed and fast modes allow that)."""
+    kernel = make_kernel(dialect, name="mad", input_names=["a", "b", "c"], output_names=["out"],
+                         source=MAD_SOURCE[dialect], compile_options=options)
+    n = 20_000
+    a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    out = poisoned((n,), np.float32)
+    kernel(inputs=[a, b, c], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[(n,)],
+           output_dtypes=[np.float32], outputs=[out])
+    separate = a * b + c
+    fused = (a.astype(np.float64) * b + c).astype(np.float32)
+    assert np.sum(separate != fused) > 100  # the data tells the two apart
+    mismatched = int(np.sum(out != separate))
+    assert mismatched == 0, f"{mismatched} of {n} results are rounded once, as by an FMA"
+
+
+# --- CUDA math names on the CPU ---------------------------------------------------------------
+
+CUDA_MATH_SOURCE = """
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    o_exp[i] = expf(s[i]);
+    o_fexp[i] = __expf(s[i]);
+    o_sqrt[i] = sqrtf(p[i]);
+    o_rsqrt[i] = rsqrtf(p[i]);
+    o_fmax[i] = fmaxf(s[i], t[i]);
+    o_fminf[i] = fminf(s[i], t[i]);
+    o_h2f[i] = __half2float(h[i]) * 2.0f;
+    o_f2h[i] = __float2half(s[i]);
+    o_logf[i] = logf(p[i]);
+"""
+
+
+def test_cuda_math_names(rng):
+    names = ["o_exp", "o_fexp", "o_sqrt", "o_rsqrt", "o_fmax", "o_fminf", "o_h2f", "o_f2h",
+             "o_logf"]
+    kernel = kjit.cuda_kernel(name="cuda_math", input_names=["s", "t", "p", "h"],
+                              output_names=names, source=CUDA_MATH_SOURCE)
+    n = 3000
+    s = rng.uniform(-30, 30, n).astype(np.float32)
+    t = rng.uniform(-30, 30, n).astype(np.float32)
+    t[::31] = np.nan
+    p = np.exp(rng.uniform(-10, 10, n)).astype(np.float32)
+    h = (rng.standard_normal(n) * 10).astype(np.float16)
+    dtypes = [np.float32] * 7 + [np.float16, np.float32]
+    outs = [poisoned((n,), d) for d in dtypes]
+    kernel(inputs=[s, t, p, h], grid=(n, 1, 1), threadgroup=(128, 1, 1),
+           output_shapes=[(n,)] * len(names), output_dtypes=dtypes, outputs=outs)
+    o = dict(zip(names, outs))
+    s64, p64 = s.astype(np.float64), p.astype(np.float64)
+    assert ulp_error(o["o_exp"], np.exp(s64)).max() <= 1
+    assert ulp_error(o["o_fexp"], np.exp(s64)).max() <= 2
+    assert ulp_error(o["o_sqrt"], np.sqrt(p64)).max() <= 0.501
+    assert ulp_error(o["o_rsqrt"], 1 / np.sqrt(p64)).max() <= 1.5
+    assert ulp_error(o["o_logf"], np.log(p64)).max() <= 1
+    np.testing.assert_array_equal(o["o_fmax"], np.fmax(s, t))
+    np.testing.assert_array_equal(o["o_fminf"], np.fmin(s, t))
+    np.testing.assert_array_equal(o["o_h2f"], h.astype(np.float32) * 2)
+    # __float2half rounds to nearest even, as NumPy's float16 conversion does.
+    np.testing.assert_array_equal(o["o_f2h"], s.astype(np.float16))
+
+
+def test_cuda_half_and_bfloat_inputs(rng):
+    kernel = kjit.cuda_kernel(name="cuda_low_float", input_names=["h", "b"],
+                              output_names=["oh", "ob", "of"], source="""
+        auto i = cooperative_groups::this_grid().thread_rank();
+        float hf = __half2float(h[i]);
+        float bf = __bfloat162float(b[i]);
+        oh[i] = __float2half(hf * 3.0f);
+        ob[i] = __float2bfloat16(bf * 3.0f);
+        of[i] = hf + bf;
+    """)
+    n = 500
+    h = rng.standard_normal(n).astype(np.float16)
+    b = rng.standard_normal(n).astype(ml_dtypes.bfloat16)
+    outs = [poisoned((n,), np.float16), poisoned((n,), ml_dtypes.bfloat16),
+            poisoned((n,), np.float32)]
+    kernel(inputs=[h, b], grid=(n, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(n,)] * 3,
+           output_dtypes=[np.float16, kjit.bfloat16, np.float32], outputs=outs)
+    oh, ob, of = outs
+    np.testing.assert_array_equal(oh, (h.astype(np.float32) * np.float32(3)).astype(np.float16))
+    np.testing.assert_array_equal(
+        ob.view(np.uint16),
+        (b.astype(np.float32) * np.float32(3)).astype(ml_dtypes.bfloat16).view(np.uint16))
+    np.testing.assert_array_equal(of, h.astype(np.float32) + b.astype(np.float32))
+
+
+# --- float vectors in the Metal dialect -------------------------------------------------------
+
+VECTOR_SOURCE = """
+    uint i = thread_position_in_grid.x;
+    float4 v = ((const device float4*)a)[i];
+    float4 w = ((const device float4*)b)[i];
+    float4 r = v * w + 2.0f;
+    r = r - v / 4;
+    ((device float4*)comp)[i] = r;
+    dots[i] = dot(v, w);
+    float3 v3 = ((const device float3*)a)[i];
+    float3 w3 = float3(w.x, w.y, w.z);
+    dots3[i] = dot(v3, w3);
+    lens[i] = length(v);
+    maxes[i] = max(max(v.x, v.y), max(v.z, v.w));
+    if (i == 0) {
+        sizes[0] = sizeof(float2);
+        sizes[1] = sizeof(float3);
+        sizes[2] = sizeof(float4);
+        sizes[3] = sizeof(half4);
+        sizes[4] = alignof(float3);
+        sizes[5] = sizeof(int3);
+    }
+"""
+
+
+def test_float_vectors(rng):
+    kernel = kjit.metal_kernel(name="vectors", input_names=["a", "b"],
+                               output_names=["comp", "dots", "dots3", "lens", "maxes", "sizes"],
+                               source=VECTOR_SOURCE)
+    n = 333
+    a = rng.standard_normal((n, 4)).astype(np.float32)
+    b = rng.standard_normal((n, 4)).astype(np.float32)
+    outs = [poisoned((n, 4), np.float32), poisoned((n,), np.float32),
+            poisoned((n,), np.float32), poisoned((n,), np.float32), poisoned((n,), np.float32),
+            poisoned((6,), np.int32)]
+    kernel(inputs=[a, b], grid=(n, 1, 1), threadgroup=(64, 1, 1),
+           output_shapes=[o.shape for o in outs], output_dtypes=[o.dtype for o in outs],
+           outputs=outs)
+    comp, dots, dots3, lens, maxes, sizes = outs
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(comp, a64 * b64 + 2 - a64 / 4, rtol=1e-6, atol=1e-6)
+    scale = np.abs(a64 * b64).sum(axis=1)
+    assert np.all(np.abs(dots - (a64 * b64).sum(axis=1)) <= 4e-7 * scale + 1e-30)
+    # float3 is 16 bytes: element i of a float3 pointer starts at float 4*i.
+    scale3 = np.abs(a64[:, :3] * b64[:, :3]).sum(axis=1)
+    assert np.all(np.abs(dots3 - (a64[:, :3] * b64[:, :3]).sum(axis=1)) <= 4e-7 * scale3 + 1e-30)
+    np.testing.assert_allclose(lens, np.linalg.norm(a64, axis=1), rtol=5e-7)
+    np.testing.assert_array_equal(maxes, a.max(axis=1))
+    assert sizes.tolist() == [8, 16, 16, 8, 16, 16]
+
+
+# --- elem_to_loc on broadcast inputs ----------------------------------------------------------
+
+BROADCAST_SOURCE = {
+    "metal": """
+        uint elem = thread_position_in_grid.x;
+        int64_t loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
+        out[elem] = inp[loc] * 3;
+        locs[elem] = loc;
+        if (elem < uint(inp_ndim)) {
+            st[elem] = inp_strides[elem];
+        }
+    """,
+    "cuda": """
+        auto elem = cooperative_groups::this_grid().thread_rank();
+        auto loc = elem_to_loc(elem, inp_shape.data(), inp_strides.data(), inp_ndim);
+        out[elem] = inp[loc] * 3;
+        locs[elem] = loc;
+        if (elem < inp_ndim) {
+            st[elem] = inp_strides[elem];
+        }
+    """,
+}
+
+
+def writable_broadcast(base, shape):
+    """np.broadcast_to's view (stride 0 along broadcast dimensions), left writable."""
+    ro = np.broadcast_to(base, shape)
+    return np.lib.stride_tricks.as_strided(base, shape=ro.shape, strides=ro.strides,
+                                           writeable=True)
+
+
+@pytest.mark.parametrize(
+    "base_shape,shape",
+    [((1, 5), (4, 5)), ((4, 1), (4, 5)), ((3, 1, 5), (3, 4, 5)), ((1,), (37,)),
+     ((2, 1, 1, 3), (2, 3, 4, 3))],
+)
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_elem_to_loc_broadcast(dialect, base_shape, shape, rng):
+    kernel = make_kernel(dialect, name="broadcast", input_names=["inp"],
+                         output_names=["out", "locs", "st"], source=BROADCAST_SOURCE[dialect],
+                         ensure_row_contiguous=False)
+    base = rng.standard_normal(base_shape).astype(np.float32)
+    inp = writable_broadcast(base, shape)
+    np.testing.assert_array_equal(inp, np.broadcast_to(base, shape))
+    size = math.prod(shape)
+    outs = [poisoned(shape, np.float32), poisoned(shape, np.int64),
+            poisoned((len(shape),), np.int64)]
+    kernel(inputs=[inp], grid=(size, 1, 1), threadgroup=(16, 1, 1),
+           output_shapes=[o.shape for o in outs], output_dtypes=[o.dtype for o in outs],
+           outputs=outs)
+    out, locs, st = outs
+    strides = np.array(inp.strides) // inp.itemsize
+    np.testing.assert_array_equal(st, strides)
+    assert 0 in st.tolist()
+    expected_locs = np.stack(np.indices(shape), axis=-1) @ strides
+    np.testing.assert_array_equal(locs, expected_locs)
+    np.testing.assert_array_equal(out, inp * np.float32(3))
+
+
+# --- read-only inputs ------------------------------------------------------------------------
+
+def read_only_input(rng, kind):
+    base = rng.standard_normal((3, 1, 5)).astype(np.float32)
+    if kind == "broadcast_to":
+        return np.broadcast_to(base, (3, 4, 5))
+    a = np.ascontiguousarray(np.broadcast_to(base, (3, 4, 5)))
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("kind", ["broadcast_to", "read_only_contiguous"])
+@pytest.mark.parametrize("contig", [False, True])
+def test_read_only_inputs(kind, contig, rng):
+    """Inputs are only read: NumPy's read-only arrays, such as np.broadcast_to's views, are
+    accepted like any other."""
+    kernel = kjit.metal_kernel(name="broadcast", input_names=["inp"],
+                               output_names=["out", "locs", "st"],
+                               source=BROADCAST_SOURCE["metal"], ensure_row_contiguous=contig)
+    inp = read_only_input(rng, kind)
+    assert not inp.flags.writeable
+    outs = [poisoned(inp.shape, np.float32), poisoned(inp.shape, np.int64),
+            poisoned((3,), np.int64)]
+    kernel(inputs=[inp], grid=(inp.size, 1, 1), threadgroup=(16, 1, 1),
+           output_shapes=[o.shape for o in outs], output_dtypes=[o.dtype for o in outs],
+           outputs=outs)
+    np.testing.assert_array_equal(outs[0], inp * np.float32(3))
+    seen = inp.strides if not contig else np.ascontiguousarray(inp).strides
+    np.testing.assert_array_equal(outs[2], np.array(seen) // inp.itemsize)
+    ka = kjit.array(inp)
+    np.testing.assert_array_equal(np.asarray(ka), inp)
