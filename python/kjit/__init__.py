@@ -10,6 +10,10 @@ NVIDIA GPUs or on the CPU, from any array library.
 array([0., 2., 4., 6.], dtype=float32)
 """
 
+import glob as _glob
+import os as _os
+import sys as _sys
+
 from ._errors import CompileError, LaunchError
 from ._kjit import (
     Array,
@@ -40,8 +44,16 @@ from ._kjit import (
     zeros,
 )
 
+from ._kjit import add_library_search_dir as _add_library_search_dir
+
 bool_ = Dtype.bool
 __version__ = version()
+
+# NVRTC may come from NVIDIA's wheels (nvidia-cuda-nvrtc, cuda-toolkit): let the CUDA backend
+# find them. Nothing is loaded until a CUDA kernel is built.
+for _entry in _sys.path:
+    for _lib in sorted(_glob.glob(_os.path.join(_entry, "nvidia", "*", "lib")), reverse=True):
+        _add_library_search_dir(_lib)
 
 __all__ = [
     "Array",

@@ -16,9 +16,20 @@ def doctor() -> int:
     path, cpu_ok = _kjit.host_compiler()
     detail = f"host compiler {path}" if cpu_ok else f"no host compiler ({path!r} not found; set KJIT_CXX)"
     print(f"cpu : {'PASS' if cpu_ok else 'FAIL'}  {detail}")
-    gpu = [d for d in kjit.devices() if d.startswith("cuda")]
-    print(f"cuda: {'PASS' if gpu else 'FAIL'}  "
-          f"{', '.join(gpu) if gpu else 'no CUDA backend in this build (kernels run on the CPU)'}")
+    cuda = _kjit.cuda_status()
+    if cuda["unavailable"]:
+        print(f"cuda: FAIL  {cuda['unavailable']}")
+    else:
+        names = ", ".join(f"cuda:{i} {name} ({arch})" for i, (name, arch) in
+                          enumerate(cuda["devices"]))
+        print(f"cuda: PASS  {names}")
+    if cuda["driver"]:
+        version = cuda["driver_version"]
+        print(f"      driver {cuda['driver']} (CUDA {version // 1000}.{version % 1000 // 10})")
+    if cuda["nvrtc"]:
+        print(f"      NVRTC {cuda['nvrtc_version']} from {cuda['nvrtc']}")
+    else:
+        print(f"      NVRTC {cuda['nvrtc_error']}: CUDA kernels cannot be compiled")
     print(f"default device: {kjit.default_device()}")
     info = kjit.cache_info()
     where = info["directory"] if info["disk_enabled"] else "disabled (memory only)"

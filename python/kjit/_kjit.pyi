@@ -137,6 +137,16 @@ def cache_info() -> dict[str, object]:
 def host_compiler() -> tuple[str, bool]:
     """The CPU backend's compiler: (path, found)."""
 
+def cuda_status() -> dict[str, object]:
+    """
+    What the CUDA backend found: driver and NVRTC libraries and versions, devices, and why it cannot run (empty when it can).
+    """
+
+def add_library_search_dir(dir: str) -> None:
+    """
+    Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.
+    """
+
 def clear_cache() -> None:
     """Empties the in-memory cache and deletes disk entries."""
 

@@ -6,6 +6,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "backend/cpu/host_compiler.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/library_search.h"
 #include "convert.h"
 
 namespace nb = nanobind;
@@ -130,6 +132,33 @@ void init_array(nb::module_& m) {
           return nb::make_tuple(c.path, c.found);
         }, nb::sig("def host_compiler() -> tuple[str, bool]"),
         "The CPU backend's compiler: (path, found).");
+  m.def("cuda_status", [] {
+          const cuda::DriverApi& d = cuda::driver();
+          const cuda::NvrtcApi& r = cuda::nvrtc();
+          nb::dict out;
+          int driver_version = 0;
+          if (d.loaded) d.cuDriverGetVersion(&driver_version);
+          out["driver"] = d.loaded ? nb::cast(d.library) : nb::none();
+          out["driver_version"] = driver_version;
+          out["driver_error"] = d.error;
+          out["nvrtc"] = r.loaded ? nb::cast(r.library) : nb::none();
+          out["nvrtc_version"] = r.loaded ? nb::cast(std::to_string(r.major) + "." +
+                                                     std::to_string(r.minor))
+                                          : nb::none();
+          out["nvrtc_error"] = r.error;
+          nb::list devs;
+          for (int i = 0; i < cuda::device_count(); ++i) {
+            const cuda::DeviceInfo& info = cuda::device_info(i);
+            devs.append(nb::make_tuple(info.name, "sm_" + std::to_string(info.cc)));
+          }
+          out["devices"] = devs;
+          out["unavailable"] = cuda::unavailable_reason();
+          return out;
+        }, nb::sig("def cuda_status() -> dict[str, object]"),
+        "What the CUDA backend found: driver and NVRTC libraries and versions, devices, and why "
+        "it cannot run (empty when it can).");
+  m.def("add_library_search_dir", &cuda::add_library_search_dir, "dir"_a,
+        "Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.");
   m.def("clear_cache", &clear_cache, "Empties the in-memory cache and deletes disk entries.");
   m.def("version", [] { return std::string(version()); }, "The library version.");
 }

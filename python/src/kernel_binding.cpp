@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "backend/cuda/cuda_backend.h"
 #include "convert.h"
 
 namespace nb = nanobind;
@@ -121,6 +122,28 @@ uintptr_t to_stream(nb::handle obj, const std::string& param) {
   return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(handle.ptr()));
 }
 
+// The stream a framework's work on |device| is queued on now, so that a kernel is ordered after
+// it and its outputs are ready for that framework's next operations (0: the legacy stream).
+uintptr_t current_stream(Framework framework, int device) {
+  if (framework == Framework::Torch) {
+    static nb::object raw = [] {
+      nb::object c = nb::module_::import_("torch").attr("_C");
+      return nb::hasattr(c, "_cuda_getCurrentRawStream") ? c.attr("_cuda_getCurrentRawStream")
+                                                          : nb::object();
+    }();
+    nb::object handle = raw.is_valid()
+                            ? raw(device)
+                            : nb::module_::import_("torch").attr("cuda").attr("current_stream")(
+                                  device).attr("cuda_stream");
+    return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(handle.ptr()));
+  }
+  if (framework == Framework::Cupy) {
+    nb::object s = nb::module_::import_("cupy").attr("cuda").attr("get_current_stream")();
+    return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(s.attr("ptr").ptr()));
+  }
+  return 0;
+}
+
 template <class F>
 std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> to_list(
     nb::handle obj, const std::string& param, F convert) {
@@ -192,10 +215,19 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
     nb::gil_scoped_acquire gil;
     nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
   };
+  // On a GPU, run on the stream of the inputs' framework unless told otherwise.
+  std::optional<Device> gpu;
+  if (options.device && options.device->type == DeviceType::CUDA) gpu = options.device;
+  for (const Array& a : arrays) {
+    if (!gpu && a.ndim() > 0 && a.device().type == DeviceType::CUDA) gpu = a.device();
+  }
+  if (gpu && stream.is_none()) options.stream = current_stream(framework, gpu->index);
   std::vector<Array> result;
   {
     nb::gil_scoped_release release;
     result = k(arrays, shapes, dtypes, g, tg, targs, init, verbose.ptr() == Py_True, options);
+    // JAX reads DLPack imports without waiting on the exporter's stream.
+    if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
   }
   if (!outputs.is_none()) return nb::list(outputs);
   nb::list out;

@@ -2,6 +2,8 @@
 #include <kjit/errors.h>
 
 #include <charconv>
+
+#include "backend/cuda/cuda_backend.h"
 #include <string>
 
 namespace kjit {
@@ -25,8 +27,12 @@ std::string Device::str() const {
   return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
 }
 
-std::vector<Device> devices() { return {Device::cpu()}; }
+std::vector<Device> devices() {
+  std::vector<Device> out = {Device::cpu()};
+  for (int i = 0; i < cuda::device_count(); ++i) out.push_back(Device::cuda(i));
+  return out;
+}
 
-Device default_device() { return Device::cpu(); }
+Device default_device() { return cuda::device_count() > 0 ? Device::cuda(0) : Device::cpu(); }
 
 }  // namespace kjit

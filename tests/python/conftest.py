@@ -28,3 +28,54 @@ def poisoned(shape, dtype) -> np.ndarray:
     else:
         out.fill(np.array(-7).astype(out.dtype))
     return out
+
+
+# Every kernel the tests run is also built by NVRTC for a GPU architecture (KJIT_TEST_CUDA_TARGET,
+# default sm_90) wherever NVRTC loads, GPU or not: a body that runs on the CPU must compile for
+# CUDA too. With KJIT_TEST_DEVICE set (e.g. "cuda"), every call without a device= runs there:
+# NumPy inputs are copied over and the outputs come back as NumPy arrays, so the same
+# assertions check the other backend.
+import kjit  # noqa: E402
+
+CUDA_TARGET = os.environ.get("KJIT_TEST_CUDA_TARGET", "sm_90")
+TEST_DEVICE = os.environ.get("KJIT_TEST_DEVICE") or None
+NVRTC = kjit._kjit.cuda_status()["nvrtc"] is not None
+
+
+class _CheckedKernel:
+    """A kernel that also compiles each call's signature for CUDA_TARGET."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+        self._built = set()
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
+
+    def __call__(self, **kwargs):
+        if TEST_DEVICE and kwargs.get("device") is None and kwargs.get("outputs") is None:
+            kwargs["device"] = TEST_DEVICE
+        result = self._kernel(**kwargs)
+        if NVRTC:
+            inputs = [kjit.array(x) for x in kwargs["inputs"]]
+            signature = [(a.dtype, a.ndim) for a in inputs]
+            dtypes = list(kwargs["output_dtypes"])
+            template = kwargs.get("template")
+            key = repr((signature, dtypes, template))
+            if key not in self._built:
+                self._kernel.build(inputs=signature, output_dtypes=dtypes, template=template,
+                                   target=CUDA_TARGET)
+                self._built.add(key)
+        return result
+
+
+def _checked(factory):
+    def make(*args, **kwargs):
+        return _CheckedKernel(factory(*args, **kwargs))
+
+    make.__doc__ = factory.__doc__
+    return make
+
+
+kjit.metal_kernel = _checked(kjit.metal_kernel)
+kjit.cuda_kernel = _checked(kjit.cuda_kernel)
