@@ -5,6 +5,8 @@
 #                 pytest, nanobind and scikit-build-core (no virtual environment, no downloads)
 
 PYTHON ?= .venv/bin/python
+# The interpreter's full path (resolved when used: the virtual environment may not exist yet).
+PYTHON_EXE = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 BUILD ?= build
 JOBS ?= $(shell nproc)
 VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes
@@ -22,7 +24,7 @@ all: build
 venv: .venv/.done
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(abspath $(PYTHON))
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(PYTHON_EXE)
 
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)

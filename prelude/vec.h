@@ -31,6 +31,13 @@ struct alignas(4 * sizeof(T)) vec<T, 3> {
   KJIT_INLINE constexpr vec(T a, const vec<T, 2>& bc) : x(a), y(bc.x), z(bc.y) {}
   template <class U>
   KJIT_INLINE constexpr explicit vec(const vec<U, 3>& v) : x(T(v.x)), y(T(v.y)), z(T(v.z)) {}
+#ifdef KJIT_CUDA
+  // CUDA's own uint3 (threadIdx, and what cuda_kernel bodies declare) converts both ways.
+  KJIT_INLINE vec(const ::uint3& v) : x(T(v.x)), y(T(v.y)), z(T(v.z)) {}
+  KJIT_INLINE operator ::uint3() const {
+    return ::make_uint3(unsigned(x), unsigned(y), unsigned(z));
+  }
+#endif
   KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : z; }
   KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : z; }
 };

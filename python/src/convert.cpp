@@ -159,7 +159,7 @@ Dtype to_dtype(nb::handle obj, const std::string& param) {
   } else if (nb::hasattr(obj, "itemsize") && nb::hasattr(obj, "name") &&
              nb::isinstance<nb::str>(obj.attr("name"))) {
     name = nb::cast<std::string>(obj.attr("name"));  // a NumPy dtype
-  } else if (qualified_type_name(obj) == "torch.dtype") {
+  } else if (framework_of(obj) == Framework::Torch) {  // torch.float32 prints as that
     name = str_of(obj);
   } else if (PyType_Check(obj.ptr())) {
     try {

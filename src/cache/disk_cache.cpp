@@ -81,7 +81,14 @@ DiskCache& DiskCache::instance() {
     bool disabled = off && (std::strcmp(off, "0") == 0 || std::strcmp(off, "off") == 0);
     uint64_t max_bytes = 1ull << 30;
     if (const char* m = std::getenv("KJIT_CACHE_MAX_BYTES"); m && *m) {
-      max_bytes = std::strtoull(m, nullptr, 10);
+      char* end = nullptr;
+      unsigned long long v = std::strtoull(m, &end, 10);
+      if (end && *end == '\0' && v > 0) {
+        max_bytes = v;
+      } else {
+        warn("KJIT_CACHE_MAX_BYTES='" + std::string(m) +
+             "' is not a positive number of bytes; using the default (1 GiB)");
+      }
     }
     return DiskCache(disabled ? std::string() : default_directory(), max_bytes);
   }();
@@ -128,7 +135,8 @@ std::string DiskCache::path_for(std::string_view key) const {
 std::optional<std::string> DiskCache::load(std::string_view key) {
   if (!enabled_) return std::nullopt;
   const std::string path = path_for(key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // Non-blocking: a FIFO planted under an entry's name must not hang the process.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   struct stat st;
   bool trusted = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&

@@ -41,7 +41,10 @@ class Lexer {
   static bool ends_logical_line(TokenKind kind, std::string_view text) {
     if (kind != TokenKind::Space && kind != TokenKind::Comment) return false;
     for (size_t p = 0; p < text.size(); ++p) {
-      if (text[p] == '\n' && (p == 0 || text[p - 1] != '\\')) return true;
+      if (text[p] != '\n') continue;
+      const bool escaped = (p >= 1 && text[p - 1] == '\\') ||
+                           (p >= 2 && text[p - 1] == '\r' && text[p - 2] == '\\');
+      if (!escaped) return true;
     }
     return false;
   }
@@ -181,8 +184,8 @@ constexpr std::array<std::string_view, 84> kKeywords = {
     "signed",       "sizeof",     "static",       "static_assert", "static_cast", "struct",
     "switch",       "template",   "this",         "thread_local", "throw",     "true",
     "try",          "typedef",    "typeid",       "typename",   "union",       "unsigned"};
-constexpr std::array<std::string_view, 6> kMoreKeywords = {"using",   "virtual", "void",
-                                                           "volatile", "wchar_t", "while"};
+constexpr std::array<std::string_view, 8> kMoreKeywords = {
+    "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
 
 }  // namespace
 

@@ -39,8 +39,8 @@ constexpr Unsupported kMetalNever[] = {
     {"function_constant", "function constants are not available"},
 };
 
-// Cooperative features (group memory, barriers, SIMD-group operations, atomics) that the CPU
-// backend does not run yet.
+// Cooperative features (group memory, barriers, SIMD-group operations, atomics): not run yet
+// for Metal bodies on any backend, nor for CUDA bodies on the CPU (CUDA runs its own natively).
 constexpr Unsupported kMetalCooperative[] = {
     {"threadgroup", "threadgroup memory"},
     {"threadgroup_barrier", "barriers"},
@@ -154,6 +154,15 @@ bool is_unsuffixed_floating(std::string_view num) {
   return floating && !suffixed;
 }
 
+// A Metal half literal: a floating literal with an h or H suffix (0.5h).
+bool is_half_literal(std::string_view num) {
+  if (num.size() < 2 || (num.back() != 'h' && num.back() != 'H')) return false;
+  bool hex = num[0] == '0' && (num[1] == 'x' || num[1] == 'X');
+  if (hex) return false;
+  return is_unsuffixed_floating(num.substr(0, num.size() - 1)) ||
+         num.find_first_not_of("0123456789") == num.size() - 1;
+}
+
 const Token* next_significant(const std::vector<Token>& t, size_t i) {
   for (size_t k = i + 1; k < t.size(); ++k) {
     if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
@@ -194,22 +203,21 @@ std::string blank_keeping_lines(std::string_view text) {
 
 }  // namespace
 
-void check_supported(const std::vector<Token>& tokens, Dialect dialect, Target target,
-                     TextOrigin origin) {
+void check_supported(const std::vector<Token>& tokens, Dialect dialect,
+                     std::optional<Target> target, TextOrigin origin) {
   const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
   const char* where = origin == TextOrigin::Source ? "source" : "header";
+  const char* backend = target == Target::Cpu ? "is not supported yet on the CPU backend"
+                                              : "is not supported yet on the CUDA backend";
   for (const Token& t : tokens) {
     if (t.kind != TokenKind::Identifier) continue;
     const Unsupported* u = nullptr;
-    const char* what = "";
+    const char* what = backend;
     if (dialect == Dialect::Metal && (u = find(kMetalNever, t.text))) {
       what = "is not supported by the Metal dialect";
-    } else if (target == Target::Cpu && dialect == Dialect::Metal &&
-               (u = find(kMetalCooperative, t.text))) {
-      what = "is not supported yet on the CPU backend";
+    } else if (target && dialect == Dialect::Metal && (u = find(kMetalCooperative, t.text))) {
     } else if (target == Target::Cpu && dialect == Dialect::Cuda &&
                (u = find(kCudaCooperative, t.text))) {
-      what = "is not supported yet on the CPU backend";
     }
     if (u) {
       throw ValueError(std::string("[kjit.") + api + "] '" + std::string(t.text) + "' (" + where +
@@ -249,6 +257,12 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         is_unsuffixed_floating(t.text)) {
       out += t.text;
       out += 'f';
+      continue;
+    }
+    if (dialect == Dialect::Metal && t.kind == TokenKind::Number && is_half_literal(t.text)) {
+      out += "static_cast<half>(";
+      out += t.text.substr(0, t.text.size() - 1);
+      out += "f)";
       continue;
     }
     out += t.text;

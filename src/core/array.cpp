@@ -34,10 +34,10 @@ int64_t Array::size() const {
 }
 
 bool Array::is_row_contiguous() const {
+  if (size() == 0) return true;
   int64_t expected = 1;
   for (int i = ndim_ - 1; i >= 0; --i) {
     if (shape_[i] == 1) continue;
-    if (shape_[i] == 0) return true;
     if (strides_[i] != expected) return false;
     expected *= shape_[i];
   }

@@ -144,11 +144,19 @@ Array to_contiguous(const Array& array, const Device& device, uintptr_t stream) 
   if (src.device() == device) return src;
   Shape shape(src.shape().begin(), src.shape().end());
   Array out = make_array(shape, src.dtype(), device, stream);
-  const bool to_host = device.type == DeviceType::CPU;
-  const bool from_host = src.device().type == DeviceType::CPU;
-  const int index = to_host ? src.device().index : device.index;
-  cuda::copy(out.data(), src.data(), src.nbytes(), index, stream, to_host, from_host);
+  copy_into(out, src, stream);
   return out;
+}
+
+void copy_into(const Array& dst, const Array& src, uintptr_t stream) {
+  const bool to_host = dst.device().type == DeviceType::CPU;
+  const bool from_host = src.device().type == DeviceType::CPU;
+  if (to_host && from_host) {
+    std::memcpy(dst.data(), src.data(), src.nbytes());
+    return;
+  }
+  const int index = to_host ? src.device().index : dst.device().index;
+  cuda::copy(dst.data(), src.data(), src.nbytes(), index, stream, to_host, from_host);
 }
 
 }  // namespace kjit

@@ -21,4 +21,8 @@ void fill(const Array& array, double value, uintptr_t stream = 0);
 /// A row-contiguous copy of |array| on |device| (the array itself when it already is one).
 Array to_contiguous(const Array& array, const Device& device, uintptr_t stream = 0);
 
+/// Copies the row-contiguous |src| into the row-contiguous |dst| of the same size, on any
+/// devices; returns when |dst| holds the data if it is host memory.
+void copy_into(const Array& dst, const Array& src, uintptr_t stream = 0);
+
 }  // namespace kjit

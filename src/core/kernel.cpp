@@ -37,6 +37,8 @@ bool is_reserved_name(const std::string& n) {
     if (n == a.name) return true;
   }
   static const std::set<std::string> kOthers = {
+      "device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "ray_data",
+      "object_data", "kernel", "vertex", "fragment",
       "threadIdx", "blockIdx", "blockDim", "gridDim", "uint", "ushort", "uchar", "ulong",
       "half", "bfloat", "float16_t", "bfloat16_t", "complex64_t", "metal", "cooperative_groups",
       "cg", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
@@ -103,7 +105,7 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   // Features no target offers are rejected now; the rest when a target is chosen.
   for (auto [tokens, origin] : {std::pair{&spec->source_tokens, codegen::TextOrigin::Source},
                                 std::pair{&spec->header_tokens, codegen::TextOrigin::Header}}) {
-    codegen::check_supported(*tokens, dialect, codegen::Target::Cuda, origin);
+    codegen::check_supported(*tokens, dialect, std::nullopt, origin);
   }
   return spec;
 }
@@ -163,6 +165,15 @@ void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
       throw ValueError(prefix_named(spec) + "template: the name '" + name +
                        "' is given more than once");
     }
+    if (name.rfind("kjit_", 0) == 0) {
+      throw ValueError(prefix_named(spec) + "template: '" + name +
+                       "' uses the reserved prefix 'kjit_'");
+    }
+    if (is_reserved_name(name)) {
+      throw ValueError(prefix_named(spec) + "template: '" + name +
+                       "' is a name kernel bodies already have (a thread attribute, index "
+                       "variable or type); choose another");
+    }
     auto clash = [&](const std::vector<std::string>& v) {
       return std::find(v.begin(), v.end(), name) != v.end();
     };
@@ -178,9 +189,9 @@ void check_target(const KernelSpec& spec, codegen::Target target) {
                                 std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
     codegen::check_supported(*tokens, spec.dialect, target, origin);
   }
-  if (target == codegen::Target::Cpu && spec.atomic_outputs) {
-    throw ValueError(prefix_named(spec) +
-                     "atomic_outputs=True is not supported yet on the CPU backend");
+  if (spec.atomic_outputs) {
+    throw ValueError(prefix_named(spec) + "atomic_outputs=True is not supported yet on the " +
+                     (target == codegen::Target::Cpu ? "CPU" : "CUDA") + " backend");
   }
 }
 
@@ -191,8 +202,9 @@ void check_cuda_device(const KernelSpec& spec, const Device& device) {
                      reason);
   }
   if (device.index >= cuda::device_count()) {
-    throw ValueError(prefix_named(spec) + "device: " + device.str() + " does not exist (" +
-                     std::to_string(cuda::device_count()) + " CUDA device(s) here)");
+    throw ValueError(prefix_named(spec) + "device: " + device.str() +
+                     " is not available: there are " + std::to_string(cuda::device_count()) +
+                     " CUDA device(s) here");
   }
 }
 
@@ -404,12 +416,11 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
       if (!a.is_row_contiguous()) {
         throw ValueError(prefix_named(spec) + what + " must be row-contiguous");
       }
-      if (!(a.device() == device)) {
-        throw ValueError(prefix_named(spec) + what + " is on " + a.device().str() +
-                         " but the kernel runs on " + device.str());
-      }
     }
-    outputs = *options.outputs;
+    // Outputs elsewhere (NumPy arrays for a GPU kernel) are copied over and back.
+    for (const Array& a : *options.outputs) {
+      outputs.push_back(a.device() == device ? a : to_contiguous(a, device, options.stream));
+    }
   } else {
     outputs.reserve(n_out);
     for (size_t o = 0; o < n_out; ++o) {
@@ -449,6 +460,13 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     cuda::launch(*plan->cuda_module,
                  {plan->layout, staged, outputs, dims, spec.shared_memory, options.stream,
                   device.index});
+  }
+  if (options.outputs) {
+    for (size_t o = 0; o < n_out; ++o) {
+      const Array& given = (*options.outputs)[o];
+      if (!(given.device() == device)) copy_into(given, outputs[o], options.stream);
+    }
+    return *options.outputs;
   }
   return outputs;
 }

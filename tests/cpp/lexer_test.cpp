@@ -71,8 +71,10 @@ TEST(Lexer, RoundTripsTrickyText) {
 }
 
 TEST(Lexer, RawStringsWithDelimiters) {
-  const std::string raw = "R\"xy(a )\" \"b)xy\" c)xy\"";
-  auto t = lex("auto r = " + raw + "; int after;");
+  // Neither )" nor )x" closes a raw string delimited by xy.
+  const std::string raw = "R\"xy(a )\" b)x\" c)xy\"";
+  const std::string text = "auto r = " + raw + "; int after;";
+  auto t = lex(text);
   const Token* s = find_token(t, raw);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->kind, TokenKind::String);
@@ -91,9 +93,10 @@ TEST(Lexer, RawStringSpanningLines) {
 }
 
 TEST(Lexer, PrefixedStringsAndChars) {
-  for (std::string_view lit : {"u8\"a\"", "u\"a\"", "U\"a\"", "L\"a\"", "LR\"(a)\"",
-                               "u8R\"z(a)z\"", "uR\"(a)\"", "UR\"(a)\""}) {
-    auto t = lex(std::string(lit) + ";");
+  for (std::string_view lit : {"u8\"a\"", "u\"a\"", "U\"a\"", "L\"a\"", "LR\"(a)\"", "u8R\"z(a)z\"",
+                               "uR\"(a)\"", "UR\"(a)\""}) {
+    const std::string text = std::string(lit) + ";";
+    auto t = lex(text);
     ASSERT_GE(t.size(), 2u) << lit;
     EXPECT_EQ(t[0].kind, TokenKind::String) << lit;
     EXPECT_EQ(t[0].text, lit);
@@ -108,9 +111,12 @@ TEST(Lexer, EscapedQuotesStayInsideLiterals) {
   auto sig = significant(t);
   std::vector<std::string_view> texts;
   for (const Token& k : sig) texts.push_back(k.text);
-  const std::vector<std::string_view> expected = {
-      "s", "=", "\"a\\\"threadgroup\\\"b\"", ";", "c", "=", "'\\''", ";",
-      "d", "=", "'\"'",                         ";", "e", "=", "device", ";"};
+  const std::vector<std::string_view> expected = {"s",     "=",    "\"a\\\"threadgroup\\\"b\"",
+                                                  ";",     "c",    "=",
+                                                  "'\\''", ";",    "d",
+                                                  "=",     "'\"'", ";",
+                                                  "e",     "=",    "device",
+                                                  ";"};
   EXPECT_EQ(texts, expected);
   EXPECT_EQ(sig[2].kind, TokenKind::String);
   EXPECT_EQ(sig[6].kind, TokenKind::Char);
@@ -132,10 +138,10 @@ TEST(Lexer, Comments) {
 }
 
 TEST(Lexer, Numbers) {
-  for (std::string_view num : {"1.5e-3f", "0x1p3", "0x1P-3f", "1'000", "1'000.5", ".5", "2.",
-                               "1e+5", "1E-5", "0x10", "0xffu", "7ull", "0b1010", "1.0h",
-                               "0x1.8p+1", "3.f"}) {
-    auto t = lex(std::string(num));
+  for (std::string_view num :
+       {"1.5e-3f", "0x1p3", "0x1P-3f", "1'000", "1'000.5", ".5", "2.", "1e+5", "1E-5", "0x10",
+        "0xffu", "7ull", "0b1010", "1.0h", "0x1.8p+1", "3.f"}) {
+    auto t = lex(num);
     ASSERT_EQ(t.size(), 1u) << num;
     EXPECT_EQ(t[0].kind, TokenKind::Number) << num;
     EXPECT_EQ(t[0].text, num);
@@ -144,8 +150,7 @@ TEST(Lexer, Numbers) {
   auto t = significant(lex("a-1 0x1f-2 1.5+x"));
   std::vector<std::string_view> texts;
   for (const Token& k : t) texts.push_back(k.text);
-  const std::vector<std::string_view> expected = {"a", "-", "1", "0x1f", "-", "2", "1.5", "+",
-                                                  "x"};
+  const std::vector<std::string_view> expected = {"a", "-", "1", "0x1f", "-", "2", "1.5", "+", "x"};
   EXPECT_EQ(texts, expected);
   // A digit separator between digits, a char literal elsewhere.
   auto u = significant(lex("1'000 + 'a'"));
@@ -179,14 +184,14 @@ TEST(Lexer, IdentifiersInPreprocessorLinesCount) {
 
 TEST(Lexer, LineNumbers) {
   const std::string text =
-      "a\n"                    // 1
-      "b /* c\n"               // 2
-      "d */ e\n"               // 3
-      "R\"(\n"                 // 4
-      ")\" f // g\n"           // 5
-      "h \\\n"                 // 6
-      "i\n"                    // 7
-      "\"s\" 'c' 1.5f\n";      // 8
+      "a\n"                // 1
+      "b /* c\n"           // 2
+      "d */ e\n"           // 3
+      "R\"(\n"             // 4
+      ")\" f // g\n"       // 5
+      "h \\\n"             // 6
+      "i\n"                // 7
+      "\"s\" 'c' 1.5f\n";  // 8
   auto t = lex(text);
   auto line_of = [&](std::string_view text) {
     const Token* k = find_token(t, text);
@@ -207,13 +212,13 @@ TEST(Lexer, LineNumbers) {
 }
 
 TEST(Lexer, PreprocessorLines) {
-  auto t = lex(
-      "#define M(a) \\\n"
-      "  ((a) + 1)\n"
-      "int z = M(2);\n"
-      "  # pragma once\n"
-      "/* lead */ #if 1\n"
-      "x # y\n");
+  auto t =
+      lex("#define M(a) \\\n"
+          "  ((a) + 1)\n"
+          "int z = M(2);\n"
+          "  # pragma once\n"
+          "/* lead */ #if 1\n"
+          "x # y\n");
   auto in_directive = [&](std::string_view text, int line) {
     for (const Token& k : t) {
       if (k.text == text && k.line == line) return static_cast<int>(k.in_directive);
@@ -251,9 +256,10 @@ TEST(Lexer, IsIdentifier) {
                               "thread_position_in_grid", "main", "half"}) {
     EXPECT_TRUE(is_identifier(ok)) << ok;
   }
-  for (std::string_view bad : {"", "1x", "a-b", "a b", "a.b", "x!", "caf\xc3\xa9", "for", "int",
-                               "class", "constexpr", "return", "float", "while", "using",
-                               "and", "not_eq", "co_await", "nullptr", "this", "template"}) {
+  for (std::string_view bad :
+       {"",      "1x",  "a-b",    "a b",       "a.b",     "x!",    "caf\xc3\xa9",
+        "for",   "int", "class",  "constexpr", "return",  "float", "while",
+        "using", "and", "not_eq", "co_await",  "nullptr", "this",  "template"}) {
     EXPECT_FALSE(is_identifier(bad)) << bad;
   }
 }

@@ -44,7 +44,8 @@ def run_kernel(action):
                                source=action["source"], compile_options=options)
     x = np.asarray(action["x"], dtype=action["dtype"])
     y, = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
-                grid=(x.size, 1, 1), threadgroup=(32, 1, 1), template=template_of(action))
+                grid=(x.size, 1, 1), threadgroup=(32, 1, 1), template=template_of(action),
+                device="cpu")
     return np.asarray(y).tolist()
 
 
@@ -122,7 +123,7 @@ BROKEN = "uint i = thread_position_in_grid.x;\ny[i] = x[i] * not_declared_anywhe
 
 
 # ---------------------------------------------------------------------------------------------
-# Helpers
+# Running children, checking outputs, reading entries
 
 
 def child_env(cache_dir, **extra):
@@ -134,16 +135,21 @@ def child_env(cache_dir, **extra):
 
 
 def start_child(cache_dir, **extra):
-    proc = subprocess.Popen([sys.executable, "-c", CHILD], env=child_env(cache_dir, **extra),
+    """A fresh process; it prints READY once kjit is imported, then reads its actions."""
+    return subprocess.Popen([sys.executable, "-c", CHILD], env=child_env(cache_dir, **extra),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    return proc
 
 
 def finish_child(proc, actions=None, timeout=120):
     """Sends |actions| (unless sent already) and returns the child's report."""
-    out, err = proc.communicate(None if actions is None else json.dumps(actions) + "\n",
-                                timeout=timeout)
+    try:
+        out, err = proc.communicate(None if actions is None else json.dumps(actions) + "\n",
+                                    timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
     assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{out}\n{err}"
     lines = out.strip().splitlines()
     assert lines and lines[-1].startswith("{"), out

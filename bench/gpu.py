@@ -1,0 +1,242 @@
+"""GPU benchmark, run on a machine with an NVIDIA GPU: kjit against the driver's floor and peers,
+measured side by side in one run.
+
+  1. per-call time of a cached tiny kernel from Python with torch tensors (output allocated by
+     kjit, and with outputs=), against a bare C++ cuLaunchKernel loop (bench/launch_floor.cu,
+     built by this script with nvcc), torch.exp, CuPy RawKernel with the same body, and Triton;
+  2. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
+     the device copy ceiling;
+  3. cold compile of myexp and load from the disk cache in a fresh process, against CuPy.
+Usage: PYTHONPATH=build/python python bench/gpu.py [--floor path/to/launch_floor]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+import kjit
+
+MYEXP = """
+    uint elem = thread_position_in_grid.x;
+    T tmp = inp[elem];
+    out[elem] = metal::exp(tmp);
+"""
+RAW = r"""
+extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
+    unsigned elem = blockIdx.x * blockDim.x + threadIdx.x;
+    if (elem < n) out[elem] = expf(inp[elem]);
+}
+"""
+
+
+def per_call(fn: Callable[[], object], calls: int = 20000, repeats: int = 5) -> float:
+    """Best mean host time per call over |repeats| loops of |calls| calls (synchronised), in us."""
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best * 1e6
+
+
+def device_time(fn: Callable[[], object], repeats: int = 20) -> float:
+    """Median device time of one call, in seconds (CUDA events)."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / 1e3)
+    return float(np.median(times))
+
+
+def build_floor(path: str | None) -> dict:
+    exe = path or os.path.join(tempfile.mkdtemp(), "launch_floor")
+    if not path:
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_floor.cu")
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-o", exe, src, "-lcuda"], check=True)
+    return json.loads(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
+
+
+KJIT_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import kjit
+k = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=sys.argv[1])
+t1 = time.perf_counter()
+k.build(inputs=[(kjit.float32, 1)], output_dtypes=[kjit.float32], template=[("T", kjit.float32)],
+        target="cuda")
+t2 = time.perf_counter()
+print(json.dumps({"build": t2 - t1, "info": kjit.cache_info()}))
+"""
+CUPY_CHILD = """
+import json, sys, time
+import cupy
+cupy.cuda.runtime.getDeviceCount()
+cupy.zeros(1)
+t0 = time.perf_counter()
+k = cupy.RawKernel(sys.argv[1], "myexp")
+k.compile()
+t1 = time.perf_counter()
+print(json.dumps({"build": t1 - t0}))
+"""
+
+
+def fresh(script: str, arg: str, env: dict) -> dict:
+    run = subprocess.run([sys.executable, "-c", script, arg], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(run.stdout)
+
+
+def main() -> None:
+    floor_path = sys.argv[sys.argv.index("--floor") + 1] if "--floor" in sys.argv else None
+    rows: list[tuple[str, str, str]] = []
+    dev = torch.device("cuda")
+    side = torch.cuda.Stream()
+    torch.cuda.set_stream(side)  # every timed launch goes to one non-blocking stream
+
+    floor = build_floor(floor_path)
+    rows.append(("bare cuLaunchKernel (C++)", f"{floor['floor_us']:.2f} us", "1.00 (floor)"))
+    rows.append(("  + cuMemAllocAsync/FreeAsync", f"{floor['floor_alloc_us']:.2f} us",
+                 f"{floor['floor_alloc_us'] / floor['floor_us']:.2f}"))
+
+    x = torch.randn(16, device=dev)
+    out = torch.empty_like(x)
+    k = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=MYEXP)
+    kw = dict(inputs=[x], template=[("T", kjit.float32)], grid=(16, 1, 1),
+              threadgroup=(16, 1, 1), output_shapes=[(16,)], output_dtypes=[torch.float32])
+    (y,) = k(**kw)
+    torch.cuda.synchronize()
+    assert torch.allclose(y, torch.exp(x), rtol=1e-6)
+    t = per_call(lambda: k(**kw))
+    rows.append(("kjit, torch in/out, new output", f"{t:.2f} us",
+                 f"{t / floor['floor_us']:.2f} (vs alloc floor {t / floor['floor_alloc_us']:.2f})"))
+    t = per_call(lambda: k(**kw, outputs=[out]))
+    rows.append(("kjit, torch in/out, outputs=", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
+    t = per_call(lambda: torch.exp(x))
+    rows.append(("torch.exp (new output)", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
+    t = per_call(lambda: torch.exp(x, out=out))
+    rows.append(("torch.exp(out=)", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
+
+    try:
+        import cupy
+
+        with cupy.cuda.ExternalStream(side.cuda_stream):
+            raw = cupy.RawKernel(RAW, "myexp")
+            cx = cupy.asarray(x)
+            cout = cupy.empty(16, dtype=cupy.float32)
+            n16 = np.uint32(16)
+            raw((1,), (16,), (cx, cout, n16))
+            t = per_call(lambda: raw((1,), (16,), (cx, cout, n16)))
+            rows.append(("CuPy RawKernel, preallocated", f"{t:.2f} us",
+                         f"{t / floor['floor_us']:.2f}"))
+
+            def cupy_alloc():
+                o = cupy.empty(16, dtype=cupy.float32)
+                raw((1,), (16,), (cx, o, n16))
+                return o
+
+            t = per_call(cupy_alloc)
+            rows.append(("CuPy RawKernel, with allocation", f"{t:.2f} us",
+                         f"{t / floor['floor_us']:.2f}"))
+    except Exception as e:  # a peer that cannot run here is reported, not fatal
+        rows.append(("CuPy RawKernel", "n/a", repr(e)[:60]))
+
+    try:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def texp(X, Y, N, BLOCK: tl.constexpr):
+            i = tl.arange(0, BLOCK)
+            m = i < N
+            tl.store(Y + i, tl.exp(tl.load(X + i, mask=m)), mask=m)
+
+        texp[(1,)](x, out, 16, BLOCK=16)
+        t = per_call(lambda: texp[(1,)](x, out, 16, BLOCK=16), calls=5000)
+        rows.append(("Triton, preallocated", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
+    except Exception as e:
+        rows.append(("Triton", "n/a", repr(e)[:60]))
+
+    # Bandwidth on 2^28 float32.
+    n = 1 << 28
+    big = torch.randn(n, device=dev)
+    bout = torch.empty_like(big)
+    bkw = dict(inputs=[big], template=[("T", kjit.float32)], grid=(n, 1, 1),
+               threadgroup=(256, 1, 1), output_shapes=[(n,)], output_dtypes=[torch.float32],
+               outputs=[bout])
+    k(**bkw)
+    torch.cuda.synchronize()
+    sample = torch.randint(0, n, (1 << 20,), device=dev)
+    err = ((bout[sample].double() - big[sample].double().exp()).abs() /
+           big[sample].double().exp()).max().item()
+    assert err < 3e-7, err
+    bytes_moved = 2 * 4 * n
+    t_kjit = device_time(lambda: k(**bkw))
+    t_copy = device_time(lambda: bout.copy_(big))
+    rows.append(("myexp 2^28 f32: kjit", f"{bytes_moved / t_kjit / 1e12:.2f} TB/s",
+                 f"{t_copy / t_kjit:.2f} of copy ceiling"))
+    rows.append(("device copy ceiling", f"{bytes_moved / t_copy / 1e12:.2f} TB/s", "1.00"))
+    try:
+        import cupy
+
+        with cupy.cuda.ExternalStream(side.cuda_stream):
+            raw = cupy.RawKernel(RAW, "myexp")
+            cb, co = cupy.asarray(big), cupy.asarray(bout)
+            nn = np.uint32(n)
+            t_cupy = device_time(lambda: raw(((n + 255) // 256,), (256,), (cb, co, nn)))
+            rows.append(("myexp 2^28 f32: CuPy RawKernel", f"{bytes_moved / t_cupy / 1e12:.2f} TB/s",
+                         f"kjit/CuPy = {t_cupy / t_kjit:.3f}"))
+    except Exception as e:
+        rows.append(("CuPy RawKernel bandwidth", "n/a", repr(e)[:60]))
+
+    # Cold compile and disk-cache load, in fresh processes.
+    cold, warm, cupy_cold, cupy_warm = [], [], [], []
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+            env = dict(os.environ, KJIT_CACHE_DIR=d, CUPY_CACHE_DIR=c)
+            r = fresh(KJIT_CHILD, MYEXP, env)
+            assert r["info"]["compiles"] == 1
+            cold.append(r["build"])
+            r = fresh(KJIT_CHILD, MYEXP, dict(env, KJIT_ASSERT_NO_COMPILE="1"))
+            assert r["info"]["compiles"] == 0 and r["info"]["disk_hits"] == 1
+            warm.append(r["build"])
+            try:
+                cupy_cold.append(fresh(CUPY_CHILD, RAW, env)["build"])
+                cupy_warm.append(fresh(CUPY_CHILD, RAW, env)["build"])
+            except Exception:
+                pass
+    rows.append(("cold compile of myexp (NVRTC)", f"{min(cold) * 1e3:.1f} ms",
+                 f"CuPy {min(cupy_cold) * 1e3:.1f} ms" if cupy_cold else "CuPy n/a"))
+    rows.append(("disk-cache load, fresh process", f"{min(warm) * 1e3:.2f} ms",
+                 f"CuPy {min(cupy_warm) * 1e3:.1f} ms" if cupy_warm else "CuPy n/a"))
+
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    print(f"\n{'what'.ljust(widths[0])} | {'result'.ljust(widths[1])} | ratio")
+    print("-" * (sum(widths) + 12))
+    for r in rows:
+        print(f"{r[0].ljust(widths[0])} | {r[1].ljust(widths[1])} | {r[2]}")
+    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, kjit {kjit.__version__}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,449 @@
+// End-to-end tests of the C++ kernel API on the CPU backend (each distinct kernel compiles once
+// per cache directory).
+#include <gtest/gtest.h>
+#include <kjit/kjit.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kjit {
+namespace {
+
+Array random_floats(const Shape& shape, unsigned seed, float lo = -4.0f, float hi = 4.0f) {
+  Array a = Array::empty(shape, Dtype::Float32);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  auto* p = static_cast<float*>(a.data());
+  for (int64_t i = 0; i < a.size(); ++i) p[i] = dist(rng);
+  return a;
+}
+
+const float* floats(const Array& a) { return static_cast<const float*>(a.data()); }
+
+// Largest relative error of exp over |in| (given in logical row-major order) against <cmath>
+// in double precision.
+double worst_exp_error(const std::vector<float>& in, const Array& out) {
+  double worst = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    double ref = std::exp(static_cast<double>(in[i]));
+    worst = std::max(worst, std::fabs(floats(out)[i] - ref) / ref);
+  }
+  return worst;
+}
+
+std::vector<float> values(const Array& a) {
+  return std::vector<float>(floats(a), floats(a) + a.size());
+}
+
+const char* kMetalExp = R"(
+    uint elem = thread_position_in_grid.x;
+    T tmp = inp[elem];
+    out[elem] = metal::exp(tmp);
+)";
+
+TEST(Kernel, MetalExp) {
+  Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
+  EXPECT_EQ(k.name(), "myexp");
+  EXPECT_EQ(k.input_names(), std::vector<std::string>{"inp"});
+  EXPECT_EQ(k.output_names(), std::vector<std::string>{"out"});
+  EXPECT_STREQ(k.api(), "metal_kernel");
+  Array a = random_floats({7, 143}, 1);  // the last group is partial
+  auto out =
+      k({a}, {{7, 143}}, {Dtype::Float32}, {a.size(), 1, 1}, {256, 1, 1}, {{"T", Dtype::Float32}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].dtype(), Dtype::Float32);
+  EXPECT_EQ(out[0].ndim(), 2);
+  EXPECT_EQ(out[0].shape(0), 7);
+  EXPECT_EQ(out[0].shape(1), 143);
+  EXPECT_TRUE(out[0].is_row_contiguous());
+  EXPECT_LT(worst_exp_error(values(a), out[0]), 1e-6);
+}
+
+TEST(Kernel, MetalExpOnFloat16) {
+  // The example of the design: float16 in and out, float32 arithmetic.
+  Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
+  const int n = 4 * 16;
+  Array a = Array::empty({4, 16}, Dtype::Float16);
+  std::vector<float> in(n);
+  for (int i = 0; i < n; ++i) {
+    // Values exactly representable in float16.
+    in[i] = static_cast<float>(i - 32) / 8.0f;
+    static_cast<_Float16*>(a.data())[i] = static_cast<_Float16>(in[i]);
+  }
+  auto out = k({a}, {{4, 16}}, {Dtype::Float16}, {n, 1, 1}, {256, 1, 1}, {{"T", Dtype::Float32}});
+  ASSERT_EQ(out[0].dtype(), Dtype::Float16);
+  const auto* r = static_cast<const _Float16*>(out[0].data());
+  for (int i = 0; i < n; ++i) {
+    // exp in float, rounded once to float16: within half a float16 ulp of the true value,
+    // plus float's own error.
+    double ref = std::exp(static_cast<double>(in[i]));
+    EXPECT_NEAR(static_cast<double>(r[i]), ref, ref * (0x1p-11 + 0x1p-20)) << in[i];
+  }
+}
+
+TEST(Kernel, MetalHalfLiterals) {
+  // MSL's h / H suffix makes a half literal.
+  Kernel k = metal_kernel("half_literals", {"inp"}, {"out"}, R"(
+    uint i = thread_position_in_grid.x;
+    half x = inp[i];
+    out[i] = x * 0.5h + 1.0H;
+)");
+  Array a = Array::empty({4}, Dtype::Float16);
+  for (int i = 0; i < 4; ++i) static_cast<_Float16*>(a.data())[i] = static_cast<_Float16>(i);
+  auto out = k({a}, {{4}}, {Dtype::Float16}, {4, 1, 1}, {4, 1, 1});
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(static_cast<float>(static_cast<const _Float16*>(out[0].data())[i]), i * 0.5f + 1)
+        << i;
+  }
+}
+
+TEST(Kernel, CudaExp) {
+  Kernel k = cuda_kernel("cuexp", {"inp"}, {"out"}, R"(
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < unsigned(inp_shape[0])) out[i] = expf(inp[i]);
+)");
+  EXPECT_STREQ(k.api(), "cuda_kernel");
+  Array a = random_floats({1000}, 2);
+  // More threads than elements: the body guards with inp_shape.
+  auto out = k({a}, {{1000}}, {Dtype::Float32}, {1024, 1, 1}, {128, 1, 1});
+  EXPECT_LT(worst_exp_error(values(a), out[0]), 1e-6);
+}
+
+TEST(Kernel, NonContiguousInputIsCopiedFirst) {
+  Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
+  Array base = random_floats({4, 6}, 3);
+  // The transpose, a 6 x 4 view.
+  Array view =
+      Array::borrow(base.data(), {6, 4}, {1, 6}, Dtype::Float32, Device::cpu(), base.owner());
+  ASSERT_FALSE(view.is_row_contiguous());
+  auto out = k({view}, {{6, 4}}, {Dtype::Float32}, {24, 1, 1}, {32, 1, 1}, {{"T", Dtype::Float32}});
+  std::vector<float> logical;
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 4; ++j) logical.push_back(floats(base)[j * 6 + i]);
+  }
+  EXPECT_LT(worst_exp_error(logical, out[0]), 1e-6);
+}
+
+TEST(Kernel, StridedInputWhenNotEnsuringContiguity) {
+  Kernel k = metal_kernel("gather", {"inp"}, {"out"}, R"(
+    uint elem = thread_position_in_grid.x;
+    out[elem] = inp[elem_to_loc(elem, inp_shape, inp_strides, inp_ndim)];
+)",
+                          "", /*ensure_row_contiguous=*/false);
+  Array base = random_floats({3, 4}, 4);
+  const float* b = floats(base);
+  // base[::-1, ::2]: negative and non-unit strides.
+  Array rev = Array::borrow(static_cast<float*>(base.data()) + 8, {3, 2}, {-4, 2}, Dtype::Float32,
+                            Device::cpu(), base.owner());
+  auto out = k({rev}, {{3, 2}}, {Dtype::Float32}, {6, 1, 1}, {4, 1, 1});
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_EQ(floats(out[0])[i * 2 + j], b[(2 - i) * 4 + 2 * j]) << i << "," << j;
+    }
+  }
+  // A broadcast view (stride 0).
+  Array row =
+      Array::borrow(base.data(), {5, 4}, {0, 1}, Dtype::Float32, Device::cpu(), base.owner());
+  out = k({row}, {{5, 4}}, {Dtype::Float32}, {20, 1, 1}, {8, 1, 1});
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(floats(out[0])[i], b[i % 4]) << i;
+}
+
+TEST(Kernel, MetalScalarInputAndTemplateArgs) {
+  Kernel k = metal_kernel("affine", {"inp", "s"}, {"out"}, R"(
+    uint i = thread_position_in_grid.x;
+    T v = inp[i] * s + N;
+    out[i] = neg ? -v : v;
+)");
+  // Values whose products and sums are exact, so that any evaluation order gives one answer.
+  Array a = Array::empty({100}, Dtype::Float32);
+  for (int i = 0; i < 100; ++i) static_cast<float*>(a.data())[i] = (i - 50) * 0.25f;
+  Array s = Array::scalar(2.5, Dtype::Float32);
+  EXPECT_EQ(s.ndim(), 0);
+  for (bool neg : {false, true}) {
+    auto out = k({a, s}, {{100}}, {Dtype::Float32}, {100, 1, 1}, {32, 1, 1},
+                 {{"T", Dtype::Float32}, {"N", 3}, {"neg", neg}});
+    for (int i = 0; i < 100; ++i) {
+      float v = (i - 50) * 0.25f * 2.5f + 3;
+      EXPECT_EQ(floats(out[0])[i], neg ? -v : v) << i;
+    }
+  }
+}
+
+TEST(Kernel, SafeMathRoundsEveryOperation) {
+  // In the default (safe, IEEE) math mode a * b - p is evaluated as two rounded operations; with
+  // p the rounded product, the result is exactly zero. A fused multiply-add would instead give
+  // the rounding error of the product.
+  Kernel k = metal_kernel("product_error", {"a", "b", "p"}, {"out"}, R"(
+    uint i = thread_position_in_grid.x;
+    out[i] = a[i] * b[i] - p[i];
+)");
+  const int n = 256;
+  Array a = random_floats({n}, 10, 1.0f, 2.0f);
+  Array b = random_floats({n}, 11, 1.0f, 2.0f);
+  Array p = Array::empty({n}, Dtype::Float32);
+  for (int i = 0; i < n; ++i) {
+    static_cast<float*>(p.data())[i] = floats(a)[i] * floats(b)[i];
+  }
+  auto out = k({a, b, p}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
+  int nonzero = 0;
+  for (int i = 0; i < n; ++i) nonzero += floats(out[0])[i] != 0.0f;
+  EXPECT_EQ(nonzero, 0) << "of " << n << " products were fused with the subtraction";
+}
+
+TEST(Kernel, CudaScalarInputReadsLikeAnArray) {
+  Kernel k = cuda_kernel("scale", {"inp", "s"}, {"out"}, R"(
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = static_cast<T>(inp[i] * s[0] + *s * F);
+)");
+  Array a = Array::empty({64}, Dtype::Int32);
+  for (int i = 0; i < 64; ++i) static_cast<int32_t*>(a.data())[i] = i - 20;
+  auto out = k({a, Array::scalar(3, Dtype::Int32)}, {{64}}, {Dtype::Int64}, {64, 1, 1}, {16, 1, 1},
+               {{"T", Dtype::Int64}, {"F", 10}});
+  EXPECT_EQ(out[0].dtype(), Dtype::Int64);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(static_cast<const int64_t*>(out[0].data())[i], (i - 20) * 3 + 30) << i;
+  }
+}
+
+const char* kEvens = R"(
+    uint i = thread_position_in_grid.x;
+    out[2 * i] = inp[i];
+)";
+
+TEST(Kernel, InitValueFillsWhatTheKernelLeaves) {
+  Kernel k = metal_kernel("evens", {"inp"}, {"out"}, kEvens);
+  Array a = random_floats({50}, 6);
+  auto out = k({a}, {{100}}, {Dtype::Float32}, {50, 1, 1}, {32, 1, 1}, {}, -1.5);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(floats(out[0])[i], i % 2 ? -1.5f : floats(a)[i / 2]) << i;
+  }
+}
+
+TEST(Kernel, PreallocatedOutputsAndCapturedPrint) {
+  Kernel k = metal_kernel("evens", {"inp"}, {"out"}, kEvens);
+  Array a = random_floats({8}, 7);
+  Array dst = Array::empty({16}, Dtype::Float32);
+  dst.fill(7.0);
+  std::string printed;
+  int prints = 0;
+  LaunchOptions options;
+  options.outputs = {dst};
+  options.print = [&](std::string_view text) {
+    printed += text;
+    ++prints;
+  };
+  auto out = k({a}, {{16}}, {Dtype::Float32}, {8, 1, 1}, {8, 1, 1}, {}, std::nullopt,
+               /*verbose=*/true, options);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].data(), dst.data());  // written in place
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(floats(dst)[i], i % 2 ? 7.0f : floats(a)[i / 2]) << i;
+  }
+  EXPECT_EQ(prints, 1);
+  EXPECT_NE(printed.find("evens"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("out[2 * i] = inp[i];"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("#line 1 \"<source>\""), std::string::npos) << printed;
+
+  // Not verbose: nothing printed.
+  printed.clear();
+  k({a}, {{16}}, {Dtype::Float32}, {8, 1, 1}, {8, 1, 1}, {}, std::nullopt, false, options);
+  EXPECT_EQ(printed, "");
+
+  // Preallocated outputs must match what output_shapes / output_dtypes say.
+  LaunchOptions wrong;
+  wrong.outputs = {Array::empty({15}, Dtype::Float32)};
+  EXPECT_THROW(
+      k({a}, {{16}}, {Dtype::Float32}, {8, 1, 1}, {8, 1, 1}, {}, std::nullopt, false, wrong),
+      ValueError);
+  wrong.outputs = {Array::empty({16}, Dtype::Int32)};
+  EXPECT_THROW(
+      k({a}, {{16}}, {Dtype::Float32}, {8, 1, 1}, {8, 1, 1}, {}, std::nullopt, false, wrong),
+      ValueError);
+}
+
+TEST(Kernel, EmptyGridLaunchesNothingButAppliesInitValue) {
+  Kernel k = metal_kernel("evens", {"inp"}, {"out"}, kEvens);
+  Array a = random_floats({8}, 8);
+  auto out = k({a}, {{4, 2}}, {Dtype::Float32}, {0, 1, 1}, {8, 1, 1}, {}, 2.0);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(floats(out[0])[i], 2.0f);
+}
+
+TEST(Kernel, BuildWithoutLaunching) {
+  Kernel k = metal_kernel("built", {"inp"}, {"out"}, R"(
+    uint i = thread_position_in_grid.x;
+    out[i] = inp[i] + T(1);
+)");
+  CacheInfo before = cache_info();
+  k.build({{Dtype::Float32, 1}}, {Dtype::Float32}, {{"T", Dtype::Float32}});
+  CacheInfo built = cache_info();
+  EXPECT_EQ(built.memory_entries, before.memory_entries + 1);
+  EXPECT_EQ(built.compiles + built.disk_hits, before.compiles + before.disk_hits + 1);
+  // Building again and launching with that signature reuse the build.
+  k.build({{Dtype::Float32, 1}}, {Dtype::Float32}, {{"T", Dtype::Float32}});
+  Array a = random_floats({10}, 9);
+  auto out = k({a}, {{10}}, {Dtype::Float32}, {10, 1, 1}, {10, 1, 1}, {{"T", Dtype::Float32}});
+  CacheInfo after = cache_info();
+  EXPECT_EQ(after.memory_entries, built.memory_entries);
+  EXPECT_EQ(after.compiles, built.compiles);
+  EXPECT_EQ(after.disk_hits, built.disk_hits);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(floats(out[0])[i], floats(a)[i] + 1.0f);
+
+  EXPECT_THROW(k.build({}, {Dtype::Float32}), ValueError);
+  EXPECT_THROW(k.build({{Dtype::Float32, 1}}, {}), ValueError);
+  EXPECT_THROW(k.build({{Dtype::Float32, 11}}, {Dtype::Float32}), ValueError);
+  EXPECT_THROW(k.build({{Dtype::Float32, 1}}, {Dtype::Float32}, {{"T", Dtype::Float32}}, "tpu"),
+               ValueError);
+  k.build({{Dtype::Float32, 1}}, {Dtype::Float32}, {{"T", Dtype::Float32}}, "cpu");
+}
+
+TEST(Kernel, ArgumentErrors) {
+  const uint64_t entries = cache_info().memory_entries;
+  Kernel k = metal_kernel("never_built", {"a", "b"}, {"out"}, "out[0] = a[0] + b[0];");
+  Array a = Array::zeros({4}, Dtype::Float32);
+  auto expect_value_error = [&](auto&& f, const std::string& mention) {
+    try {
+      f();
+      ADD_FAILURE() << "no exception; expected one mentioning " << mention;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
+    }
+  };
+  expect_value_error([&] { k({a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}); }, "inputs");
+  expect_value_error(
+      [&] {
+        k({a, a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+      },
+      "inputs");
+  expect_value_error(
+      [&] {
+        k({a, a}, {}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+      },
+      "output_shapes");
+  expect_value_error([&] { k({a, a}, {{4}}, {}, {4, 1, 1}, {4, 1, 1}); }, "output_dtypes");
+  expect_value_error(
+      [&] {
+        k({a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {2048, 1, 1});
+      },
+      "threadgroup");
+  expect_value_error(
+      [&] {
+        k({a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {0, 1, 1});
+      },
+      "threadgroup");
+  expect_value_error([&] { k({a, a}, {{4}}, {Dtype::Float32}, {-1, 1, 1}, {4, 1, 1}); }, "grid");
+  expect_value_error(
+      [&] {
+        k({a, a}, {{-4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+      },
+      "output_shapes");
+  expect_value_error(
+      [&] {
+        k({a, Array()}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+      },
+      "inputs");
+  expect_value_error(
+      [&] {
+        k({a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}, {{"a", 1}});
+      },
+      "template");
+  expect_value_error(
+      [&] {
+        k({a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}, {{"for", 1}});
+      },
+      "template");
+  expect_value_error(
+      [&] {
+        k({a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}, {{"T", 1}, {"T", 2}});
+      },
+      "template");
+  EXPECT_EQ(cache_info().memory_entries, entries);  // nothing was built
+}
+
+TEST(Kernel, TemplateNamesFollowTheRulesOfInputNames) {
+  // A template name may not use kjit's reserved prefix, nor a name the body already has.
+  Kernel k = metal_kernel("reserved", {"inp"}, {"out"}, "out[0] = inp[0] + grid_origin.x;");
+  Array a = Array::zeros({1}, Dtype::Float32);
+  for (std::string name : {"kjit_thread", "grid_origin"}) {
+    EXPECT_THROW(k({a}, {{1}}, {Dtype::Float32}, {1, 1, 1}, {1, 1, 1}, {{name, 1}}), ValueError)
+        << name;
+  }
+}
+
+TEST(Kernel, BadNames) {
+  auto expect_value_error = [](auto&& f, const std::string& mention) {
+    try {
+      f();
+      ADD_FAILURE() << "no exception; expected one mentioning " << mention;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
+    }
+  };
+  const std::string body = "out[0] = inp[0];";
+  expect_value_error([&] { metal_kernel("1abc", {"inp"}, {"out"}, body); }, "name");
+  expect_value_error([&] { metal_kernel("my kernel", {"inp"}, {"out"}, body); }, "name");
+  expect_value_error([&] { cuda_kernel("", {"inp"}, {"out"}, body); }, "name");
+  expect_value_error([&] { metal_kernel("k", {"in-p"}, {"out"}, body); }, "input_names");
+  expect_value_error([&] { metal_kernel("k", {"for"}, {"out"}, body); }, "input_names");
+  expect_value_error([&] { cuda_kernel("k", {"inp"}, {"int"}, body); }, "output_names");
+  expect_value_error([&] { metal_kernel("k", {"inp", "inp"}, {"out"}, body); }, "inp");
+  expect_value_error([&] { metal_kernel("k", {"x"}, {"x"}, body); }, "x");
+  expect_value_error([&] { metal_kernel("k", {"kjit_x"}, {"out"}, body); }, "kjit_");
+  expect_value_error([&] { metal_kernel("k", {"inp"}, {}, body); }, "output_names");
+  expect_value_error([&] { cuda_kernel("k", {"inp"}, {"out"}, body, "", true, -1); },
+                     "shared_memory");
+  // Unsupported Metal features are rejected when the kernel is made.
+  expect_value_error(
+      [&] { metal_kernel("k", {"inp"}, {"out"}, "uint i = 0;\ntexture2d<float> t;\n"); }, "line 2");
+}
+
+TEST(Kernel, MetalRejectsAddressSpaceNamesAsNames) {
+  // In MSL these are keywords: a kernel cannot take a parameter of that name.
+  for (std::string name : {"device", "thread", "constant", "threadgroup"}) {
+    EXPECT_THROW(metal_kernel("k", {name}, {"out"}, "out[0] = 1;"), ValueError) << name;
+    EXPECT_THROW(metal_kernel("k", {"inp"}, {name}, "inp[0];"), ValueError) << name;
+  }
+}
+
+TEST(Kernel, CompileErrorPointsAtTheUsersLine) {
+  const std::string source =
+      "uint i = thread_position_in_grid.x;\n"
+      "out[i] = inp[i] +* ;\n"
+      "out[i] += 1.0f;\n";
+  Kernel k = metal_kernel("broken", {"inp"}, {"out"}, source);
+  Array a = Array::zeros({4}, Dtype::Float32);
+  try {
+    k({a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+    ADD_FAILURE() << "no exception";
+  } catch (const CompileError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("source line 2"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("source line 1:"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("source line 3:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("out[i] = inp[i] +* ;"), std::string::npos) << msg;  // the line, quoted
+    EXPECT_NE(msg.find("broken"), std::string::npos) << msg;
+    EXPECT_NE(e.source().find(source), std::string::npos);
+    EXPECT_NE(e.log().find("line 2"), std::string::npos) << e.log();
+  }
+  // A failure is never cached: the same call fails the same way again.
+  EXPECT_THROW(k({a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}), CompileError);
+}
+
+TEST(Kernel, CompileErrorInTheHeader) {
+  Kernel k = cuda_kernel("broken_header", {"inp"}, {"out"}, "out[0] = helper(inp[0]);\n",
+                         "__device__ float helper(float x) {\n  return x +;\n}\n");
+  Array a = Array::zeros({1}, Dtype::Float32);
+  try {
+    k({a}, {{1}}, {Dtype::Float32}, {1, 1, 1}, {1, 1, 1});
+    ADD_FAILURE() << "no exception";
+  } catch (const CompileError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("header line 2"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace kjit

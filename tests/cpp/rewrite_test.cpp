@@ -1,0 +1,189 @@
+#include <gtest/gtest.h>
+#include <kjit/errors.h>
+
+#include <algorithm>
+#include <string>
+
+#include "codegen/lexer.h"
+#include "codegen/rewrite.h"
+
+namespace kjit::codegen {
+namespace {
+
+std::string metal(const std::string& text, Target target = Target::Cpu) {
+  return rewrite(lex(text), Dialect::Metal, target);
+}
+std::string cuda(const std::string& text, Target target = Target::Cpu) {
+  return rewrite(lex(text), Dialect::Cuda, target);
+}
+
+size_t newlines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+// The message of the kjit::ValueError that check_supported throws, or "" when it throws none.
+std::string unsupported(const std::string& text, Dialect dialect, Target target,
+                        TextOrigin origin = TextOrigin::Source) {
+  try {
+    check_supported(lex(text), dialect, target, origin);
+  } catch (const ValueError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RewriteMetal, DropsDeviceAndThread) {
+  EXPECT_EQ(metal("const device float* a, device float* b, thread float& t"),
+            "const  float* a,  float* b,  float& t");
+  EXPECT_EQ(metal("device\nfloat* p;"), "\nfloat* p;");
+}
+
+TEST(RewriteMetal, ConstantBecomesConstOnce) {
+  EXPECT_EQ(metal("constant float k = 2;"), "const float k = 2;");
+  EXPECT_EQ(metal("constant float* p"), "const float* p");
+  EXPECT_EQ(metal("constant const float k"), " const float k");
+  EXPECT_EQ(metal("const constant float* p"), "const  float* p");
+  EXPECT_EQ(metal("const /* c */ constant float* p"), "const /* c */  float* p");
+  EXPECT_EQ(metal("constant\n  const int n"), "\n  const int n");
+}
+
+TEST(RewriteMetal, LeavesIdentifiersContainingQualifiers) {
+  const std::string text =
+      "uint device_id = my_device + thread_count + threadgroup_size + my_constant +\n"
+      "    constant_k + devices + threads + thread_ + _thread + constants;\n";
+  EXPECT_EQ(metal(text), text);
+}
+
+TEST(RewriteMetal, LeavesCommentsAndStrings) {
+  const std::string text =
+      "// device thread constant 0.5\nconst char* s = \"device 0.5\"; /* 1.5 */\n";
+  EXPECT_EQ(metal(text), text);
+}
+
+TEST(RewriteMetal, UnsuffixedFloatLiteralsBecomeFloat) {
+  EXPECT_EQ(metal("x = 0.5;"), "x = 0.5f;");
+  EXPECT_EQ(metal("x = 1e3;"), "x = 1e3f;");
+  EXPECT_EQ(metal("x = 2.;"), "x = 2.f;");
+  EXPECT_EQ(metal("x = 0x1p3;"), "x = 0x1p3f;");
+  EXPECT_EQ(metal("x = .25 + 1.5e-3 + 1E+2 + 0x1.8P-1 + 1'000.5;"),
+            "x = .25f + 1.5e-3f + 1E+2f + 0x1.8P-1f + 1'000.5f;");
+}
+
+TEST(RewriteMetal, SuffixedAndIntegerLiteralsStay) {
+  const std::string text =
+      "x = 0.5f + 1 + 0x10 + 1e3f + 2.F + 0x1p3f + 0x1e3 + 0xE + 7u + 1'000 + 0b11 + "
+      "1.0L + 012;";
+  EXPECT_EQ(metal(text), text);
+}
+
+TEST(RewriteMetal, DropsMetalIncludesKeepingLines) {
+  EXPECT_EQ(metal("#include <metal_stdlib>\nusing namespace metal;\n"),
+            "\nusing namespace metal;\n");
+  EXPECT_EQ(metal("  #  include <metal_math> // math\nx = 1;\n"), "  \nx = 1;\n");
+  EXPECT_EQ(metal("#include \"metal_atomic\"\nx = 1;\n"), "\nx = 1;\n");
+  EXPECT_EQ(metal("#include <metal_stdlib>"), "");
+  // Other headers are the user's.
+  EXPECT_EQ(metal("#include <my_header.h>\n"), "#include <my_header.h>\n");
+  EXPECT_EQ(metal("#include <metalfoo.h>\n"), "#include <metalfoo.h>\n");
+}
+
+TEST(RewriteMetal, KeepsLineStructure) {
+  const std::string text =
+      "#include <metal_stdlib>\n"
+      "using namespace metal;\n"
+      "constant float scale = 0.5;\n"
+      "/* device\n"
+      "   thread */ device float* p = nullptr;\n"
+      "#define TWICE(x) \\\n"
+      "  ((x) * 2.0)\n"
+      "auto s = R\"(raw\n"
+      "device)\";\n"
+      "thread float& r = *p; // 1.5\n"
+      "float y = 1e3 + scale;\n";
+  const std::string out = metal(text);
+  EXPECT_EQ(newlines(out), newlines(text));
+  // Each marker is on the same line before and after.
+  auto line_of = [](const std::string& s, const std::string& needle) {
+    size_t at = s.find(needle);
+    return at == std::string::npos ? -1
+                                   : static_cast<int>(std::count(s.begin(), s.begin() + at, '\n'));
+  };
+  for (std::string marker :
+       {"using namespace", "scale =", "p = nullptr", "TWICE", "((x)", "raw", "r = *p", "float y"}) {
+    EXPECT_EQ(line_of(out, marker), line_of(text, marker)) << marker;
+  }
+  EXPECT_NE(out.find("const float scale = 0.5f;"), std::string::npos) << out;
+  EXPECT_NE(out.find("((x) * 2.0f)"), std::string::npos) << out;
+  EXPECT_NE(out.find("device)\""), std::string::npos) << out;  // inside a raw string
+  EXPECT_NE(out.find("/* device\n   thread */"), std::string::npos) << out;
+  EXPECT_NE(out.find("float y = 1e3f + scale;"), std::string::npos) << out;
+}
+
+TEST(RewriteCuda, LeavesTextAlone) {
+  const std::string text =
+      "float device = 0.5; double thread = 1e3; const float constant = 2.;\n"
+      "#include <my_header.h>\n";
+  EXPECT_EQ(cuda(text), text);
+  EXPECT_EQ(cuda("#include <cuda_fp16.h>\nx = 1;\n"), "\nx = 1;\n");
+  EXPECT_EQ(cuda("#include <cooperative_groups.h>\n"), "\n");
+}
+
+TEST(CheckSupported, MetalFeaturesNoTargetRuns) {
+  for (Target target : {Target::Cpu, Target::Cuda}) {
+    std::string msg = unsupported("uint i = 0;\n\ntexture2d<float> tex;\n", Dialect::Metal, target);
+    EXPECT_NE(msg.find("'texture2d'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("line 3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("metal_kernel"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not supported"), std::string::npos) << msg;
+
+    msg = unsupported("simdgroup_matrix<float, 8, 8> m;", Dialect::Metal, target);
+    EXPECT_NE(msg.find("'simdgroup_matrix'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("line 1"), std::string::npos) << msg;
+
+    msg = unsupported("\ntexture2d_array<half> t;", Dialect::Metal, target, TextOrigin::Header);
+    EXPECT_NE(msg.find("'texture2d_array'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("header line 2"), std::string::npos) << msg;
+  }
+}
+
+TEST(CheckSupported, SimdgroupMatrixTypedefs) {
+  // MSL's own names for simdgroup matrices.
+  for (std::string type : {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8"}) {
+    std::string msg = unsupported(type + " m;", Dialect::Metal, Target::Cuda);
+    EXPECT_NE(msg.find("'" + type + "'"), std::string::npos) << type << ": " << msg;
+  }
+}
+
+TEST(CheckSupported, CooperativeFeaturesOnTheCpu) {
+  std::string msg = unsupported("uint i = 0;\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n",
+                                Dialect::Metal, Target::Cpu);
+  EXPECT_NE(msg.find("'threadgroup_barrier'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
+  msg = unsupported("\n\n\nfloat s = simd_sum(x);", Dialect::Metal, Target::Cpu);
+  EXPECT_NE(msg.find("'simd_sum'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 4"), std::string::npos) << msg;
+  msg = unsupported("__syncthreads();", Dialect::Cuda, Target::Cpu);
+  EXPECT_NE(msg.find("'__syncthreads'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cuda_kernel"), std::string::npos) << msg;
+
+  // The CUDA target runs CUDA's own natively; Metal's are not mapped to CUDA yet.
+  EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cuda), "");
+  msg = unsupported("threadgroup_barrier(mem_flags::mem_threadgroup);", Dialect::Metal,
+                    Target::Cuda);
+  EXPECT_NE(msg.find("not supported yet on the CUDA backend"), std::string::npos) << msg;
+}
+
+TEST(CheckSupported, UserIdentifiersAreNotFeatures) {
+  const std::string text =
+      "uint simd_lane_id = 0; uint simd_size = 32; uint threadgroup_size = 4;\n"
+      "uint my_texture2d = 1; uint simdgroup_id = 0; uint atomics = 2; uint sum_simd = 3;\n"
+      "// threadgroup_barrier texture2d simd_sum\n"
+      "const char* s = \"simd_sum texture2d\";\n";
+  for (Target target : {Target::Cpu, Target::Cuda}) {
+    EXPECT_EQ(unsupported(text, Dialect::Metal, target), "");
+    EXPECT_EQ(unsupported(text, Dialect::Cuda, target), "");
+  }
+  // Metal-only features mean nothing to the CUDA dialect.
+  EXPECT_EQ(unsupported("int texture2d = 1;", Dialect::Cuda, Target::Cpu), "");
+}
+
+}  // namespace
+}  // namespace kjit::codegen

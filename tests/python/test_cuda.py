@@ -1,0 +1,272 @@
+"""The CUDA backend on a GPU: frameworks' arrays in and out, streams, edge groups with barriers,
+large grids, dynamic shared memory, faults. Skipped where no CUDA device works (CI compiles the
+kernels for sm_90 instead; see conftest.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import poisoned
+
+STATUS = kjit._kjit.cuda_status()
+pytestmark = pytest.mark.skipif(not STATUS["devices"],
+                                reason=f"no CUDA device: {STATUS['unavailable']}")
+
+EXP = """
+    uint i = thread_position_in_grid.x;
+    out[i] = metal::exp(inp[i]);
+"""
+
+
+def exp_kernel():
+    return kjit.metal_kernel(name="gpu_exp", input_names=["inp"], output_names=["out"],
+                             source=EXP)
+
+
+def run_exp(x, **kw):
+    return exp_kernel()(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
+                        grid=(int(np.prod(x.shape)), 1, 1), threadgroup=(256, 1, 1), **kw)[0]
+
+
+def test_numpy_inputs_run_on_the_gpu_when_asked(rng):
+    x = rng.standard_normal(10_001).astype(np.float32)
+    out = run_exp(x, device="cuda")
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)), rtol=2e-7)
+
+
+def test_torch_in_torch_out(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(rng.standard_normal(50_000).astype(np.float32)).cuda()
+    out = run_exp(x)
+    assert isinstance(out, torch.Tensor) and out.device == x.device and out.dtype == x.dtype
+    np.testing.assert_allclose(out.cpu().numpy(), np.exp(x.cpu().numpy().astype(np.float64)),
+                               rtol=2e-7)
+
+
+def test_cupy_in_cupy_out(rng):
+    cupy = pytest.importorskip("cupy")
+    x = cupy.asarray(rng.standard_normal(50_000).astype(np.float32))
+    out = run_exp(x)
+    assert isinstance(out, cupy.ndarray)
+    np.testing.assert_allclose(cupy.asnumpy(out), np.exp(cupy.asnumpy(x).astype(np.float64)),
+                               rtol=2e-7)
+
+
+def test_jax_in_jax_out(rng):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    x = jax.device_put(jnp.asarray(rng.standard_normal(50_000).astype(np.float32)), gpus[0])
+    out = run_exp(x)
+    assert isinstance(out, jax.Array)
+    np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(x).astype(np.float64)),
+                               rtol=2e-7)
+
+
+def test_torch_side_stream_orders_with_torch_ops(rng):
+    torch = pytest.importorskip("torch")
+    n = 1 << 24
+    side = torch.cuda.Stream()
+    host = rng.standard_normal(n).astype(np.float32)
+    with torch.cuda.stream(side):
+        x = torch.from_numpy(host).cuda(non_blocking=False)
+        x.mul_(0.5)  # queued on the side stream just before the kernel
+        y = run_exp(x)  # must run after mul_, on the side stream
+        z = y * 2.0  # and torch's next op must see its output
+    side.synchronize()
+    np.testing.assert_allclose(z.cpu().numpy(), 2 * np.exp(0.5 * host.astype(np.float64)),
+                               rtol=1e-6)
+
+
+def test_explicit_stream_argument_forms(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(rng.standard_normal(4096).astype(np.float32)).cuda()
+    s = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    for stream in (s, s.cuda_stream):
+        out = run_exp(x, stream=stream)
+        s.synchronize()
+        np.testing.assert_allclose(out.cpu().numpy(), np.exp(x.cpu().numpy().astype(np.float64)),
+                                   rtol=2e-7)
+
+
+def test_outputs_in_place_torch(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(rng.standard_normal(3000).astype(np.float32)).cuda()
+    out = torch.full_like(x, float("nan"))
+    res = run_exp(x, outputs=[out])
+    assert res is out
+    np.testing.assert_allclose(out.cpu().numpy(), np.exp(x.cpu().numpy().astype(np.float64)),
+                               rtol=2e-7)
+
+
+BLOCK_SUM = """
+    __shared__ float partial[1024];
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned n = threads_per_threadgroup.x * threads_per_threadgroup.y *
+                       threads_per_threadgroup.z;
+    const uint3 g = thread_position_in_grid;
+    partial[t] = inp[(g.z * threads_per_grid.y + g.y) * threads_per_grid.x + g.x];
+    __syncthreads();
+    if (t == 0) {
+        float s = 0;
+        for (unsigned k = 0; k < blockDim.x * blockDim.y * blockDim.z; ++k) {
+            const unsigned x = k % blockDim.x, y = (k / blockDim.x) % blockDim.y,
+                           z = k / (blockDim.x * blockDim.y);
+            if (x < threads_per_threadgroup.x && y < threads_per_threadgroup.y &&
+                z < threads_per_threadgroup.z) s += partial[k];
+        }
+        const uint3 b = threadgroup_position_in_grid;
+        out[(b.z * threadgroups_per_grid.y + b.y) * threadgroups_per_grid.x + b.x] = s;
+        count[(b.z * threadgroups_per_grid.y + b.y) * threadgroups_per_grid.x + b.x] = n;
+    }
+"""
+
+
+@pytest.mark.parametrize("grid,group", [((1000, 1, 1), (256, 1, 1)), ((37, 11, 1), (8, 4, 1)),
+                                        ((5, 6, 7), (2, 4, 3))])
+def test_partial_edge_groups_with_barriers(grid, group, rng):
+    kernel = kjit.cuda_kernel(name="block_sum", input_names=["inp"],
+                              output_names=["out", "count"], source=BLOCK_SUM)
+    x = rng.standard_normal(grid[::-1]).astype(np.float32)
+    groups = tuple(-(-g // t) for g, t in zip(grid, group))
+    out, count = kernel(inputs=[x], output_shapes=[groups[::-1], groups[::-1]],
+                        output_dtypes=[np.float32, np.uint32], grid=grid, threadgroup=group,
+                        outputs=[poisoned(groups[::-1], np.float32),
+                                 poisoned(groups[::-1], np.uint32)], device="cuda")
+    expected = np.zeros(groups[::-1])
+    sizes = np.zeros(groups[::-1], np.int64)
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for xx in range(grid[0]):
+                key = (z // group[2], y // group[1], xx // group[0])
+                expected[key] += x[z, y, xx]
+                sizes[key] += 1
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(count, sizes)
+
+
+def test_grid_beyond_65535_groups_in_y(rng):
+    kernel = kjit.metal_kernel(name="rows", input_names=["inp"], output_names=["out"], source="""
+        const uint2 p = uint2(thread_position_in_grid.x, thread_position_in_grid.y);
+        out[p.y * 4 + p.x] = inp[p.y * 4 + p.x] + float(p.y);
+    """)
+    rows = 200_000
+    x = rng.standard_normal((rows, 4)).astype(np.float32)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                    grid=(4, rows, 1), threadgroup=(4, 1, 1), device="cuda",
+                    outputs=None)
+    np.testing.assert_array_equal(out, x + np.arange(rows, dtype=np.float32)[:, None])
+
+
+def test_dynamic_shared_memory_above_48_kb(rng):
+    words = 20_000  # 80 KB
+    kernel = kjit.cuda_kernel(name="smem_reverse", input_names=["inp"], output_names=["out"],
+                              shared_memory=words * 4, source="""
+        extern __shared__ float buf[];
+        for (unsigned i = threadIdx.x; i < 20000; i += blockDim.x) buf[i] = inp[i];
+        __syncthreads();
+        for (unsigned i = threadIdx.x; i < 20000; i += blockDim.x) out[i] = buf[19999 - i];
+    """)
+    x = rng.standard_normal(words).astype(np.float32)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                    grid=(256, 1, 1), threadgroup=(256, 1, 1), device="cuda")
+    np.testing.assert_array_equal(out, x[::-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex64, np.float16, np.uint8])
+def test_init_value_on_the_gpu(dtype):
+    kernel = kjit.metal_kernel(name="every_other_gpu", input_names=["inp"], output_names=["out"],
+                               source="""
+        uint i = thread_position_in_grid.x;
+        if (i % 2 == 0) out[i] = inp[i];
+    """)
+    x = (np.arange(1001) % 7).astype(dtype)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                    grid=(x.size, 1, 1), threadgroup=(128, 1, 1), init_value=3,
+                    device="cuda")
+    expected = np.full_like(x, 3)
+    expected[::2] = x[::2]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_strided_torch_views(rng):
+    torch = pytest.importorskip("torch")
+    base = torch.from_numpy(rng.standard_normal((64, 48)).astype(np.float32)).cuda()
+    view = base.t()[::2]  # (24, 64), not row-contiguous
+    ref = np.exp(view.cpu().numpy().astype(np.float64))
+    out = run_exp(view)  # copied on the GPU first
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=2e-7)
+    strided = kjit.metal_kernel(name="strided_exp", input_names=["inp"], output_names=["out"],
+                                ensure_row_contiguous=False, source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = metal::exp(inp[elem_to_loc(i, inp_shape, inp_strides, inp_ndim)]);
+    """)
+    (out2,) = strided(inputs=[view], output_shapes=[tuple(view.shape)],
+                      output_dtypes=[view.dtype], grid=(view.numel(), 1, 1),
+                      threadgroup=(128, 1, 1))
+    np.testing.assert_allclose(out2.cpu().numpy(), ref, rtol=2e-7)
+
+
+def test_inputs_on_two_devices_are_an_error(rng):
+    torch = pytest.importorskip("torch")
+    a = torch.ones(8, device="cuda")
+    b = np.ones(8, np.float32)
+    k = kjit.metal_kernel(name="add2", input_names=["a", "b"], output_names=["o"],
+                          source="uint i = thread_position_in_grid.x; o[i] = a[i] + b[i];")
+    with pytest.raises(ValueError, match="arrays on different devices"):
+        k(inputs=[a, b], output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
+          threadgroup=(8, 1, 1))
+
+
+CHILD = r"""
+import json, sys, numpy as np, kjit
+k = kjit.metal_kernel(name="gpu_exp", input_names=["inp"], output_names=["out"], source=sys.argv[1])
+x = np.linspace(-3, 3, 4096, dtype=np.float32)
+out, = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.size, 1, 1),
+         threadgroup=(256, 1, 1), device="cuda")
+print(json.dumps({"err": float(np.max(np.abs(out - np.exp(x)) / np.exp(x))),
+                  "info": kjit.cache_info()}))
+"""
+
+
+def test_a_fresh_process_loads_the_cubin_from_disk(tmp_path):
+    env = dict(os.environ, KJIT_CACHE_DIR=str(tmp_path))
+    first = json.loads(subprocess.run([sys.executable, "-c", CHILD, EXP], env=env, check=True,
+                                      capture_output=True, text=True).stdout)
+    assert first["info"]["compiles"] == 1 and first["err"] < 3e-7
+    env["KJIT_ASSERT_NO_COMPILE"] = "1"
+    second = json.loads(subprocess.run([sys.executable, "-c", CHILD, EXP], env=env, check=True,
+                                       capture_output=True, text=True).stdout)
+    assert second["info"]["compiles"] == 0 and second["info"]["disk_hits"] == 1
+    assert second["err"] < 3e-7
+
+
+FAULT = r"""
+import numpy as np, kjit
+k = kjit.cuda_kernel(name="wild_write", input_names=["inp"], output_names=["out"],
+                     source="out[(1ull << 40) + threadIdx.x] = inp[threadIdx.x];")
+x = np.ones(32, np.float32)
+try:
+    k(inputs=[x], output_shapes=[(32,)], output_dtypes=[np.float32], grid=(32, 1, 1),
+      threadgroup=(32, 1, 1), device="cuda")
+    print("no error")
+except kjit.LaunchError as e:
+    print("LaunchError:", e)
+"""
+
+
+def test_an_out_of_bounds_write_raises_instead_of_crashing():
+    # In a subprocess: after a fault the process's CUDA context is unusable.
+    run = subprocess.run([sys.executable, "-c", FAULT], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "LaunchError:" in run.stdout and "no longer usable" in run.stdout, run.stdout
