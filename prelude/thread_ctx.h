@@ -14,11 +14,18 @@ struct thread_ctx {
   uint3 global_id;   // thread_position_in_grid
   uint3 group_size;  // the group's extent: partial at the grid's edge
 
-  // Sets everything but global_id for group |g| (numbered x-fastest).
-  KJIT_INLINE void enter_group(unsigned long long g) {
-    group_id =
-        uint3(static_cast<unsigned>(g % groups.x), static_cast<unsigned>((g / groups.x) % groups.y),
-              static_cast<unsigned>(g / (static_cast<unsigned long long>(groups.x) * groups.y)));
+  // Sets everything but global_id for group |g| (numbered x-fastest). The CPU numbers groups in
+  // 64 bits; a CUDA launch has at most 2^31-1 blocks, so the GPU divides in 32 bits. A 1-D grid
+  // of groups needs no division at all.
+  template <class G>
+  KJIT_INLINE void enter_group(G g) {
+    if (groups.y == 1 && groups.z == 1) {
+      group_id = uint3(static_cast<unsigned>(g), 0u, 0u);
+    } else {
+      const G gx = groups.x, gxy = gx * groups.y;
+      group_id = uint3(static_cast<unsigned>(g % gx), static_cast<unsigned>((g % gxy) / gx),
+                       static_cast<unsigned>(g / gxy));
+    }
     origin = uint3(group_id.x * group.x, group_id.y * group.y, group_id.z * group.z);
     const uint3 left = grid - origin;
     group_size = uint3(left.x < group.x ? left.x : group.x, left.y < group.y ? left.y : group.y,

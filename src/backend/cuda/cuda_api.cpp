@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -84,10 +85,33 @@ const DriverApi& driver() {
   return api;
 }
 
+std::vector<std::string> nvrtc_candidates() {
+  return candidates("libnvrtc", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
+}
+
+const std::string& nvrtc_file_identity() {
+  static const std::string id = [] {
+    for (const std::string& f : nvrtc_candidates()) {
+      char resolved[4096];
+      struct stat st;
+      if (f.find('/') != std::string::npos && realpath(f.c_str(), resolved) &&
+          stat(resolved, &st) == 0) {
+        return std::string(resolved) + " " + std::to_string(st.st_size) + " " +
+               std::to_string(st.st_mtime);
+      }
+    }
+    // Only the loader knows where a bare library name leads: ask NVRTC itself.
+    const NvrtcApi& a = nvrtc();
+    return a.loaded ? a.library + " " + std::to_string(a.major) + "." + std::to_string(a.minor)
+                    : std::string("missing");
+  }();
+  return id;
+}
+
 const NvrtcApi& nvrtc() {
   static const NvrtcApi api = [] {
     NvrtcApi a;
-    load(a, candidates("libnvrtc", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}),
+    load(a, nvrtc_candidates(),
          [&](void* h) -> std::string {
 #define KJIT_RESOLVE(name, ret, args)                                     \
   a.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));                \

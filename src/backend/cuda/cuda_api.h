@@ -110,6 +110,10 @@ struct NvrtcApi {
 const DriverApi& driver();
 const NvrtcApi& nvrtc();
 
+/// What identifies the NVRTC that nvrtc() would load, without loading it: the library file's
+/// resolved path, size and modification time (cache keys need it on every cache hit).
+const std::string& nvrtc_file_identity();
+
 /// Throws kjit::LaunchError "<call> failed: <CUDA error name>: <description>" unless |result|
 /// is CUDA_SUCCESS.
 void check(CUresult result, const char* call);

@@ -45,9 +45,9 @@ std::string arch_flag(int cc) {
   return "--gpu-architecture=compute_" + std::to_string(best);
 }
 
-std::vector<std::string> options(MathMode mode, int cc) {
-  std::vector<std::string> o = {arch_flag(cc), "-std=c++17", "--device-as-default-execution-space",
-                                "-w"};
+// Every option but the architecture.
+std::vector<std::string> mode_options(MathMode mode) {
+  std::vector<std::string> o = {"-std=c++17", "--device-as-default-execution-space", "-w"};
   if (mode == MathMode::Safe) {
     o.insert(o.end(), {"-prec-div=true", "-prec-sqrt=true", "-ftz=false", "--fmad=false"});
   } else if (mode == MathMode::Relaxed) {
@@ -61,9 +61,8 @@ std::vector<std::string> options(MathMode mode, int cc) {
 }  // namespace
 
 std::string nvrtc_identity(MathMode mode, int cc) {
-  const NvrtcApi& api = loaded_nvrtc();
-  std::string id = "nvrtc " + std::to_string(api.major) + "." + std::to_string(api.minor);
-  for (const std::string& o : options(mode, cc)) id += " " + o;
+  std::string id = "nvrtc " + nvrtc_file_identity() + "\ncc " + std::to_string(cc) + "\n";
+  for (const std::string& o : mode_options(mode)) id += " " + o;
   return id;
 }
 
@@ -78,7 +77,8 @@ CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, Ma
   if (api.nvrtcCreateProgram(&prog, source.c_str(), "kjit_kernel.cu", 0, nullptr, nullptr) != 0) {
     throw std::runtime_error("kjit: nvrtcCreateProgram failed");
   }
-  std::vector<std::string> opts = options(mode, cc);
+  std::vector<std::string> opts = mode_options(mode);
+  opts.insert(opts.begin(), arch_flag(cc));
   std::vector<const char*> argv;
   for (const std::string& o : opts) argv.push_back(o.c_str());
   nvrtcResult result = api.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());

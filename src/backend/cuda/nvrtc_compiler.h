@@ -15,8 +15,9 @@ struct CompiledImage {
   bool cubin = false;
 };
 
-/// The options kjit compiles with for |mode| and compute capability |cc| (e.g. 90), including
-/// the -arch choice; part of every cache key with NVRTC's version.
+/// What a compiled image depends on besides the source: the NVRTC library, the target compute
+/// capability |cc| (e.g. 90) and the options for |mode|. Computed without loading NVRTC, so that
+/// a cache hit never does; the -arch choice follows from the NVRTC and |cc|.
 std::string nvrtc_identity(MathMode mode, int cc);
 
 /// Compiles |source| for compute capability |cc|. Throws kjit::CompileError with diagnostics
