@@ -211,10 +211,12 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
     });
   }
   options.stream = to_stream(stream, t + "stream");
-  options.print = [](std::string_view text) {
-    nb::gil_scoped_acquire gil;
-    nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
-  };
+  if (verbose.ptr() == Py_True) {
+    options.print = [](std::string_view text) {
+      nb::gil_scoped_acquire gil;
+      nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
+    };
+  }
   // On a GPU, run on the stream of the inputs' framework unless told otherwise.
   std::optional<Device> gpu;
   if (options.device && options.device->type == DeviceType::CUDA) gpu = options.device;

@@ -141,6 +141,26 @@ struct Kernel::State {
     }
     return nullptr;
   }
+
+  // The hot path's lookup: compares the call's arrays with each plan in place, building nothing.
+  std::shared_ptr<const Plan> find(const std::vector<Array>& inputs,
+                                   const std::vector<Dtype>& outputs, const TemplateArgs& targs,
+                                   const Device& device) {
+    std::lock_guard lock(mutex);
+    for (const auto& p : plans) {
+      const codegen::CallSignature& s = p->signature;
+      if (!(p->device == device) || s.inputs.size() != inputs.size() || s.outputs != outputs ||
+          !same_template_args(s.template_args, targs)) {
+        continue;
+      }
+      bool same = true;
+      for (size_t i = 0; i < inputs.size() && same; ++i) {
+        same = s.inputs[i].first == inputs[i].dtype() && s.inputs[i].second == inputs[i].ndim();
+      }
+      if (same) return p;
+    }
+    return nullptr;
+  }
 };
 
 Kernel::Kernel(std::shared_ptr<const KernelSpec> spec)
@@ -369,15 +389,13 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
       }
     }
   }
-  check_template_args(spec, template_args);
-
-  codegen::CallSignature sig;
-  sig.inputs.reserve(n_in);
-  for (const Array& a : inputs) sig.inputs.emplace_back(a.dtype(), a.ndim());
-  sig.outputs = output_dtypes;
-  sig.template_args = template_args;
-  std::shared_ptr<const Plan> plan = state_->find(sig, device);
+  std::shared_ptr<const Plan> plan = state_->find(inputs, output_dtypes, template_args, device);
   if (!plan) {
+    check_template_args(spec, template_args);  // a plan's arguments were checked when it was made
+    codegen::CallSignature sig;
+    for (const Array& a : inputs) sig.inputs.emplace_back(a.dtype(), a.ndim());
+    sig.outputs = output_dtypes;
+    sig.template_args = template_args;
     plan = build_plan(spec, std::move(sig), device);
     std::lock_guard lock(state_->mutex);
     state_->plans.push_back(plan);

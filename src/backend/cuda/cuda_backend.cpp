@@ -36,9 +36,10 @@ const DriverApi& loaded_driver() {
 }
 
 DeviceState& state(int device) {
-  std::lock_guard lock(devices_mutex());
-  std::vector<DeviceState>& s = states();
-  if (s.empty()) {
+  // Filled once; afterwards only each device's own fields change.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<DeviceState>& s = states();
     int count = device_count();
     s.resize(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) {
@@ -59,7 +60,8 @@ DeviceState& state(int device) {
       KJIT_CU(cuDeviceGetAttribute, &info.multiprocessors,
               CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     }
-  }
+  });
+  std::vector<DeviceState>& s = states();
   if (device < 0 || device >= static_cast<int>(s.size())) {
     throw ValueError("device: cuda:" + std::to_string(device) + " does not exist (" +
                      std::to_string(s.size()) + " CUDA device(s) here)");
