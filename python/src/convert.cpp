@@ -11,6 +11,21 @@ namespace {
 
 namespace dl = nb::dlpack;
 
+}  // namespace
+
+std::string Param::str() const {
+  std::string out = parent_ ? parent_->str() : std::string();
+  if (kernel_) {
+    out += "[kjit." + std::string(kernel_->api()) + "] kernel '" + kernel_->name() + "': ";
+  }
+  out += owned_ ? *owned_ : std::string(text_);
+  if (index_ >= 0) out += "[" + std::to_string(index_) + "]";
+  if (label_) out += " ('" + *label_ + "')";
+  return out;
+}
+
+namespace {
+
 std::string qualified_type_name(nb::handle obj) {
   return nb::borrow<nb::str>(nb::type_name(obj.type())).c_str();
 }
@@ -76,6 +91,12 @@ dl::dtype to_dlpack_dtype(Dtype d) {
 // Python objects released from C++ (e.g. the last reference to an input's owner) need the GIL.
 std::shared_ptr<void> python_owner(nb::object obj) {
   return std::shared_ptr<void>(obj.release().ptr(), [](void* p) {
+#if PY_VERSION_HEX >= 0x030D0000
+    const bool finalizing = Py_IsFinalizing();
+#else
+    const bool finalizing = _Py_IsFinalizing();
+#endif
+    if (!Py_IsInitialized() || finalizing) return;  // the interpreter frees it
     nb::gil_scoped_acquire gil;
     Py_DECREF(static_cast<PyObject*>(p));
   });
@@ -83,15 +104,15 @@ std::shared_ptr<void> python_owner(nb::object obj) {
 
 template <class Nd>
 Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override,
-                   const std::string& param, std::shared_ptr<void> owner) {
+                   const Param& param, std::shared_ptr<void> owner) {
   std::optional<Dtype> dtype = dtype_override ? dtype_override : from_dlpack_dtype(nd.dtype());
   if (!dtype) {
-    throw TypeError(param + ": unsupported element type (DLPack code " +
+    throw TypeError(param.str() + ": unsupported element type (DLPack code " +
                     std::to_string(nd.dtype().code) + ", " + std::to_string(nd.dtype().bits) +
                     " bits)");
   }
   if (nd.ndim() > static_cast<size_t>(kMaxNdim)) {
-    throw ValueError(param + ": " + std::to_string(nd.ndim()) +
+    throw ValueError(param.str() + ": " + std::to_string(nd.ndim()) +
                      " dimensions; at most 10 are supported");
   }
   Device device = Device::cpu();
@@ -100,7 +121,7 @@ Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override,
     device = Device::cuda(nd.device_id());
   } else if (type != nb::device::cpu::value && type != nb::device::cuda_host::value &&
              type != nb::device::cuda_managed::value) {
-    throw ValueError(param + ": arrays on this kind of device are not supported");
+    throw ValueError(param.str() + ": arrays on this kind of device are not supported");
   }
   Shape shape(nd.ndim()), strides(nd.ndim());
   for (size_t i = 0; i < nd.ndim(); ++i) {
@@ -128,9 +149,12 @@ Framework framework_of(nb::handle obj) {
     if (nb::isinstance<nb::str>(m)) module = nb::cast<std::string>(m);
   }
   auto starts = [&](const char* p) { return module.rfind(p, 0) == 0; };
+  // Torch means a tensor: other torch objects (torch.Size...) go the general way.
+  const bool tensor = nb::hasattr(obj.type(), "data_ptr");
   Framework f = starts("kjit")                            ? Framework::Kjit
                 : starts("numpy")                         ? Framework::Numpy
-                : starts("torch")                         ? Framework::Torch
+                : starts("torch") && tensor               ? Framework::Torch
+                : starts("torch")                         ? Framework::Other
                 : starts("cupy")                          ? Framework::Cupy
                 : starts("jax") || starts("jaxlib")       ? Framework::Jax
                                                           : Framework::Other;
@@ -143,7 +167,7 @@ bool is_python_scalar(nb::handle obj) {
   return PyBool_Check(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyFloat_CheckExact(obj.ptr());
 }
 
-Dtype to_dtype(nb::handle obj, const std::string& param) {
+Dtype to_dtype(nb::handle obj, const Param& param) {
   if (nb::isinstance<Dtype>(obj)) return nb::cast<Dtype>(obj);
   // Dtype objects of other libraries are long-lived singletons: remember what each one means.
   static std::mutex mutex;
@@ -159,21 +183,26 @@ Dtype to_dtype(nb::handle obj, const std::string& param) {
   } else if (nb::hasattr(obj, "itemsize") && nb::hasattr(obj, "name") &&
              nb::isinstance<nb::str>(obj.attr("name"))) {
     name = nb::cast<std::string>(obj.attr("name"));  // a NumPy dtype
-  } else if (framework_of(obj) == Framework::Torch) {  // torch.float32 prints as that
-    name = str_of(obj);
+  } else if (std::string text = str_of(obj); text.rfind("torch.", 0) == 0) {
+    name = text;  // a torch.dtype prints as "torch.float32"
   } else if (PyType_Check(obj.ptr())) {
     try {
       nb::object np_dtype = nb::module_::import_("numpy").attr("dtype")(obj);
       name = nb::cast<std::string>(np_dtype.attr("name"));
     } catch (const nb::python_error&) {
-      throw TypeError(param + ": " + describe(obj) + " is not a dtype");
+      throw TypeError(param.str() + ": " + describe(obj) + " is not a dtype");
     }
   } else {
-    throw TypeError(param + ": expected a dtype (kjit.float32, a NumPy or torch dtype, or a "
+    throw TypeError(param.str() + ": expected a dtype (kjit.float32, a NumPy or torch dtype, or a "
                     "name such as 'float32'), got " + describe(obj));
   }
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-  Dtype d = dtype_from_name(name, param);
+  Dtype d;
+  try {
+    d = dtype_from_name(name, "");
+  } catch (const TypeError& e) {
+    throw TypeError(param.str() + e.what());
+  }
   if (!nb::isinstance<nb::str>(obj)) {
     std::lock_guard lock(mutex);
     if (known.emplace(obj.ptr(), d).second) Py_INCREF(obj.ptr());  // kept for the cache key
@@ -185,7 +214,7 @@ namespace {
 
 // A torch.Tensor read through its own accessors: torch's __dlpack__ is Python code and costs
 // several microseconds a call, the accessors a fraction of one.
-Array from_torch(nb::handle tensor, const std::string& param, std::shared_ptr<void> owner) {
+Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner) {
   nb::object t = nb::borrow(tensor);
   const Dtype dtype = to_dtype(t.attr("dtype"), param);
   // A lazily conjugated complex view holds unconjugated data: materialise it.
@@ -196,7 +225,7 @@ Array from_torch(nb::handle tensor, const std::string& param, std::shared_ptr<vo
   nb::object shape_obj = t.attr("shape"), strides_obj = t.attr("stride")();
   const size_t ndim = nb::len(shape_obj);
   if (ndim > static_cast<size_t>(kMaxNdim)) {
-    throw ValueError(param + ": " + std::to_string(ndim) + " dimensions; at most 10 are supported");
+    throw ValueError(param.str() + ": " + std::to_string(ndim) + " dimensions; at most 10 are supported");
   }
   Shape shape(ndim), strides(ndim);
   for (size_t i = 0; i < ndim; ++i) {
@@ -223,15 +252,15 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
 
 }  // namespace
 
-Array to_array(nb::handle obj, const std::string& param, bool keep_alive, bool writable) {
+Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable) {
   if (is_python_scalar(obj) && writable) {
-    throw TypeError(param + ": a Python scalar cannot be an output; pass an array");
+    throw TypeError(param.str() + ": a Python scalar cannot be an output; pass an array");
   }
   if (PyBool_Check(obj.ptr())) return Array::scalar(obj.ptr() == Py_True, Dtype::Bool);
   if (PyLong_CheckExact(obj.ptr())) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
-    if (overflow) throw ValueError(param + ": the integer does not fit in a signed 64-bit int");
+    if (overflow) throw ValueError(param.str() + ": the integer does not fit in a signed 64-bit int");
     bool fits32 = v >= INT32_MIN && v <= INT32_MAX;
     Array a = Array::empty({}, fits32 ? Dtype::Int32 : Dtype::Int64);
     if (fits32) {
@@ -246,14 +275,14 @@ Array to_array(nb::handle obj, const std::string& param, bool keep_alive, bool w
   }
   if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
-  if (framework_of(obj) == Framework::Torch && nb::hasattr(obj, "data_ptr")) {
+  if (framework_of(obj) == Framework::Torch) {
     return from_torch(obj, param, owner);
   }
   nb::ndarray<> rw;
   if (import_ndarray(obj, rw)) return from_ndarray(rw, std::nullopt, param, owner);
   nb::ndarray<nb::ro> ro;
   if (import_ndarray(obj, ro)) {
-    if (writable) throw ValueError(param + ": the array is read-only");
+    if (writable) throw ValueError(param.str() + ": the array is read-only");
     return from_ndarray(ro, std::nullopt, param, owner);
   }
   // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
@@ -263,14 +292,14 @@ Array to_array(nb::handle obj, const std::string& param, bool keep_alive, bool w
     nb::object view = obj.attr("view")("uint16");
     if (import_ndarray(view, rw)) return from_ndarray(rw, Dtype::BFloat16, param, owner);
     if (import_ndarray(view, ro)) {
-      if (writable) throw ValueError(param + ": the array is read-only");
+      if (writable) throw ValueError(param.str() + ": the array is read-only");
       return from_ndarray(ro, Dtype::BFloat16, param, owner);
     }
   }
   if (has_dtype) {
-    throw TypeError(param + ": arrays of dtype '" + dtype + "' are not supported");
+    throw TypeError(param.str() + ": arrays of dtype '" + dtype + "' are not supported");
   }
-  throw TypeError(param + ": expected an array (NumPy, or any object with __dlpack__), a "
+  throw TypeError(param.str() + ": expected an array (NumPy, or any object with __dlpack__), a "
                   "kjit.Array, or a Python bool/int/float, got " + describe(obj));
 }
 
@@ -313,10 +342,11 @@ nb::object from_array(const Array& device_array, Framework framework) {
     case Framework::Torch: {
       // torch.utils.dlpack.from_dlpack is Python code around torch._C._from_dlpack; hand the
       // capsule to the latter directly (a few microseconds less per call).
-      static nb::object from_capsule = [] {
+      // Never destroyed: Python is gone by the time static objects are.
+      static nb::object& from_capsule = *new nb::object([] {
         nb::object c = nb::module_::import_("torch").attr("_C");
         return nb::hasattr(c, "_from_dlpack") ? c.attr("_from_dlpack") : nb::object();
-      }();
+      }());
       if (!from_capsule.is_valid()) return export_as<nb::pytorch>(array, dtype);
       return from_capsule(export_as<nb::no_framework>(array, dtype));
     }
@@ -330,47 +360,47 @@ nb::object dlpack_view(const Array& array) {
   return export_as<nb::array_api>(array, to_dlpack_dtype(array.dtype()));
 }
 
-int64_t to_int(nb::handle obj, const std::string& param) {
+int64_t to_int(nb::handle obj, const Param& param) {
   // Python ints and anything with __index__ (NumPy integers), but not bools.
   if (PyBool_Check(obj.ptr()) || PyFloat_Check(obj.ptr())) {
-    throw TypeError(param + ": expected an int, got " + describe(obj));
+    throw TypeError(param.str() + ": expected an int, got " + describe(obj));
   }
   nb::object index = nb::steal(PyNumber_Index(obj.ptr()));
   if (!index.is_valid()) {
     PyErr_Clear();
-    throw TypeError(param + ": expected an int, got " + describe(obj));
+    throw TypeError(param.str() + ": expected an int, got " + describe(obj));
   }
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (overflow) throw ValueError(param + ": " + str_of(obj) + " is out of range");
+  if (overflow) throw ValueError(param.str() + ": " + str_of(obj) + " is out of range");
   return v;
 }
 
 bool is_list(nb::handle obj) { return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()); }
 
-Dim3 to_dim3(nb::handle obj, const std::string& param) {
+Dim3 to_dim3(nb::handle obj, const Param& param) {
   if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(param + ": expected a tuple of 3 ints, got " + describe(obj));
+    throw TypeError(param.str() + ": expected a tuple of 3 ints, got " + describe(obj));
   }
   nb::sequence seq = nb::borrow<nb::sequence>(obj);
   if (nb::len(seq) != 3) {
-    throw ValueError(param + ": expected 3 sizes (x, y, z), got " + std::to_string(nb::len(seq)));
+    throw ValueError(param.str() + ": expected 3 sizes (x, y, z), got " + std::to_string(nb::len(seq)));
   }
   int64_t v[3];
   for (size_t i = 0; i < 3; ++i) v[i] = to_int(seq[i], param);
   return Dim3{v[0], v[1], v[2]};
 }
 
-Shape to_shape(nb::handle obj, const std::string& param) {
+Shape to_shape(nb::handle obj, const Param& param) {
   if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(param + ": expected a sequence of ints, got " + describe(obj));
+    throw TypeError(param.str() + ": expected a sequence of ints, got " + describe(obj));
   }
   nb::sequence seq = nb::borrow<nb::sequence>(obj);
   Shape shape;
   shape.reserve(nb::len(seq));
   for (nb::handle item : seq) {
     int64_t d = to_int(item, param);
-    if (d < 0) throw ValueError(param + ": dimensions must be >= 0, got " + std::to_string(d));
+    if (d < 0) throw ValueError(param.str() + ": dimensions must be >= 0, got " + std::to_string(d));
     shape.push_back(d);
   }
   return shape;

@@ -11,13 +11,51 @@ namespace kjit::python {
 
 namespace nb = nanobind;
 
+/// Names the parameter a conversion is about, e.g. "[kjit.metal_kernel] kernel 'k': inputs[0]
+/// ('x')". The text is made only when an error is raised, so a call that goes well builds no
+/// strings. A Param refers to its parent and labels: it lives no longer than they do.
+class Param {
+ public:
+  Param(const char* text) : text_(text) {}  // NOLINT: a literal name converts implicitly
+  Param(const std::string& text) : owned_(&text) {}  // NOLINT
+  /// The prefix of every message about a kernel's call.
+  static Param of_kernel(const Kernel& kernel) {
+    Param p("");
+    p.kernel_ = &kernel;
+    return p;
+  }
+  /// |name| inside this one ("inputs" after the kernel's prefix).
+  Param operator/(const char* name) const {
+    Param p(name);
+    p.parent_ = this;
+    return p;
+  }
+  /// Element |i|, optionally labelled: "inputs[0] ('x')".
+  Param at(size_t i, const std::string* label = nullptr) const {
+    Param p("");
+    p.parent_ = this;
+    p.index_ = static_cast<long>(i);
+    p.label_ = label;
+    return p;
+  }
+  std::string str() const;
+
+ private:
+  const Param* parent_ = nullptr;
+  const Kernel* kernel_ = nullptr;
+  const char* text_ = "";
+  const std::string* owned_ = nullptr;
+  long index_ = -1;
+  const std::string* label_ = nullptr;
+};
+
 /// The array library an object belongs to; outputs are returned in the inputs' library.
 enum class Framework { None, Kjit, Numpy, Torch, Cupy, Jax, Other };
 
 Framework framework_of(nb::handle obj);
 
 /// A dtype from a kjit.Dtype, a string, a NumPy dtype or type, or a torch dtype.
-Dtype to_dtype(nb::handle obj, const std::string& param);
+Dtype to_dtype(nb::handle obj, const Param& param);
 
 /// True for Python bool, int and float objects (kernel scalars).
 bool is_python_scalar(nb::handle obj);
@@ -25,7 +63,7 @@ bool is_python_scalar(nb::handle obj);
 /// A kernel input (or, when |writable|, an output) from a Python scalar, a kjit.Array or any
 /// DLPack/buffer-protocol array. The result borrows the object's memory; |keep_alive| makes the
 /// Array own a reference to it.
-Array to_array(nb::handle obj, const std::string& param, bool keep_alive, bool writable = false);
+Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable = false);
 
 /// An Array as an object of |framework| (zero-copy); kjit.Array for None/Kjit/Other.
 nb::object from_array(const Array& array, Framework framework);
@@ -34,15 +72,15 @@ nb::object from_array(const Array& array, Framework framework);
 nb::object dlpack_view(const Array& array);
 
 /// A Python int or an object with __index__ (not a bool).
-int64_t to_int(nb::handle obj, const std::string& param);
+int64_t to_int(nb::handle obj, const Param& param);
 
 /// True for list and tuple objects: the only containers taken for inputs= and outputs=.
 bool is_list(nb::handle obj);
 
 /// A sequence of exactly three non-negative ints.
-Dim3 to_dim3(nb::handle obj, const std::string& param);
+Dim3 to_dim3(nb::handle obj, const Param& param);
 
 /// A shape: a sequence of non-negative ints.
-Shape to_shape(nb::handle obj, const std::string& param);
+Shape to_shape(nb::handle obj, const Param& param);
 
 }  // namespace kjit::python

@@ -15,10 +15,6 @@ using namespace nb::literals;
 namespace kjit::python {
 namespace {
 
-std::string tag(const Kernel& k) {
-  return "[kjit." + std::string(k.api()) + "] kernel '" + k.name() + "': ";
-}
-
 std::vector<std::string> to_names(nb::handle obj, const char* api, const char* param) {
   std::string p = std::string("[kjit.") + api + "] " + param;
   if (!is_list(obj)) throw TypeError(p + ": expected a list of names (str)");
@@ -61,36 +57,45 @@ bool to_bool(nb::handle obj, const char* api, const char* param) {
   return obj.ptr() == Py_True;
 }
 
-TemplateArgs to_template_args(const Kernel& k, nb::handle obj) {
+TemplateArgs to_template_args(const Param& p, nb::handle obj) {
   TemplateArgs args;
   if (obj.is_none()) return args;
-  const std::string p = tag(k) + "template";
-  if (!is_list(obj)) throw TypeError(p + ": expected a list of (name, value) pairs");
-  for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
-    if (!is_list(item) || nb::len(item) != 2) {
-      throw TypeError(p + ": expected (name, value) pairs, got " +
+  if (!is_list(obj)) throw TypeError(p.str() + ": expected a list of (name, value) pairs");
+  const Py_ssize_t n_items = PySequence_Fast_GET_SIZE(obj.ptr());
+  args.reserve(static_cast<size_t>(n_items));
+  for (Py_ssize_t k = 0; k < n_items; ++k) {
+    nb::handle item = PySequence_Fast_GET_ITEM(obj.ptr(), k);
+    if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
+      throw TypeError(p.str() + ": expected (name, value) pairs, got " +
                       nb::cast<std::string>(nb::repr(item)));
     }
-    nb::object name = item[0], value = item[1];
-    if (!nb::isinstance<nb::str>(name)) throw TypeError(p + ": a template name must be a str");
-    std::string n = nb::cast<std::string>(name);
-    const std::string what = p + ": the value of '" + n + "'";
+    nb::handle name = PySequence_Fast_GET_ITEM(item.ptr(), 0);
+    nb::handle value = PySequence_Fast_GET_ITEM(item.ptr(), 1);
+    if (!nb::isinstance<nb::str>(name)) {
+      throw TypeError(p.str() + ": a template name must be a str");
+    }
+    Py_ssize_t length = 0;
+    const char* chars = PyUnicode_AsUTF8AndSize(name.ptr(), &length);
+    std::string n(chars, static_cast<size_t>(length));
+    auto what = [&] { return p.str() + ": the value of '" + n + "'"; };
     if (PyBool_Check(value.ptr())) {
-      args.emplace_back(n, value.ptr() == Py_True);
+      args.emplace_back(std::move(n), value.ptr() == Py_True);
     } else if (PyLong_Check(value.ptr())) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
       if (overflow || v < INT32_MIN || v > INT32_MAX) {
-        throw ValueError(what + " does not fit in a 32-bit int");
+        throw ValueError(what() + " does not fit in a 32-bit int");
       }
-      args.emplace_back(n, static_cast<int>(v));
-    } else if (nb::isinstance<nb::str>(value)) {
-      args.emplace_back(n, to_dtype(value, what));  // a dtype name
+      args.emplace_back(std::move(n), static_cast<int>(v));
     } else {
+      const std::string label = what();  // only a dtype needs it, and only on failure
+      const Param where(label);
       try {
-        args.emplace_back(n, to_dtype(value, what));
+        Dtype d = to_dtype(value, where);
+        args.emplace_back(std::move(n), d);
       } catch (const TypeError&) {
-        throw TypeError(what + " must be a dtype, an int or a bool, got '" +
+        if (nb::isinstance<nb::str>(value)) throw;  // a name: the dtype error says it best
+        throw TypeError(label + " must be a dtype, an int or a bool, got '" +
                         nb::cast<std::string>(value.type().attr("__name__")) + "'");
       }
     }
@@ -100,13 +105,13 @@ TemplateArgs to_template_args(const Kernel& k, nb::handle obj) {
 
 // A CUDA stream: None (the default), a raw handle (int), or an object exposing one through
 // __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
-uintptr_t to_stream(nb::handle obj, const std::string& param) {
+uintptr_t to_stream(nb::handle obj, const Param& param) {
   if (obj.is_none()) return 0;
   nb::object handle = nb::borrow(obj);
   if (nb::hasattr(obj, "__cuda_stream__")) {
     nb::object pair = obj.attr("__cuda_stream__")();
     if (!is_list(pair) || nb::len(pair) != 2) {
-      throw TypeError(param + ": __cuda_stream__() must return (version, handle)");
+      throw TypeError(param.str() + ": __cuda_stream__() must return (version, handle)");
     }
     handle = pair[1];
   } else if (nb::hasattr(obj, "cuda_stream")) {
@@ -115,7 +120,7 @@ uintptr_t to_stream(nb::handle obj, const std::string& param) {
     handle = obj.attr("ptr");
   }
   if (PyBool_Check(handle.ptr()) || !PyLong_Check(handle.ptr())) {
-    throw TypeError(param + ": expected a CUDA stream (an int handle, or an object with "
+    throw TypeError(param.str() + ": expected a CUDA stream (an int handle, or an object with "
                     "__cuda_stream__, .cuda_stream or .ptr), got " +
                     nb::cast<std::string>(obj.type().attr("__name__")));
   }
@@ -126,11 +131,12 @@ uintptr_t to_stream(nb::handle obj, const std::string& param) {
 // it and its outputs are ready for that framework's next operations (0: the legacy stream).
 uintptr_t current_stream(Framework framework, int device) {
   if (framework == Framework::Torch) {
-    static nb::object raw = [] {
+    // Never destroyed: Python is gone by the time static objects are.
+    static nb::object& raw = *new nb::object([] {
       nb::object c = nb::module_::import_("torch").attr("_C");
       return nb::hasattr(c, "_cuda_getCurrentRawStream") ? c.attr("_cuda_getCurrentRawStream")
                                                           : nb::object();
-    }();
+    }());
     nb::object handle = raw.is_valid()
                             ? raw(device)
                             : nb::module_::import_("torch").attr("cuda").attr("current_stream")(
@@ -144,17 +150,20 @@ uintptr_t current_stream(Framework framework, int device) {
   return 0;
 }
 
+// A list or tuple converted element by element; |param| names each element on errors.
 template <class F>
-std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> to_list(
-    nb::handle obj, const std::string& param, F convert) {
+std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handle obj,
+                                                                      const Param& param,
+                                                                      F convert) {
   if (!is_list(obj)) {
-    throw TypeError(param + ": expected a list, got " +
+    throw TypeError(param.str() + ": expected a list, got " +
                     nb::cast<std::string>(obj.type().attr("__name__")));
   }
-  std::vector<std::invoke_result_t<F, nb::handle, const std::string&>> out;
-  size_t i = 0;
-  for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
-    out.push_back(convert(item, param + "[" + std::to_string(i++) + "]"));
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj.ptr());
+  std::vector<std::invoke_result_t<F, nb::handle, const Param&>> out;
+  out.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out.push_back(convert(PySequence_Fast_GET_ITEM(obj.ptr(), i), param.at(static_cast<size_t>(i))));
   }
   return out;
 }
@@ -163,54 +172,57 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup,
                 nb::handle template_args, nb::handle init_value, nb::handle verbose,
                 nb::handle stream, nb::handle device, nb::handle outputs) {
-  const std::string t = tag(k);
+  const Param t = Param::of_kernel(k);
   if (!is_list(inputs)) {
-    throw TypeError(t + "inputs: expected a list of arrays or scalars (wrap a single array: "
-                    "inputs=[x]), got " + nb::cast<std::string>(inputs.type().attr("__name__")));
+    throw TypeError((t / "inputs").str() +
+                    ": expected a list of arrays or scalars (wrap a single array: inputs=[x]), "
+                    "got " + nb::cast<std::string>(inputs.type().attr("__name__")));
   }
-  nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
+  const Param input_param = t / "inputs";
+  const Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs.ptr());
   std::vector<Array> arrays;
-  arrays.reserve(nb::len(in_seq));
+  arrays.reserve(static_cast<size_t>(n_in));
   Framework framework = Framework::None;
-  size_t i = 0;
-  for (nb::handle item : in_seq) {
-    std::string name = i < k.input_names().size() ? " ('" + k.input_names()[i] + "')" : "";
-    arrays.push_back(to_array(item, t + "inputs[" + std::to_string(i) + "]" + name, false));
+  for (Py_ssize_t i = 0; i < n_in; ++i) {
+    nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), i);
+    const size_t index = static_cast<size_t>(i);
+    const std::string* name = index < k.input_names().size() ? &k.input_names()[index] : nullptr;
+    arrays.push_back(to_array(item, input_param.at(index, name), false));
     if (framework == Framework::None && !is_python_scalar(item)) framework = framework_of(item);
-    ++i;
   }
-  std::vector<Shape> shapes = to_list(output_shapes, t + "output_shapes", to_shape);
-  std::vector<Dtype> dtypes = to_list(output_dtypes, t + "output_dtypes", to_dtype);
-  Dim3 g = to_dim3(grid, t + "grid");
-  Dim3 tg = to_dim3(threadgroup, t + "threadgroup");
-  TemplateArgs targs = to_template_args(k, template_args);
+  std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
+  std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
+  Dim3 g = to_dim3(grid, t / "grid");
+  Dim3 tg = to_dim3(threadgroup, t / "threadgroup");
+  TemplateArgs targs = to_template_args(t / "template", template_args);
   std::optional<double> init;
   if (!init_value.is_none()) {
     if (!PyFloat_Check(init_value.ptr()) && !PyLong_Check(init_value.ptr())) {
-      throw TypeError(t + "init_value: expected a number or None");
+      throw TypeError((t / "init_value").str() + ": expected a number or None");
     }
     double v = PyFloat_AsDouble(init_value.ptr());
     if (v == -1.0 && PyErr_Occurred()) {
       PyErr_Clear();
-      throw ValueError(t + "init_value: " + nb::cast<std::string>(nb::repr(init_value)).substr(0, 40) +
+      throw ValueError((t / "init_value").str() + ": " +
+                       nb::cast<std::string>(nb::repr(init_value)).substr(0, 40) +
                        " is out of range");
     }
     init = v;
   }
-  if (!PyBool_Check(verbose.ptr())) throw TypeError(t + "verbose: expected a bool");
+  if (!PyBool_Check(verbose.ptr())) throw TypeError((t / "verbose").str() + ": expected a bool");
   LaunchOptions options;
   if (!device.is_none()) {
     if (!nb::isinstance<nb::str>(device)) {
-      throw TypeError(t + "device: expected 'cpu', 'cuda' or 'cuda:N'");
+      throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
     }
-    options.device = Device::parse(nb::cast<std::string>(device), t + "device");
+    options.device = Device::parse(nb::cast<std::string>(device), (t / "device").str());
   }
   if (!outputs.is_none()) {
-    options.outputs = to_list(outputs, t + "outputs", [](nb::handle o, const std::string& p) {
+    options.outputs = to_list(outputs, t / "outputs", [](nb::handle o, const Param& p) {
       return to_array(o, p, false, /*writable=*/true);
     });
   }
-  options.stream = to_stream(stream, t + "stream");
+  options.stream = to_stream(stream, t / "stream");
   if (verbose.ptr() == Py_True) {
     options.print = [](std::string_view text) {
       nb::gil_scoped_acquire gil;
@@ -266,22 +278,26 @@ void init_kernel(nb::module_& m) {
           "build",
           [](const Kernel& k, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
              nb::handle target) {
-            const std::string t = tag(k);
+            const Param t = Param::of_kernel(k);
             std::vector<std::pair<Dtype, int>> sig = to_list(
-                inputs, t + "inputs", [](nb::handle item, const std::string& p) {
-                  if (!nb::isinstance<nb::sequence>(item) || nb::len(item) != 2) {
-                    throw TypeError(p + ": expected a (dtype, ndim) pair");
+                inputs, t / "inputs", [](nb::handle item, const Param& p) {
+                  if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
+                    throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
                   }
-                  int64_t ndim = to_int(item[1], p + " ndim");
+                  const std::string ndim_label = p.str() + " ndim";
+                  int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), ndim_label);
                   if (ndim < 0 || ndim > kMaxNdim) {
-                    throw ValueError(p + ": ndim must be in [0, 10], got " + std::to_string(ndim));
+                    throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
+                                     std::to_string(ndim));
                   }
-                  return std::pair{to_dtype(item[0], p), static_cast<int>(ndim)};
+                  return std::pair{to_dtype(PySequence_Fast_GET_ITEM(item.ptr(), 0), p),
+                                   static_cast<int>(ndim)};
                 });
-            std::vector<Dtype> dtypes = to_list(output_dtypes, t + "output_dtypes", to_dtype);
-            TemplateArgs targs = to_template_args(k, template_args);
+            std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
+            TemplateArgs targs = to_template_args(t / "template", template_args);
             if (!nb::isinstance<nb::str>(target)) {
-              throw TypeError(t + "target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
+              throw TypeError((t / "target").str() +
+                              ": expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
             }
             std::string where = nb::cast<std::string>(target);
             nb::gil_scoped_release release;
