@@ -14,8 +14,8 @@ import kjit
 from conftest import poisoned
 
 STATUS = kjit._kjit.cuda_status()
-pytestmark = pytest.mark.skipif(not STATUS["devices"],
-                                reason=f"no CUDA device: {STATUS['unavailable']}")
+needs_gpu = pytest.mark.skipif(not STATUS["devices"],
+                               reason=f"no CUDA device: {STATUS['unavailable']}")
 
 EXP = """
     uint i = thread_position_in_grid.x;
@@ -33,6 +33,7 @@ def run_exp(x, **kw):
                         grid=(int(np.prod(x.shape)), 1, 1), threadgroup=(256, 1, 1), **kw)[0]
 
 
+@needs_gpu
 def test_numpy_inputs_run_on_the_gpu_when_asked(rng):
     x = rng.standard_normal(10_001).astype(np.float32)
     out = run_exp(x, device="cuda")
@@ -40,6 +41,7 @@ def test_numpy_inputs_run_on_the_gpu_when_asked(rng):
     np.testing.assert_allclose(out, np.exp(x.astype(np.float64)), rtol=2e-7)
 
 
+@needs_gpu
 def test_torch_in_torch_out(rng):
     torch = pytest.importorskip("torch")
     x = torch.from_numpy(rng.standard_normal(50_000).astype(np.float32)).cuda()
@@ -49,6 +51,7 @@ def test_torch_in_torch_out(rng):
                                rtol=2e-7)
 
 
+@needs_gpu
 def test_cupy_in_cupy_out(rng):
     cupy = pytest.importorskip("cupy")
     x = cupy.asarray(rng.standard_normal(50_000).astype(np.float32))
@@ -58,6 +61,7 @@ def test_cupy_in_cupy_out(rng):
                                rtol=2e-7)
 
 
+@needs_gpu
 def test_jax_in_jax_out(rng):
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -71,6 +75,7 @@ def test_jax_in_jax_out(rng):
                                rtol=2e-7)
 
 
+@needs_gpu
 def test_torch_side_stream_orders_with_torch_ops(rng):
     torch = pytest.importorskip("torch")
     n = 1 << 24
@@ -86,6 +91,7 @@ def test_torch_side_stream_orders_with_torch_ops(rng):
                                rtol=1e-6)
 
 
+@needs_gpu
 def test_explicit_stream_argument_forms(rng):
     torch = pytest.importorskip("torch")
     x = torch.from_numpy(rng.standard_normal(4096).astype(np.float32)).cuda()
@@ -98,6 +104,7 @@ def test_explicit_stream_argument_forms(rng):
                                    rtol=2e-7)
 
 
+@needs_gpu
 def test_outputs_in_place_torch(rng):
     torch = pytest.importorskip("torch")
     x = torch.from_numpy(rng.standard_normal(3000).astype(np.float32)).cuda()
@@ -131,6 +138,7 @@ BLOCK_SUM = """
 """
 
 
+@needs_gpu
 @pytest.mark.parametrize("grid,group", [((1000, 1, 1), (256, 1, 1)), ((37, 11, 1), (8, 4, 1)),
                                         ((5, 6, 7), (2, 4, 3))])
 def test_partial_edge_groups_with_barriers(grid, group, rng):
@@ -154,6 +162,7 @@ def test_partial_edge_groups_with_barriers(grid, group, rng):
     np.testing.assert_array_equal(count, sizes)
 
 
+@needs_gpu
 def test_grid_beyond_65535_groups_in_y(rng):
     kernel = kjit.metal_kernel(name="rows", input_names=["inp"], output_names=["out"], source="""
         const uint2 p = uint2(thread_position_in_grid.x, thread_position_in_grid.y);
@@ -167,6 +176,7 @@ def test_grid_beyond_65535_groups_in_y(rng):
     np.testing.assert_array_equal(out, x + np.arange(rows, dtype=np.float32)[:, None])
 
 
+@needs_gpu
 def test_dynamic_shared_memory_above_48_kb(rng):
     words = 20_000  # 80 KB
     kernel = kjit.cuda_kernel(name="smem_reverse", input_names=["inp"], output_names=["out"],
@@ -182,6 +192,7 @@ def test_dynamic_shared_memory_above_48_kb(rng):
     np.testing.assert_array_equal(out, x[::-1])
 
 
+@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex64, np.float16, np.uint8])
 def test_init_value_on_the_gpu(dtype):
     kernel = kjit.metal_kernel(name="every_other_gpu", input_names=["inp"], output_names=["out"],
@@ -198,6 +209,7 @@ def test_init_value_on_the_gpu(dtype):
     np.testing.assert_array_equal(out, expected)
 
 
+@needs_gpu
 def test_strided_torch_views(rng):
     torch = pytest.importorskip("torch")
     base = torch.from_numpy(rng.standard_normal((64, 48)).astype(np.float32)).cuda()
@@ -216,6 +228,7 @@ def test_strided_torch_views(rng):
     np.testing.assert_allclose(out2.cpu().numpy(), ref, rtol=2e-7)
 
 
+@needs_gpu
 def test_inputs_on_two_devices_are_an_error(rng):
     torch = pytest.importorskip("torch")
     a = torch.ones(8, device="cuda")
@@ -238,6 +251,7 @@ print(json.dumps({"err": float(np.max(np.abs(out - np.exp(x)) / np.exp(x))),
 """
 
 
+@needs_gpu
 def test_a_fresh_process_loads_the_cubin_from_disk(tmp_path):
     env = dict(os.environ, KJIT_CACHE_DIR=str(tmp_path))
     first = json.loads(subprocess.run([sys.executable, "-c", CHILD, EXP], env=env, check=True,
@@ -264,9 +278,36 @@ except kjit.LaunchError as e:
 """
 
 
+@needs_gpu
 def test_an_out_of_bounds_write_raises_instead_of_crashing():
     # In a subprocess: after a fault the process's CUDA context is unusable.
     run = subprocess.run([sys.executable, "-c", FAULT], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert "LaunchError:" in run.stdout and "no longer usable" in run.stdout, run.stdout
+
+
+# The kernels above, compiled by NVRTC for sm_90 wherever NVRTC loads (CI has no GPU).
+GPU_KERNELS = [
+    (kjit.cuda_kernel, dict(name="block_sum", input_names=["inp"], output_names=["out", "count"],
+                            source=BLOCK_SUM), [("float32", 3)], ["float32", "uint32"]),
+    (kjit.cuda_kernel, dict(name="smem_reverse", input_names=["inp"], output_names=["out"],
+                            shared_memory=80_000, source="""
+        extern __shared__ float buf[];
+        for (unsigned i = threadIdx.x; i < 20000; i += blockDim.x) buf[i] = inp[i];
+        __syncthreads();
+        for (unsigned i = threadIdx.x; i < 20000; i += blockDim.x) out[i] = buf[19999 - i];
+    """), [("float32", 1)], ["float32"]),
+    (kjit.cuda_kernel, dict(name="wild_write", input_names=["inp"], output_names=["out"],
+                            source="out[(1ull << 40) + threadIdx.x] = inp[threadIdx.x];"),
+     [("float32", 1)], ["float32"]),
+    (kjit.metal_kernel, dict(name="gpu_exp", input_names=["inp"], output_names=["out"],
+                             source=EXP), [("float16", 2)], ["float16"]),
+]
+
+
+@pytest.mark.skipif(STATUS["nvrtc"] is None, reason=f"NVRTC is {STATUS['nvrtc_error']}")
+@pytest.mark.parametrize("factory,spec,inputs,outputs", GPU_KERNELS,
+                         ids=[k[1]["name"] for k in GPU_KERNELS])
+def test_gpu_kernels_compile_for_sm90(factory, spec, inputs, outputs):
+    factory(**spec).build(inputs=inputs, output_dtypes=outputs, target="sm_90")
