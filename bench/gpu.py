@@ -26,11 +26,8 @@ import torch
 
 import kjit
 
-MYEXP = """
-    uint elem = thread_position_in_grid.x;
-    T tmp = inp[elem];
-    out[elem] = metal::exp(tmp);
-"""
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from seed_kernels import MYEXP  # noqa: E402
 RAW = r"""
 extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
     unsigned elem = blockIdx.x * blockDim.x + threadIdx.x;

@@ -5,11 +5,7 @@ import numpy as np
 
 import kjit
 
-source = """
-    uint elem = thread_position_in_grid.x;
-    T tmp = inp[elem];
-    out[elem] = metal::exp(tmp);
-"""
+from seed_kernels import MYEXP as source
 
 kernel = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=source)
 

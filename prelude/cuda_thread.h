@@ -12,17 +12,29 @@ struct kjit_cuda_launch {
 
 namespace kjit {
 
+// The thread's context. |OneD| launches (grid in x only) know y and z without looking.
+template <bool OneD>
 KJIT_INLINE thread_ctx make_thread_ctx(const kjit_cuda_launch& L) {
   thread_ctx t;
   t.grid = uint3(L.grid[0], L.grid[1], L.grid[2]);
   t.group = uint3(L.group[0], L.group[1], L.group[2]);
   t.groups = uint3(L.groups[0], L.groups[1], L.groups[2]);
-  t.enter_group(blockIdx.x);
-  t.global_id = t.origin + uint3(threadIdx.x, threadIdx.y, threadIdx.z);
+  if (OneD) {
+    t.group_id = uint3(blockIdx.x, 0u, 0u);
+    t.origin = uint3(blockIdx.x * L.group[0], 0u, 0u);
+    const unsigned left = L.grid[0] - t.origin.x;
+    t.group_size = uint3(left < L.group[0] ? left : L.group[0], 1u, 1u);
+    t.global_id = uint3(t.origin.x + threadIdx.x, 0u, 0u);
+  } else {
+    t.enter_group(blockIdx.x);
+    t.global_id = t.origin + uint3(threadIdx.x, threadIdx.y, threadIdx.z);
+  }
   return t;
 }
 
+template <bool OneD>
 KJIT_INLINE bool in_grid(const thread_ctx& t) {
+  if (OneD) return t.global_id.x < t.grid.x;
   return t.global_id.x < t.grid.x && t.global_id.y < t.grid.y && t.global_id.z < t.grid.z;
 }
 

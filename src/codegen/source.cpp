@@ -242,14 +242,19 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
       << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
   } else {
     // A 1-D grid of blocks; threads of edge groups that fall outside the grid leave at once.
-    w << "extern \"C\" __global__ void " << kCudaEntry << "(\n";
-    for (size_t k = 0; k < layout.size(); ++k) {
-      w << "    " << layout[k].type << " kjit_arg" << std::to_string(k) << ",\n";
+    // A second entry serves grids that extend in x only, with less index arithmetic.
+    for (bool one_d : {false, true}) {
+      w << "extern \"C\" __global__ void " << (one_d ? kCudaEntry1d : kCudaEntry) << "(\n";
+      for (size_t k = 0; k < layout.size(); ++k) {
+        w << "    " << layout[k].type << " kjit_arg" << std::to_string(k) << ",\n";
+      }
+      const char* flag = one_d ? "true" : "false";
+      w << "    const kjit_cuda_launch kjit_launch) {\n"
+           "  const ::kjit::thread_ctx t = ::kjit::make_thread_ctx<"
+        << flag << ">(kjit_launch);\n  if (!::kjit::in_grid<" << flag << ">(t)) return;\n  "
+        << g.kernel_name << "(" << args << "t);\n}\n\n";
     }
-    w << "    const kjit_cuda_launch kjit_launch) {\n"
-         "  const ::kjit::thread_ctx t = ::kjit::make_thread_ctx(kjit_launch);\n"
-         "  if (!::kjit::in_grid(t)) return;\n  "
-      << g.kernel_name << "(" << args << "t);\n}\n\n}  // namespace kjit_user\n";
+    w << "}  // namespace kjit_user\n";
   }
   g.text = std::move(w.str());
   return g;

@@ -28,6 +28,7 @@ struct GeneratedSource {
 /// The symbol of the generated entry point on each target.
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
 inline constexpr const char* kCudaEntry = "kjit_cuda_entry";
+inline constexpr const char* kCudaEntry1d = "kjit_cuda_entry_1d";  // grids in x only
 
 /// One parameter of the generated kernel, in order: what it carries and its C++ type.
 struct Param {

@@ -6,8 +6,14 @@ import tempfile
 # Before kjit is imported: tests never read or write a user's cache.
 os.environ.setdefault("KJIT_CACHE_DIR", tempfile.mkdtemp(prefix="kjit-test-cache-"))
 
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+# The seed kernels' bodies (examples/seed_kernels.py) are shared with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
 
 
 @pytest.fixture

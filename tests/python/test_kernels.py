@@ -9,6 +9,7 @@ import pytest
 
 import kjit
 from conftest import poisoned
+from seed_kernels import INVERT_3X3, MYEXP
 
 DIALECTS = ["metal", "cuda"]
 
@@ -29,11 +30,8 @@ def ulp_error(out, ref):
 # --- the seed examples ---------------------------------------------------------------------
 
 def test_myexp(rng):
-    kernel = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source="""
-        uint elem = thread_position_in_grid.x;
-        T tmp = inp[elem];
-        out[elem] = metal::exp(tmp);
-    """)
+    kernel = kjit.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"],
+                               source=MYEXP)
     a = rng.standard_normal((4, 16)).astype(np.float16)
     out = poisoned(a.shape, np.float16)
     (res,) = kernel(inputs=[a], template=[("T", kjit.float32)], grid=(a.size, 1, 1),
@@ -48,28 +46,7 @@ def test_myexp(rng):
     assert np.all(np.abs(out.astype(np.float64) - ref) <= half_ulp + 4 * ref * 2.0 ** -24)
 
 
-INVERT_3X3_SOURCE = """
-    uint i = thread_position_in_grid.x;
-    const device float* m = a + 9 * i;
-    float a00 = m[0], a01 = m[1], a02 = m[2];
-    float a10 = m[3], a11 = m[4], a12 = m[5];
-    float a20 = m[6], a21 = m[7], a22 = m[8];
-    // Cofactors; the inverse is their transpose over the determinant.
-    float c00 = a11 * a22 - a12 * a21;
-    float c01 = a12 * a20 - a10 * a22;
-    float c02 = a10 * a21 - a11 * a20;
-    float inv_det = 1.0 / (a00 * c00 + a01 * c01 + a02 * c02);
-    device float* r = out + 9 * i;
-    r[0] = c00 * inv_det;
-    r[1] = (a02 * a21 - a01 * a22) * inv_det;
-    r[2] = (a01 * a12 - a02 * a11) * inv_det;
-    r[3] = c01 * inv_det;
-    r[4] = (a00 * a22 - a02 * a20) * inv_det;
-    r[5] = (a02 * a10 - a00 * a12) * inv_det;
-    r[6] = c02 * inv_det;
-    r[7] = (a01 * a20 - a00 * a21) * inv_det;
-    r[8] = (a00 * a11 - a01 * a10) * inv_det;
-"""
+INVERT_3X3_SOURCE = INVERT_3X3
 
 
 def test_invert_3x3(rng):

@@ -222,18 +222,21 @@ std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& s
     make_current(device);
     CUmodule module = nullptr;
     KJIT_CU(cuModuleLoadData, &module, image.data());
-    CUfunction entry = nullptr;
-    KJIT_CU(cuModuleGetFunction, &entry, module, codegen::kCudaEntry);
+    CUfunction entries[2] = {};
+    KJIT_CU(cuModuleGetFunction, &entries[0], module, codegen::kCudaEntry);
+    KJIT_CU(cuModuleGetFunction, &entries[1], module, codegen::kCudaEntry1d);
     if (spec.shared_memory > 48 * 1024) {
       if (spec.shared_memory > info.max_shared_optin) {
         throw ValueError("[kjit.cuda_kernel] shared_memory: " +
                          std::to_string(spec.shared_memory) + " bytes is more than " + info.name +
                          " allows per block (" + std::to_string(info.max_shared_optin) + ")");
       }
-      KJIT_CU(cuFuncSetAttribute, entry, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-              spec.shared_memory);
+      for (CUfunction f : entries) {
+        KJIT_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                spec.shared_memory);
+      }
     }
-    return std::make_shared<const Module>(module, entry);
+    return std::make_shared<const Module>(module, entries[0], entries[1]);
   });
 }
 
@@ -325,7 +328,8 @@ void launch(const Module& module, const LaunchArgs& a) {
                      " threadgroups are more than CUDA launches at once (2^31-1)");
   }
   make_current(a.device);
-  KJIT_CU(cuLaunchKernel, module.entry(), static_cast<unsigned>(blocks), 1, 1, a.dims.group[0],
+  const bool one_d = a.dims.grid[1] == 1 && a.dims.grid[2] == 1;
+  KJIT_CU(cuLaunchKernel, module.entry(one_d), static_cast<unsigned>(blocks), 1, 1, a.dims.group[0],
           a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
           as_stream(a.stream), params.data(), nullptr);
 }

@@ -47,12 +47,14 @@ void synchronize(int device, uintptr_t stream);
 
 class Module {
  public:
-  Module(CUmodule module, CUfunction entry) : module_(module), entry_(entry) {}
-  CUfunction entry() const { return entry_; }
+  Module(CUmodule module, CUfunction entry, CUfunction entry_1d)
+      : module_(module), entry_(entry), entry_1d_(entry_1d) {}
+  /// The entry point for a launch: grids that extend in x only have their own.
+  CUfunction entry(bool one_d) const { return one_d ? entry_1d_ : entry_; }
 
  private:
   CUmodule module_;  // never unloaded: launches may still be queued when a kernel goes away
-  CUfunction entry_;
+  CUfunction entry_, entry_1d_;
 };
 
 /// The module for |source| on |device|, from memory, from disk, or compiled now.
