@@ -18,7 +18,7 @@ rng = np.random.default_rng()
 a = (np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))).astype(np.float32)
 start = time.perf_counter()
 (inv,) = invert(inputs=[a], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
-                output_dtypes=[a.dtype])
+                output_dtypes=[a.dtype], device=kjit.default_device())
 elapsed = time.perf_counter() - start
 reference = np.linalg.inv(a.astype(np.float64))
 error = np.max(np.abs(inv - reference)) / np.max(np.abs(reference))

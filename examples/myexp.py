@@ -17,6 +17,7 @@ a = np.random.default_rng().standard_normal((4, 16)).astype(np.float16)
     threadgroup=(256, 1, 1),
     output_shapes=[a.shape],
     output_dtypes=[a.dtype],
+    device=kjit.default_device(),  # the GPU when one works: NumPy data is copied there and back
     verbose=True,
 )
 reference = np.exp(a.astype(np.float64))
