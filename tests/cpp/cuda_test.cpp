@@ -1,0 +1,107 @@
+// The CUDA backend from C++: offline builds for sm_90 wherever NVRTC loads, and kernels on a GPU
+// where one works.
+#include <gtest/gtest.h>
+#include <kjit/kjit.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cuda_backend.h"
+
+namespace kjit {
+namespace {
+
+const char* kMetalExp = R"(
+    uint elem = thread_position_in_grid.x;
+    out[elem] = metal::exp(inp[elem]);
+)";
+
+const char* kBlockSum = R"(
+    __shared__ float partial[256];
+    partial[threadIdx.x] = inp[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float s = 0;
+      for (unsigned k = 0; k < threads_per_threadgroup.x; ++k) s += partial[k];
+      out[blockIdx.x] = s;
+    }
+)";
+
+TEST(CudaBackend, BuildsForSm90WithoutAGpu) {
+  if (!cuda::nvrtc().loaded) GTEST_SKIP() << "NVRTC is " << cuda::nvrtc().error;
+  const uint64_t before = cache_info().compiles;
+  metal_kernel("offline_exp", {"inp"}, {"out"}, kMetalExp)
+      .build({{Dtype::Float16, 2}}, {Dtype::Float32}, {}, "sm_90");
+  cuda_kernel("offline_sum", {"inp"}, {"out"}, kBlockSum)
+      .build({{Dtype::Float32, 1}}, {Dtype::Float32}, {}, "sm_90");
+  EXPECT_EQ(cache_info().compiles, before + 2);
+  // Built again: found in the disk cache, not compiled.
+  metal_kernel("offline_exp", {"inp"}, {"out"}, kMetalExp)
+      .build({{Dtype::Float16, 2}}, {Dtype::Float32}, {}, "sm_90");
+  EXPECT_EQ(cache_info().compiles, before + 2);
+}
+
+TEST(CudaBackend, CompileErrorsPointAtTheUsersLine) {
+  if (!cuda::nvrtc().loaded) GTEST_SKIP() << "NVRTC is " << cuda::nvrtc().error;
+  Kernel k = cuda_kernel("bad", {"inp"}, {"out"}, "out[0] = inp[0];\nundefined_name();");
+  try {
+    k.build({{Dtype::Float32, 1}}, {Dtype::Float32}, {}, "sm_90");
+    FAIL() << "no CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("source line 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("undefined_name"), std::string::npos) << e.what();
+  }
+}
+
+class OnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
+  }
+};
+
+Array random_host(int64_t n, unsigned seed) {
+  Array a = Array::empty({n}, Dtype::Float32);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < n; ++i) static_cast<float*>(a.data())[i] = dist(rng);
+  return a;
+}
+
+TEST_F(OnGpu, ExpRunsWhereTheInputsLive) {
+  const int64_t n = 100'003;
+  Array host = random_host(n, 3);
+  Array device = host.to(Device::cuda(0));
+  EXPECT_EQ(device.device(), Device::cuda(0));
+  Kernel k = metal_kernel("gpu_exp_cpp", {"inp"}, {"out"}, kMetalExp);
+  std::vector<Array> out = k({device}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {256, 1, 1});
+  ASSERT_EQ(out[0].device(), Device::cuda(0));
+  Array back = out[0].to(Device::cpu());
+  const float* x = static_cast<const float*>(host.data());
+  const float* y = static_cast<const float*>(back.data());
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(y[i], std::exp(static_cast<double>(x[i])), 3e-7 * std::exp(x[i])) << i;
+  }
+}
+
+TEST_F(OnGpu, SharedMemoryAndBarriersInPartialGroups) {
+  const int64_t n = 1000;  // four groups of 256, the last one partial
+  Array host = random_host(n, 4);
+  Kernel k = cuda_kernel("block_sum_cpp", {"inp"}, {"out"}, kBlockSum);
+  LaunchOptions options;
+  options.device = Device::cuda(0);
+  std::vector<Array> out =
+      k({host}, {{4}}, {Dtype::Float32}, {n, 1, 1}, {256, 1, 1}, {}, std::nullopt, false, options);
+  Array back = out[0].to(Device::cpu());
+  const float* x = static_cast<const float*>(host.data());
+  for (int g = 0; g < 4; ++g) {
+    double s = 0;
+    for (int64_t i = g * 256; i < std::min<int64_t>(n, (g + 1) * 256); ++i) s += x[i];
+    EXPECT_NEAR(static_cast<const float*>(back.data())[g], s, 1e-3) << g;
+  }
+}
+
+}  // namespace
+}  // namespace kjit
