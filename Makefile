@@ -11,6 +11,10 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes
 
+# With the default interpreter the targets create the virtual environment first; with
+# PYTHON=... they use that interpreter as it is (no downloads).
+SETUP = $(if $(filter .venv/bin/python,$(PYTHON)),venv,)
+
 .PHONY: all venv build test check demo bench clean format
 
 all: build
@@ -34,15 +38,15 @@ check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m pytest tests/python -n $(JOBS) -q
 
-test: venv
+test: $(SETUP)
 	$(MAKE) check
 
-demo: venv build
+demo: $(SETUP) build
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) examples/myexp.py
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) examples/invert_3x3.py
 	$(BUILD)/myexp_cpp
 
-bench: venv build
+bench: $(SETUP) build
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/cpu.py
 
 format:

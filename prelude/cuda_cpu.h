@@ -11,14 +11,7 @@ namespace kjit::cuda_dialect {
 typedef ::kjit::uint3 uint3;
 typedef ::kjit::uint3 dim3;
 
-using ::kjit::exp, ::kjit::exp2, ::kjit::expm1, ::kjit::log, ::kjit::log2, ::kjit::log10,
-    ::kjit::log1p, ::kjit::sqrt, ::kjit::rsqrt, ::kjit::cbrt, ::kjit::sin, ::kjit::cos, ::kjit::tan,
-    ::kjit::asin, ::kjit::acos, ::kjit::atan, ::kjit::sinh, ::kjit::cosh, ::kjit::tanh,
-    ::kjit::asinh, ::kjit::acosh, ::kjit::atanh, ::kjit::erf, ::kjit::erfc, ::kjit::floor,
-    ::kjit::ceil, ::kjit::trunc, ::kjit::round, ::kjit::rint, ::kjit::fabs, ::kjit::abs,
-    ::kjit::pow, ::kjit::atan2, ::kjit::fmod, ::kjit::fmax, ::kjit::fmin, ::kjit::copysign,
-    ::kjit::fma, ::kjit::isnan, ::kjit::isinf, ::kjit::isfinite, ::kjit::signbit, ::kjit::max,
-    ::kjit::min, ::kjit::tgamma, ::kjit::lgamma, ::kjit::hypot;
+using KJIT_MATH_NAMES;
 
 #define KJIT_CUDA_F1(name) \
   KJIT_INLINE float name##f(float x) { return ::kjit::name(x); }

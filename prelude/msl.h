@@ -70,25 +70,10 @@ KJIT_INLINE auto powr(T x, U y) {
   return ::kjit::pow(x, y);
 }
 
-#define KJIT_MSL_MATH                                                                            \
-  using ::kjit::exp, ::kjit::exp2, ::kjit::expm1, ::kjit::log, ::kjit::log2, ::kjit::log10,      \
-      ::kjit::log1p, ::kjit::sqrt, ::kjit::rsqrt, ::kjit::cbrt, ::kjit::sin, ::kjit::cos,        \
-      ::kjit::tan, ::kjit::asin, ::kjit::acos, ::kjit::atan, ::kjit::sinh, ::kjit::cosh,         \
-      ::kjit::tanh, ::kjit::asinh, ::kjit::acosh, ::kjit::atanh, ::kjit::erf, ::kjit::erfc,      \
-      ::kjit::floor, ::kjit::ceil, ::kjit::trunc, ::kjit::round, ::kjit::rint, ::kjit::fabs,     \
-      ::kjit::abs, ::kjit::pow, ::kjit::atan2, ::kjit::fmod, ::kjit::fmax, ::kjit::fmin,         \
-      ::kjit::copysign, ::kjit::fma, ::kjit::isnan, ::kjit::isinf, ::kjit::isfinite,             \
-      ::kjit::signbit, ::kjit::max, ::kjit::min, ::kjit::clamp, ::kjit::dot, ::kjit::length,     \
-      ::kjit::all, ::kjit::any, ::metal::select, ::metal::mix, ::metal::saturate, ::metal::sign, \
+#define KJIT_MSL_MATH                                                                     \
+  using KJIT_MATH_NAMES, ::metal::select, ::metal::mix, ::metal::saturate, ::metal::sign, \
       ::metal::step, ::metal::fract, ::metal::divide, ::metal::powr;
-using ::kjit::exp, ::kjit::exp2, ::kjit::expm1, ::kjit::log, ::kjit::log2, ::kjit::log10,
-    ::kjit::log1p, ::kjit::sqrt, ::kjit::rsqrt, ::kjit::cbrt, ::kjit::sin, ::kjit::cos, ::kjit::tan,
-    ::kjit::asin, ::kjit::acos, ::kjit::atan, ::kjit::sinh, ::kjit::cosh, ::kjit::tanh,
-    ::kjit::asinh, ::kjit::acosh, ::kjit::atanh, ::kjit::erf, ::kjit::erfc, ::kjit::floor,
-    ::kjit::ceil, ::kjit::trunc, ::kjit::round, ::kjit::rint, ::kjit::fabs, ::kjit::abs,
-    ::kjit::pow, ::kjit::atan2, ::kjit::fmod, ::kjit::fmax, ::kjit::fmin, ::kjit::copysign,
-    ::kjit::fma, ::kjit::isnan, ::kjit::isinf, ::kjit::isfinite, ::kjit::signbit, ::kjit::max,
-    ::kjit::min, ::kjit::clamp, ::kjit::dot, ::kjit::length, ::kjit::all, ::kjit::any;
+using KJIT_MATH_NAMES;
 // On the CPU the fast and precise variants are the default functions.
 namespace fast {
 KJIT_MSL_MATH

@@ -178,4 +178,16 @@ KJIT_INLINE bool any(const vec<bool, N>& a) {
 
 using uint3 = vec<unsigned, 3>;
 
+// Every math name above, for a dialect to bring into scope with one using-declaration.
+#define KJIT_MATH_NAMES                                                                          \
+  ::kjit::exp, ::kjit::exp2, ::kjit::expm1, ::kjit::log, ::kjit::log2, ::kjit::log10,            \
+      ::kjit::log1p, ::kjit::sqrt, ::kjit::rsqrt, ::kjit::cbrt, ::kjit::sin, ::kjit::cos,        \
+      ::kjit::tan, ::kjit::asin, ::kjit::acos, ::kjit::atan, ::kjit::sinh, ::kjit::cosh,         \
+      ::kjit::tanh, ::kjit::asinh, ::kjit::acosh, ::kjit::atanh, ::kjit::erf, ::kjit::erfc,      \
+      ::kjit::tgamma, ::kjit::lgamma, ::kjit::floor, ::kjit::ceil, ::kjit::trunc, ::kjit::round, \
+      ::kjit::rint, ::kjit::fabs, ::kjit::abs, ::kjit::pow, ::kjit::atan2, ::kjit::fmod,         \
+      ::kjit::fmax, ::kjit::fmin, ::kjit::copysign, ::kjit::hypot, ::kjit::fma, ::kjit::isnan,   \
+      ::kjit::isinf, ::kjit::isfinite, ::kjit::signbit, ::kjit::max, ::kjit::min, ::kjit::clamp, \
+      ::kjit::dot, ::kjit::length, ::kjit::all, ::kjit::any
+
 }  // namespace kjit
