@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
@@ -13,12 +14,12 @@
 namespace kjit {
 namespace {
 
-const char* kMetalExp = R"(
+const std::string kMetalExp = R"(
     uint elem = thread_position_in_grid.x;
     out[elem] = metal::exp(inp[elem]);
 )";
 
-const char* kBlockSum = R"(
+const std::string kBlockSum = R"(
     __shared__ float partial[256];
     partial[threadIdx.x] = inp[blockIdx.x * blockDim.x + threadIdx.x];
     __syncthreads();
@@ -31,14 +32,16 @@ const char* kBlockSum = R"(
 
 TEST(CudaBackend, BuildsForSm90WithoutAGpu) {
   if (!cuda::nvrtc().loaded) GTEST_SKIP() << "NVRTC is " << cuda::nvrtc().error;
+  // A comment no earlier run has seen keeps the disk cache (kept between test runs) out of it.
+  const std::string fresh = "\n// run " + std::to_string(std::random_device{}()) + "\n";
   const uint64_t before = cache_info().compiles;
-  metal_kernel("offline_exp", {"inp"}, {"out"}, kMetalExp)
+  metal_kernel("offline_exp", {"inp"}, {"out"}, kMetalExp + fresh)
       .build({{Dtype::Float16, 2}}, {Dtype::Float32}, {}, "sm_90");
-  cuda_kernel("offline_sum", {"inp"}, {"out"}, kBlockSum)
+  cuda_kernel("offline_sum", {"inp"}, {"out"}, kBlockSum + fresh)
       .build({{Dtype::Float32, 1}}, {Dtype::Float32}, {}, "sm_90");
   EXPECT_EQ(cache_info().compiles, before + 2);
   // Built again: found in the disk cache, not compiled.
-  metal_kernel("offline_exp", {"inp"}, {"out"}, kMetalExp)
+  metal_kernel("offline_exp", {"inp"}, {"out"}, kMetalExp + fresh)
       .build({{Dtype::Float16, 2}}, {Dtype::Float32}, {}, "sm_90");
   EXPECT_EQ(cache_info().compiles, before + 2);
 }
