@@ -31,7 +31,7 @@ std::string_view prelude_for(Dialect dialect, Target target) {
        "thread_ctx.h", "cpu_thread.h", "cuda_names.h", "cuda_cpu.h", "cuda_user.h"});
   static const std::string kCudaMetal =
       concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-                   "thread_ctx.h", "cuda_thread.h", "msl.h"});
+                   "thread_ctx.h", "cuda_thread.h", "msl.h", "msl_cuda.h"});
   static const std::string kCudaCuda =
       concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
                    "thread_ctx.h", "cuda_thread.h", "cuda_names.h", "cuda_gpu.h", "cuda_user.h"});

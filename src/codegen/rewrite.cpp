@@ -39,8 +39,8 @@ constexpr Unsupported kMetalNever[] = {
     {"function_constant", "function constants are not available"},
 };
 
-// Cooperative features (group memory, barriers, SIMD-group operations, atomics): not run yet
-// for Metal bodies on any backend, nor for CUDA bodies on the CPU (CUDA runs its own natively).
+// Cooperative features (group memory, barriers, SIMD-group operations, atomics) that the CPU
+// backend does not run yet; the CUDA backend runs them (Metal's through msl_cuda.h).
 constexpr Unsupported kMetalCooperative[] = {
     {"threadgroup", "threadgroup memory"},
     {"threadgroup_barrier", "barriers"},
@@ -60,22 +60,13 @@ constexpr Unsupported kMetalCooperative[] = {
     {"simd_shuffle_up", "SIMD-group operations"},
     {"simd_shuffle_down", "SIMD-group operations"},
     {"simd_shuffle_xor", "SIMD-group operations"},
-    {"simd_shuffle_rotate_up", "SIMD-group operations"},
-    {"simd_shuffle_rotate_down", "SIMD-group operations"},
-    {"simd_shuffle_and_fill_up", "SIMD-group operations"},
-    {"simd_shuffle_and_fill_down", "SIMD-group operations"},
     {"simd_broadcast", "SIMD-group operations"},
     {"simd_broadcast_first", "SIMD-group operations"},
     {"simd_ballot", "SIMD-group operations"},
     {"simd_all", "SIMD-group operations"},
     {"simd_any", "SIMD-group operations"},
     {"simd_is_first", "SIMD-group operations"},
-    {"quad_sum", "quad-group operations"},
-    {"quad_shuffle", "quad-group operations"},
-    {"quad_shuffle_up", "quad-group operations"},
-    {"quad_shuffle_down", "quad-group operations"},
-    {"quad_shuffle_xor", "quad-group operations"},
-    {"quad_broadcast", "quad-group operations"},
+
     {"atomic", "atomics"},
     {"atomic_int", "atomics"},
     {"atomic_uint", "atomics"},
@@ -94,6 +85,20 @@ constexpr Unsupported kMetalCooperative[] = {
     {"atomic_compare_exchange_weak_explicit", "atomics"},
     {"atomic_compare_exchange_strong_explicit", "atomics"},
 };
+// Metal features the CUDA backend does not map yet either.
+constexpr Unsupported kMetalNotOnCuda[] = {
+    {"quad_sum", "quad-group operations"},
+    {"quad_shuffle", "quad-group operations"},
+    {"quad_shuffle_up", "quad-group operations"},
+    {"quad_shuffle_down", "quad-group operations"},
+    {"quad_shuffle_xor", "quad-group operations"},
+    {"quad_broadcast", "quad-group operations"},
+    {"simd_shuffle_rotate_up", "SIMD-group operations"},
+    {"simd_shuffle_rotate_down", "SIMD-group operations"},
+    {"simd_shuffle_and_fill_up", "SIMD-group operations"},
+    {"simd_shuffle_and_fill_down", "SIMD-group operations"},
+};
+
 constexpr Unsupported kCudaCooperative[] = {
     {"__syncthreads", "barriers"},
     {"__syncthreads_count", "barriers"},
@@ -176,6 +181,23 @@ const Token* prev_significant(const std::vector<Token>& t, size_t i) {
   return nullptr;
 }
 
+// Whether the threadgroup at token |i| declares group memory ("threadgroup float buf[32];")
+// rather than qualifying a pointer, reference or cast ("threadgroup float* p", "(threadgroup
+// T*)x"): a declaration starts a statement and names no pointer or reference before its end.
+bool declares_storage(const std::vector<Token>& t, size_t i) {
+  const Token* before = prev_significant(t, i);
+  if (before && before->text != ";" && before->text != "{" && before->text != "}" &&
+      before->text != ":") {
+    return false;
+  }
+  for (size_t k = i + 1; k < t.size(); ++k) {
+    if (t[k].kind != TokenKind::Punct) continue;
+    if (t[k].text == "*" || t[k].text == "&" || t[k].text == ")") return false;
+    if (t[k].text == ";" || t[k].text == "=" || t[k].text == "[" || t[k].text == ",") return true;
+  }
+  return false;
+}
+
 // The header name of an include line starting at token |i| ('#'), or empty.
 std::string_view include_target(const std::vector<Token>& t, size_t i) {
   const Token* kw = next_significant(t, i);
@@ -215,7 +237,10 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
     const char* what = backend;
     if (dialect == Dialect::Metal && (u = find(kMetalNever, t.text))) {
       what = "is not supported by the Metal dialect";
-    } else if (target && dialect == Dialect::Metal && (u = find(kMetalCooperative, t.text))) {
+    } else if (target == Target::Cpu && dialect == Dialect::Metal &&
+               ((u = find(kMetalCooperative, t.text)) || (u = find(kMetalNotOnCuda, t.text)))) {
+    } else if (target == Target::Cuda && dialect == Dialect::Metal &&
+               (u = find(kMetalNotOnCuda, t.text))) {
     } else if (target == Target::Cpu && dialect == Dialect::Cuda &&
                (u = find(kCudaCooperative, t.text))) {
     }
@@ -228,7 +253,6 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
 }
 
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target) {
-  (void)target;  // both targets compile the same C++ rewrite of a Metal body
   std::string out;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
@@ -243,8 +267,13 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       }
     }
     if (dialect == Dialect::Metal && t.kind == TokenKind::Identifier) {
-      // Address-space qualifiers: device and thread are dropped; constant is read-only data.
+      // Address-space qualifiers: device and thread are dropped; constant is read-only data;
+      // threadgroup declares group memory (on CUDA, __shared__) or qualifies a pointer.
       if (t.text == "device" || t.text == "thread") continue;
+      if (t.text == "threadgroup") {
+        if (target == Target::Cuda && declares_storage(tokens, i)) out += "__shared__";
+        continue;
+      }
       if (t.text == "constant") {
         const Token* before = prev_significant(tokens, i);
         const Token* after = next_significant(tokens, i);

@@ -144,7 +144,8 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
   }
   for (size_t o = 0; o < spec.output_names.size(); ++o) {
     std::string t(type_name(spec, call.outputs[o]));
-    layout.push_back({Param::Kind::Output, static_cast<int>(o), t + "*"});
+    layout.push_back({Param::Kind::Output, static_cast<int>(o),
+                      spec.atomic_outputs ? "atomic<" + t + ">*" : t + "*"});
   }
   return layout;
 }

@@ -209,9 +209,23 @@ void check_target(const KernelSpec& spec, codegen::Target target) {
                                 std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
     codegen::check_supported(*tokens, spec.dialect, target, origin);
   }
-  if (spec.atomic_outputs) {
-    throw ValueError(prefix_named(spec) + "atomic_outputs=True is not supported yet on the " +
-                     (target == codegen::Target::Cpu ? "CPU" : "CUDA") + " backend");
+  if (spec.atomic_outputs && target == codegen::Target::Cpu) {
+    throw ValueError(prefix_named(spec) +
+                     "atomic_outputs=True is not supported yet on the CPU backend");
+  }
+}
+
+// Metal has 32-bit atomics only (int, uint, float).
+void check_atomic_outputs(const KernelSpec& spec, const std::vector<Dtype>& outputs) {
+  if (!spec.atomic_outputs) return;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Dtype d = outputs[o];
+    if (d != Dtype::Int32 && d != Dtype::UInt32 && d != Dtype::Float32) {
+      throw ValueError(prefix_named(spec) + "output_dtypes[" + std::to_string(o) + "]: " +
+                       std::string(dtype_name(d)) +
+                       " outputs cannot be atomic (atomic_outputs=True needs int32, uint32 or "
+                       "float32, as on Metal)");
+    }
   }
 }
 
@@ -234,6 +248,7 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
   const codegen::Target target = gpu ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (gpu) check_cuda_device(spec, device);
   check_target(spec, target);
+  check_atomic_outputs(spec, sig.outputs);
   auto plan = std::make_shared<Plan>();
   codegen::GeneratedSource g = codegen::generate(spec, sig, target);
   if (gpu) {
@@ -303,6 +318,7 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
     }
     if (cc < 30 || cc > 200) throw ValueError(bad_target);
     check_target(spec, codegen::Target::Cuda);
+    check_atomic_outputs(spec, sig.outputs);
     cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda).text, cc);
     return;
   }

@@ -117,6 +117,19 @@ TEST(RewriteMetal, KeepsLineStructure) {
   EXPECT_NE(out.find("float y = 1e3f + scale;"), std::string::npos) << out;
 }
 
+TEST(RewriteMetal, ThreadgroupStorageBecomesSharedOnCuda) {
+  EXPECT_EQ(metal("threadgroup float buf[32];", Target::Cuda), "__shared__ float buf[32];");
+  EXPECT_EQ(metal("{ threadgroup atomic_uint c[4]; }", Target::Cuda),
+            "{ __shared__ atomic_uint c[4]; }");
+  // A qualifier of a pointer, reference, cast or parameter is dropped.
+  EXPECT_EQ(metal("threadgroup float* p = buf;", Target::Cuda), " float* p = buf;");
+  EXPECT_EQ(metal("x = (threadgroup float*)y;", Target::Cuda), "x = ( float*)y;");
+  EXPECT_EQ(metal("void f(threadgroup float& r);", Target::Cuda), "void f( float& r);");
+  // threadgroup_barrier and mem_threadgroup are other names.
+  EXPECT_EQ(metal("threadgroup_barrier(mem_flags::mem_threadgroup);", Target::Cuda),
+            "threadgroup_barrier(mem_flags::mem_threadgroup);");
+}
+
 TEST(RewriteCuda, LeavesTextAlone) {
   const std::string text =
       "float device = 0.5; double thread = 1e3; const float constant = 2.;\n"
@@ -164,10 +177,13 @@ TEST(CheckSupported, CooperativeFeaturesOnTheCpu) {
   EXPECT_NE(msg.find("'__syncthreads'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cuda_kernel"), std::string::npos) << msg;
 
-  // The CUDA target runs CUDA's own natively; Metal's are not mapped to CUDA yet.
+  // The CUDA target runs CUDA's own natively and maps Metal's, but not quad-group operations.
   EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cuda), "");
-  msg = unsupported("threadgroup_barrier(mem_flags::mem_threadgroup);", Dialect::Metal,
-                    Target::Cuda);
+  EXPECT_EQ(unsupported("threadgroup_barrier(mem_flags::mem_threadgroup);", Dialect::Metal,
+                        Target::Cuda),
+            "");
+  EXPECT_EQ(unsupported("float s = simd_sum(x);", Dialect::Metal, Target::Cuda), "");
+  msg = unsupported("float q = quad_sum(x);", Dialect::Metal, Target::Cuda);
   EXPECT_NE(msg.find("not supported yet on the CUDA backend"), std::string::npos) << msg;
 }
 

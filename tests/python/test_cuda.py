@@ -287,6 +287,160 @@ def test_an_out_of_bounds_write_raises_instead_of_crashing():
     assert "LaunchError:" in run.stdout and "no longer usable" in run.stdout, run.stdout
 
 
+# --- Metal's cooperative features on the GPU --------------------------------------------------
+
+METAL_BLOCK_SUM = """
+    threadgroup float partial[256];
+    const uint t = thread_index_in_threadgroup;
+    const uint n = threads_per_threadgroup.x;
+    partial[t] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = 128; s > 0; s /= 2) {
+        if (t < s && t + s < n) partial[t] += partial[t + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (t == 0) out[threadgroup_position_in_grid.x] = partial[0];
+"""
+
+SIMD_REDUCE = """
+    const uint i = thread_position_in_grid.x;
+    const float x = inp[i];
+    const float s = simd_sum(x);
+    const float m = simd_max(x);
+    if (thread_index_in_simdgroup == 0) {
+        sums[i / 32] = s;
+        maxes[i / 32] = m;
+    }
+"""
+
+ROW_SOFTMAX = """
+    const uint row = thread_position_in_grid.y, lane = thread_index_in_simdgroup;
+    const float x = inp[row * 32 + lane];
+    const float e = metal::exp(x - simd_max(x));
+    out[row * 32 + lane] = e / simd_sum(e);
+"""
+
+BLOCK_SCAN = """
+    threadgroup float warp_totals[8];
+    const uint i = thread_position_in_grid.x;
+    const uint lane = thread_index_in_simdgroup, warp = simdgroup_index_in_threadgroup;
+    const float x = inp[i];
+    const float before = simd_prefix_exclusive_sum(x);
+    if (lane == 31) warp_totals[warp] = before + x;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float offset = 0;
+    for (uint w = 0; w < warp; ++w) offset += warp_totals[w];
+    out[i] = offset + before;
+"""
+
+SHUFFLES = """
+    const uint i = thread_position_in_grid.x;
+    const int x = inp[i];
+    down[i] = simd_shuffle_down(x, 3);
+    up[i] = simd_shuffle_up(x, 5);
+    flip[i] = simd_shuffle_xor(x, 9);
+    first[i] = simd_broadcast(x, 7);
+"""
+
+HISTOGRAM = """
+    const uint i = thread_position_in_grid.x;
+    const float v = inp[i];
+    const uint b = min(uint(v * 16.0), 15u);
+    atomic_fetch_add_explicit(&counts[b], 1u, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sums[b], v, memory_order_relaxed);
+    atomic_fetch_max_explicit(&peak[0], v, memory_order_relaxed);
+"""
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1024, 1000, 77])
+def test_metal_block_sum_with_threadgroup_memory(n, rng):
+    k = kjit.metal_kernel(name="metal_block_sum", input_names=["inp"], output_names=["out"],
+                          source=METAL_BLOCK_SUM)
+    x = rng.standard_normal(n).astype(np.float32)
+    groups = -(-n // 256)
+    (out,) = k(inputs=[x], output_shapes=[(groups,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+               threadgroup=(256, 1, 1), device="cuda", outputs=[poisoned((groups,), np.float32)])
+    expected = [x[g * 256:(g + 1) * 256].astype(np.float64).sum() for g in range(groups)]
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1024, 1000])
+def test_simd_sum_and_max_over_full_and_partial_warps(n, rng):
+    k = kjit.metal_kernel(name="simd_reduce", input_names=["inp"], output_names=["sums", "maxes"],
+                          source=SIMD_REDUCE)
+    x = rng.standard_normal(n).astype(np.float32)
+    warps = -(-n // 32)
+    sums, maxes = k(inputs=[x], output_shapes=[(warps,), (warps,)],
+                    output_dtypes=[np.float32, np.float32], grid=(n, 1, 1),
+                    threadgroup=(256, 1, 1), device="cuda")
+    for w in range(warps):
+        chunk = x[w * 32:(w + 1) * 32].astype(np.float64)
+        assert abs(sums[w] - chunk.sum()) <= 1e-5 * np.abs(chunk).sum() + 1e-6, w
+        assert maxes[w] == chunk.max(), w
+
+
+@needs_gpu
+def test_row_softmax_with_simd_max_and_simd_sum(rng):
+    k = kjit.metal_kernel(name="row_softmax", input_names=["inp"], output_names=["out"],
+                          source=ROW_SOFTMAX)
+    rows = 300
+    x = (3 * rng.standard_normal((rows, 32))).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+               grid=(32, rows, 1), threadgroup=(32, 1, 1), device="cuda")
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@needs_gpu
+def test_exclusive_scan_with_simd_prefix_and_threadgroup_memory(rng):
+    k = kjit.metal_kernel(name="block_scan", input_names=["inp"], output_names=["out"],
+                          source=BLOCK_SCAN)
+    n = 256 * 6
+    x = rng.standard_normal(n).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32], grid=(n, 1, 1),
+               threadgroup=(256, 1, 1), device="cuda")
+    blocks = x.astype(np.float64).reshape(-1, 256)
+    expected = (np.cumsum(blocks, axis=1) - blocks).ravel()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+
+
+@needs_gpu
+def test_simd_shuffles(rng):
+    k = kjit.metal_kernel(name="shuffles", input_names=["inp"],
+                          output_names=["down", "up", "flip", "first"], source=SHUFFLES)
+    n = 256
+    x = rng.integers(-1000, 1000, n).astype(np.int32)
+    outs = k(inputs=[x], output_shapes=[(n,)] * 4, output_dtypes=[np.int32] * 4, grid=(n, 1, 1),
+             threadgroup=(128, 1, 1), device="cuda")
+    lane = np.arange(n) % 32
+    base = np.arange(n) - lane
+    down = np.where(lane + 3 < 32, x[base + np.minimum(lane + 3, 31)], x)
+    up = np.where(lane >= 5, x[base + np.maximum(lane - 5, 0)], x)
+    np.testing.assert_array_equal(outs[0], down)
+    np.testing.assert_array_equal(outs[1], up)
+    np.testing.assert_array_equal(outs[2], x[base + (lane ^ 9)])
+    np.testing.assert_array_equal(outs[3], x[base + 7])
+
+
+@needs_gpu
+def test_histogram_with_atomic_outputs(rng):
+    k = kjit.metal_kernel(name="histogram", input_names=["inp"],
+                          output_names=["counts", "sums", "peak"], source=HISTOGRAM,
+                          atomic_outputs=True)
+    n = 100_000
+    x = rng.random(n).astype(np.float32)
+    counts, sums, peak = k(inputs=[x], output_shapes=[(16,), (16,), (1,)],
+                           output_dtypes=[np.uint32, np.float32, np.float32], grid=(n, 1, 1),
+                           threadgroup=(256, 1, 1), init_value=0, device="cuda")
+    bins = np.minimum((x * 16).astype(np.int64), 15)
+    np.testing.assert_array_equal(counts, np.bincount(bins, minlength=16))
+    np.testing.assert_allclose(sums, np.bincount(bins, weights=x.astype(np.float64), minlength=16),
+                               rtol=1e-4)
+    assert peak[0] == x.max()
+
+
 # The kernels above, compiled by NVRTC for sm_90 wherever NVRTC loads (CI has no GPU).
 GPU_KERNELS = [
     (kjit.cuda_kernel, dict(name="block_sum", input_names=["inp"], output_names=["out", "count"],
@@ -303,6 +457,22 @@ GPU_KERNELS = [
      [("float32", 1)], ["float32"]),
     (kjit.metal_kernel, dict(name="gpu_exp", input_names=["inp"], output_names=["out"],
                              source=EXP), [("float16", 2)], ["float16"]),
+    (kjit.metal_kernel, dict(name="metal_block_sum", input_names=["inp"], output_names=["out"],
+                             source=METAL_BLOCK_SUM), [("float32", 1)], ["float32"]),
+    (kjit.metal_kernel, dict(name="simd_reduce", input_names=["inp"],
+                             output_names=["sums", "maxes"], source=SIMD_REDUCE),
+     [("float32", 1)], ["float32", "float32"]),
+    (kjit.metal_kernel, dict(name="row_softmax", input_names=["inp"], output_names=["out"],
+                             source=ROW_SOFTMAX), [("float32", 2)], ["float32"]),
+    (kjit.metal_kernel, dict(name="block_scan", input_names=["inp"], output_names=["out"],
+                             source=BLOCK_SCAN), [("float32", 1)], ["float32"]),
+    (kjit.metal_kernel, dict(name="shuffles", input_names=["inp"],
+                             output_names=["down", "up", "flip", "first"], source=SHUFFLES),
+     [("int32", 1)], ["int32"] * 4),
+    (kjit.metal_kernel, dict(name="histogram", input_names=["inp"],
+                             output_names=["counts", "sums", "peak"], source=HISTOGRAM,
+                             atomic_outputs=True), [("float32", 1)],
+     ["uint32", "float32", "float32"]),
 ]
 
 

@@ -443,11 +443,19 @@ def test_device_index_not_available():
 @pytest.mark.parametrize("api", ["metal", "cuda"])
 def test_atomic_outputs_not_supported_on_cpu(api):
     k = make(api, atomic_outputs=True)
-    pattern = r"kernel 'k': atomic_outputs=True is not supported yet on the (CPU|CUDA) backend"
+    pattern = r"kernel 'k': atomic_outputs=True is not supported yet on the CPU backend"
     with pytest.raises(ValueError, match=pattern) as excinfo:
         k(inputs=[np.zeros(1, np.float32)], output_shapes=[(1,)], output_dtypes=[np.float32],
-          grid=(1, 1, 1), threadgroup=(1, 1, 1))
+          grid=(1, 1, 1), threadgroup=(1, 1, 1), device="cpu")
     check_prefix(excinfo)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int64"])
+def test_atomic_outputs_need_32_bit_types(dtype):
+    k = make("metal", atomic_outputs=True)
+    with pytest.raises(ValueError, match=r"output_dtypes\[0\]: " + dtype + r" outputs cannot be "
+                       r"atomic \(atomic_outputs=True needs int32, uint32 or float32"):
+        k.build(inputs=[("float32", 1)], output_dtypes=[dtype], target="sm_90")
 
 
 def test_python_scalar_as_output_is_rejected():
@@ -672,7 +680,7 @@ def test_unsupported_feature_fails_on_call_too():
     k = make("metal", name="feature", input_names=["inp"], output_names=["out"],
              source=UNSUPPORTED[3][2])
     with pytest.raises(ValueError, match=r"'threadgroup_barrier' \(source line 2\)") as excinfo:
-        k(**call_args())
+        k(**call_args(device="cpu"))
     check_prefix(excinfo)
 
 

@@ -1,0 +1,333 @@
+// Metal's cooperative features on the GPU: threadgroup barriers, SIMD-group operations over the
+// 32 lanes of a warp, and relaxed atomics. (The rewriter turns threadgroup storage into
+// __shared__ arrays.) Lanes are the hardware's: kjit numbers a group's threads x-fastest, as
+// CUDA forms warps, so thread_index_in_simdgroup is the lane wherever groups are full in y and z.
+namespace metal {
+
+enum class mem_flags : unsigned {
+  mem_none = 0,
+  mem_device = 1,
+  mem_threadgroup = 2,
+  mem_texture = 4,
+  mem_threadgroup_imageblock = 8,
+};
+KJIT_INLINE constexpr mem_flags operator|(mem_flags a, mem_flags b) {
+  return mem_flags(unsigned(a) | unsigned(b));
+}
+// __syncthreads orders group and device memory alike, whatever the flags ask for.
+KJIT_INLINE void threadgroup_barrier(mem_flags = mem_flags::mem_none) { __syncthreads(); }
+KJIT_INLINE void simdgroup_barrier(mem_flags = mem_flags::mem_none) { __syncwarp(__activemask()); }
+
+namespace simd_detail {
+
+KJIT_INLINE unsigned lane() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  return id;
+}
+
+// Values travel as the shuffle intrinsics' own types; half and bfloat through float, vectors
+// one component at a time.
+template <class T>
+KJIT_INLINE T shuffle(unsigned mask, T x, unsigned src) {
+  if constexpr (::kjit::is_low_float_v<T>) {
+    return T(__shfl_sync(mask, float(x), int(src)));
+  } else if constexpr (::kjit::is_same_v<T, bool>) {
+    return __shfl_sync(mask, int(x), int(src)) != 0;
+  } else if constexpr (sizeof(T) == 8 && !::kjit::is_same_v<T, double>) {
+    return T(__shfl_sync(mask, static_cast<long long>(x), int(src)));
+  } else if constexpr (sizeof(T) < 4) {
+    return T(__shfl_sync(mask, int(x), int(src)));
+  } else {
+    return __shfl_sync(mask, x, int(src));
+  }
+}
+template <class T, int N>
+KJIT_INLINE ::kjit::vec<T, N> shuffle(unsigned mask, ::kjit::vec<T, N> x, unsigned src) {
+  for (int i = 0; i < N; ++i) x[i] = shuffle(mask, x[i], src);
+  return x;
+}
+
+// Combines every active lane's |x| with |op|; the same result on every lane.
+template <class T, class Op>
+KJIT_INLINE T reduce(T x, Op op) {
+  const unsigned m = __activemask();
+  if (m == 0xffffffffu) {
+    for (unsigned d = 16; d >= 1; d >>= 1) x = op(x, shuffle(m, x, lane() ^ d));
+    return x;
+  }
+  // A partial warp: fold the active lanes in lane order.
+  T r = shuffle(m, x, unsigned(__ffs(m) - 1));
+  for (unsigned rest = m & (m - 1); rest; rest &= rest - 1) {
+    r = op(r, shuffle(m, x, unsigned(__ffs(rest) - 1)));
+  }
+  return r;
+}
+
+// Combines the values of the active lanes up to this one (inclusive) or before it.
+template <bool Inclusive, class T, class Op>
+KJIT_INLINE T scan(T x, Op op, T identity) {
+  const unsigned m = __activemask();
+  const unsigned me = lane();
+  T acc = identity;
+  for (unsigned rest = m; rest; rest &= rest - 1) {
+    const unsigned src = unsigned(__ffs(rest) - 1);
+    const T v = shuffle(m, x, src);
+    if (Inclusive ? src <= me : src < me) acc = op(acc, v);
+  }
+  return acc;
+}
+
+struct add_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a + b);
+  }
+};
+struct mul_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a * b);
+  }
+};
+struct max_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return ::kjit::max(a, b);
+  }
+};
+struct min_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return ::kjit::min(a, b);
+  }
+};
+struct and_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a & b);
+  }
+};
+struct or_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a | b);
+  }
+};
+struct xor_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a ^ b);
+  }
+};
+
+}  // namespace simd_detail
+
+template <class T>
+KJIT_INLINE T simd_sum(T x) {
+  return simd_detail::reduce(x, simd_detail::add_op{});
+}
+template <class T>
+KJIT_INLINE T simd_product(T x) {
+  return simd_detail::reduce(x, simd_detail::mul_op{});
+}
+template <class T>
+KJIT_INLINE T simd_max(T x) {
+  return simd_detail::reduce(x, simd_detail::max_op{});
+}
+template <class T>
+KJIT_INLINE T simd_min(T x) {
+  return simd_detail::reduce(x, simd_detail::min_op{});
+}
+template <class T>
+KJIT_INLINE T simd_and(T x) {
+  return simd_detail::reduce(x, simd_detail::and_op{});
+}
+template <class T>
+KJIT_INLINE T simd_or(T x) {
+  return simd_detail::reduce(x, simd_detail::or_op{});
+}
+template <class T>
+KJIT_INLINE T simd_xor(T x) {
+  return simd_detail::reduce(x, simd_detail::xor_op{});
+}
+template <class T>
+KJIT_INLINE T simd_prefix_inclusive_sum(T x) {
+  return simd_detail::scan<true>(x, simd_detail::add_op{}, T(0));
+}
+template <class T>
+KJIT_INLINE T simd_prefix_exclusive_sum(T x) {
+  return simd_detail::scan<false>(x, simd_detail::add_op{}, T(0));
+}
+template <class T>
+KJIT_INLINE T simd_prefix_inclusive_product(T x) {
+  return simd_detail::scan<true>(x, simd_detail::mul_op{}, T(1));
+}
+template <class T>
+KJIT_INLINE T simd_prefix_exclusive_product(T x) {
+  return simd_detail::scan<false>(x, simd_detail::mul_op{}, T(1));
+}
+// Shuffles: a lane out of range keeps its own value (CUDA's rule and Metal's).
+template <class T>
+KJIT_INLINE T simd_shuffle(T x, unsigned short lane) {
+  return simd_detail::shuffle(__activemask(), x, lane);
+}
+template <class T>
+KJIT_INLINE T simd_broadcast(T x, unsigned short lane) {
+  return simd_detail::shuffle(__activemask(), x, lane);
+}
+template <class T>
+KJIT_INLINE T simd_broadcast_first(T x) {
+  const unsigned m = __activemask();
+  return simd_detail::shuffle(m, x, unsigned(__ffs(m) - 1));
+}
+template <class T>
+KJIT_INLINE T simd_shuffle_down(T x, unsigned short delta) {
+  const unsigned me = simd_detail::lane();
+  return simd_detail::shuffle(__activemask(), x, me + delta < 32 ? me + delta : me);
+}
+template <class T>
+KJIT_INLINE T simd_shuffle_up(T x, unsigned short delta) {
+  const unsigned me = simd_detail::lane();
+  return simd_detail::shuffle(__activemask(), x, me >= delta ? me - delta : me);
+}
+template <class T>
+KJIT_INLINE T simd_shuffle_xor(T x, unsigned short mask) {
+  return simd_detail::shuffle(__activemask(), x, (simd_detail::lane() ^ mask) & 31u);
+}
+KJIT_INLINE bool simd_all(bool b) { return __all_sync(__activemask(), b) != 0; }
+KJIT_INLINE bool simd_any(bool b) { return __any_sync(__activemask(), b) != 0; }
+KJIT_INLINE bool simd_is_first() {
+  return simd_detail::lane() == unsigned(__ffs(__activemask()) - 1);
+}
+struct simd_vote {
+  typedef unsigned long vote_t;
+  vote_t bits;
+  KJIT_INLINE explicit operator vote_t() const { return bits; }
+  KJIT_INLINE bool all() const { return bits == __activemask(); }
+  KJIT_INLINE bool any() const { return bits != 0; }
+};
+KJIT_INLINE simd_vote simd_ballot(bool b) { return {__ballot_sync(__activemask(), b)}; }
+
+// Atomics: Metal has relaxed ones only; an atomic<T> has T's size and alignment, so bodies cast
+// plain pointers to atomic ones.
+enum memory_order { memory_order_relaxed };
+
+template <class T>
+struct atomic {
+  T value;
+};
+typedef atomic<int> atomic_int;
+typedef atomic<unsigned> atomic_uint;
+typedef atomic<float> atomic_float;
+typedef atomic<bool> atomic_bool;
+
+template <class T>
+struct same_type {
+  typedef T type;
+};
+
+template <class T>
+KJIT_INLINE T atomic_load_explicit(const volatile atomic<T>* p, memory_order) {
+  return p->value;
+}
+template <class T>
+KJIT_INLINE void atomic_store_explicit(volatile atomic<T>* p, typename same_type<T>::type v,
+                                       memory_order) {
+  p->value = v;
+}
+template <class T>
+KJIT_INLINE T atomic_exchange_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  return atomicExch(&p->value, v);
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_add_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  return atomicAdd(&p->value, v);
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_sub_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  if constexpr (::kjit::is_same_v<T, float>) {
+    return atomicAdd(&p->value, -v);
+  } else {
+    return atomicSub(&p->value, v);
+  }
+}
+template <class T>
+KJIT_INLINE bool atomic_compare_exchange_weak_explicit(atomic<T>* p, T* expected,
+                                                       typename same_type<T>::type desired,
+                                                       memory_order, memory_order) {
+  if constexpr (::kjit::is_same_v<T, float>) {
+    const int seen = atomicCAS(reinterpret_cast<int*>(&p->value), __float_as_int(*expected),
+                               __float_as_int(desired));
+    const bool ok = seen == __float_as_int(*expected);
+    *expected = __int_as_float(seen);
+    return ok;
+  } else {
+    const T seen = atomicCAS(&p->value, *expected, desired);
+    const bool ok = seen == *expected;
+    *expected = seen;
+    return ok;
+  }
+}
+template <class T>
+KJIT_INLINE bool atomic_compare_exchange_strong_explicit(atomic<T>* p, T* expected,
+                                                         typename same_type<T>::type desired,
+                                                         memory_order a, memory_order b) {
+  return atomic_compare_exchange_weak_explicit(p, expected, desired, a, b);
+}
+// min/max of floats by compare-and-swap; integers natively.
+template <class T, class Op>
+KJIT_INLINE T atomic_float_update(atomic<T>* p, T v, Op op) {
+  T seen = p->value;
+  while (!atomic_compare_exchange_weak_explicit(p, &seen, op(seen, v), memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+  return seen;
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_max_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  if constexpr (::kjit::is_same_v<T, float>) {
+    return atomic_float_update(p, v, simd_detail::max_op{});
+  } else {
+    return atomicMax(&p->value, v);
+  }
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_min_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  if constexpr (::kjit::is_same_v<T, float>) {
+    return atomic_float_update(p, v, simd_detail::min_op{});
+  } else {
+    return atomicMin(&p->value, v);
+  }
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_and_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  return atomicAnd(&p->value, v);
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_or_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  return atomicOr(&p->value, v);
+}
+template <class T>
+KJIT_INLINE T atomic_fetch_xor_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
+  return atomicXor(&p->value, v);
+}
+
+}  // namespace metal
+
+namespace kjit_user {
+using metal::mem_flags, metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum,
+    metal::simd_product, metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or,
+    metal::simd_xor, metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,
+    metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product, metal::simd_shuffle,
+    metal::simd_broadcast, metal::simd_broadcast_first, metal::simd_shuffle_down,
+    metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, metal::simd_any,
+    metal::simd_is_first, metal::simd_vote, metal::simd_ballot, metal::memory_order,
+    metal::memory_order_relaxed, metal::atomic, metal::atomic_int, metal::atomic_uint,
+    metal::atomic_float, metal::atomic_bool, metal::atomic_load_explicit,
+    metal::atomic_store_explicit, metal::atomic_exchange_explicit, metal::atomic_fetch_add_explicit,
+    metal::atomic_fetch_sub_explicit, metal::atomic_fetch_max_explicit,
+    metal::atomic_fetch_min_explicit, metal::atomic_fetch_and_explicit,
+    metal::atomic_fetch_or_explicit, metal::atomic_fetch_xor_explicit,
+    metal::atomic_compare_exchange_weak_explicit, metal::atomic_compare_exchange_strong_explicit;
+}  // namespace kjit_user
