@@ -78,94 +78,46 @@ KJIT_INLINE T scan(T x, Op op, T identity) {
   return acc;
 }
 
-struct add_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a + b);
-  }
-};
-struct mul_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a * b);
-  }
-};
-struct max_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return ::kjit::max(a, b);
-  }
-};
-struct min_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return ::kjit::min(a, b);
-  }
-};
-struct and_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a & b);
-  }
-};
-struct or_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a | b);
-  }
-};
-struct xor_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a ^ b);
-  }
-};
-
 }  // namespace simd_detail
 
-template <class T>
-KJIT_INLINE T simd_sum(T x) {
-  return simd_detail::reduce(x, simd_detail::add_op{});
-}
-template <class T>
-KJIT_INLINE T simd_product(T x) {
-  return simd_detail::reduce(x, simd_detail::mul_op{});
-}
-template <class T>
-KJIT_INLINE T simd_max(T x) {
-  return simd_detail::reduce(x, simd_detail::max_op{});
-}
-template <class T>
-KJIT_INLINE T simd_min(T x) {
-  return simd_detail::reduce(x, simd_detail::min_op{});
-}
-template <class T>
-KJIT_INLINE T simd_and(T x) {
-  return simd_detail::reduce(x, simd_detail::and_op{});
-}
-template <class T>
-KJIT_INLINE T simd_or(T x) {
-  return simd_detail::reduce(x, simd_detail::or_op{});
-}
-template <class T>
-KJIT_INLINE T simd_xor(T x) {
-  return simd_detail::reduce(x, simd_detail::xor_op{});
-}
+// Each reduction: its combining operation (simd_detail::<name>_op) and the function.
+#define KJIT_SIMD_REDUCTION(name, combine)                   \
+  namespace simd_detail {                                    \
+  struct name##_op {                                         \
+    template <class T>                                       \
+    KJIT_INLINE T operator()(T a, T b) const {               \
+      return combine;                                        \
+    }                                                        \
+  };                                                         \
+  }                                                          \
+  template <class T>                                         \
+  KJIT_INLINE T name(T x) {                                  \
+    return simd_detail::reduce(x, simd_detail::name##_op{}); \
+  }
+KJIT_SIMD_REDUCTION(simd_sum, T(a + b))
+KJIT_SIMD_REDUCTION(simd_product, T(a* b))
+KJIT_SIMD_REDUCTION(simd_max, ::kjit::max(a, b))
+KJIT_SIMD_REDUCTION(simd_min, ::kjit::min(a, b))
+KJIT_SIMD_REDUCTION(simd_and, T(a& b))
+KJIT_SIMD_REDUCTION(simd_or, T(a | b))
+KJIT_SIMD_REDUCTION(simd_xor, T(a ^ b))
+#undef KJIT_SIMD_REDUCTION
+
 template <class T>
 KJIT_INLINE T simd_prefix_inclusive_sum(T x) {
-  return simd_detail::scan<true>(x, simd_detail::add_op{}, T(0));
+  return simd_detail::scan<true>(x, simd_detail::simd_sum_op{}, T(0));
 }
 template <class T>
 KJIT_INLINE T simd_prefix_exclusive_sum(T x) {
-  return simd_detail::scan<false>(x, simd_detail::add_op{}, T(0));
+  return simd_detail::scan<false>(x, simd_detail::simd_sum_op{}, T(0));
 }
 template <class T>
 KJIT_INLINE T simd_prefix_inclusive_product(T x) {
-  return simd_detail::scan<true>(x, simd_detail::mul_op{}, T(1));
+  return simd_detail::scan<true>(x, simd_detail::simd_product_op{}, T(1));
 }
 template <class T>
 KJIT_INLINE T simd_prefix_exclusive_product(T x) {
-  return simd_detail::scan<false>(x, simd_detail::mul_op{}, T(1));
+  return simd_detail::scan<false>(x, simd_detail::simd_product_op{}, T(1));
 }
 // Shuffles: a lane out of range keeps its own value (CUDA's rule and Metal's).
 template <class T>
@@ -287,7 +239,7 @@ KJIT_INLINE T atomic_float_update(atomic<T>* p, T v, Op op) {
 template <class T>
 KJIT_INLINE T atomic_fetch_max_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
   if constexpr (::kjit::is_same_v<T, float>) {
-    return atomic_float_update(p, v, simd_detail::max_op{});
+    return atomic_float_update(p, v, simd_detail::simd_max_op{});
   } else {
     return atomicMax(&p->value, v);
   }
@@ -295,23 +247,20 @@ KJIT_INLINE T atomic_fetch_max_explicit(atomic<T>* p, typename same_type<T>::typ
 template <class T>
 KJIT_INLINE T atomic_fetch_min_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
   if constexpr (::kjit::is_same_v<T, float>) {
-    return atomic_float_update(p, v, simd_detail::min_op{});
+    return atomic_float_update(p, v, simd_detail::simd_min_op{});
   } else {
     return atomicMin(&p->value, v);
   }
 }
-template <class T>
-KJIT_INLINE T atomic_fetch_and_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  return atomicAnd(&p->value, v);
-}
-template <class T>
-KJIT_INLINE T atomic_fetch_or_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  return atomicOr(&p->value, v);
-}
-template <class T>
-KJIT_INLINE T atomic_fetch_xor_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  return atomicXor(&p->value, v);
-}
+#define KJIT_ATOMIC_BITWISE(name, intrinsic)                                      \
+  template <class T>                                                              \
+  KJIT_INLINE T name(atomic<T>* p, typename same_type<T>::type v, memory_order) { \
+    return intrinsic(&p->value, v);                                               \
+  }
+KJIT_ATOMIC_BITWISE(atomic_fetch_and_explicit, atomicAnd)
+KJIT_ATOMIC_BITWISE(atomic_fetch_or_explicit, atomicOr)
+KJIT_ATOMIC_BITWISE(atomic_fetch_xor_explicit, atomicXor)
+#undef KJIT_ATOMIC_BITWISE
 
 }  // namespace metal
 
