@@ -85,8 +85,8 @@ constexpr Unsupported kMetalCooperative[] = {
     {"atomic_compare_exchange_weak_explicit", "atomics"},
     {"atomic_compare_exchange_strong_explicit", "atomics"},
 };
-// Metal features the CUDA backend does not map yet either.
-constexpr Unsupported kMetalNotOnCuda[] = {
+// Metal features no backend maps yet.
+constexpr Unsupported kMetalNotYet[] = {
     {"quad_sum", "quad-group operations"},
     {"quad_shuffle", "quad-group operations"},
     {"quad_shuffle_up", "quad-group operations"},
@@ -223,26 +223,30 @@ std::string blank_keeping_lines(std::string_view text) {
   return out;
 }
 
+
+// The feature |word| names that |target| cannot run yet, if any.
+const Unsupported* missing_on(std::string_view word, Dialect dialect, Target target) {
+  if (dialect == Dialect::Metal) {
+    if (const Unsupported* u = find(kMetalNotYet, word)) return u;
+    return target == Target::Cpu ? find(kMetalCooperative, word) : nullptr;
+  }
+  return target == Target::Cpu ? find(kCudaCooperative, word) : nullptr;
+}
+
 }  // namespace
 
 void check_supported(const std::vector<Token>& tokens, Dialect dialect,
                      std::optional<Target> target, TextOrigin origin) {
   const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
   const char* where = origin == TextOrigin::Source ? "source" : "header";
-  const char* backend = target == Target::Cpu ? "is not supported yet on the CPU backend"
-                                              : "is not supported yet on the CUDA backend";
   for (const Token& t : tokens) {
     if (t.kind != TokenKind::Identifier) continue;
-    const Unsupported* u = nullptr;
-    const char* what = backend;
-    if (dialect == Dialect::Metal && (u = find(kMetalNever, t.text))) {
-      what = "is not supported by the Metal dialect";
-    } else if (target == Target::Cpu && dialect == Dialect::Metal &&
-               ((u = find(kMetalCooperative, t.text)) || (u = find(kMetalNotOnCuda, t.text)))) {
-    } else if (target == Target::Cuda && dialect == Dialect::Metal &&
-               (u = find(kMetalNotOnCuda, t.text))) {
-    } else if (target == Target::Cpu && dialect == Dialect::Cuda &&
-               (u = find(kCudaCooperative, t.text))) {
+    const char* what = "is not supported by the Metal dialect";
+    const Unsupported* u = dialect == Dialect::Metal ? find(kMetalNever, t.text) : nullptr;
+    if (!u && target) {
+      u = missing_on(t.text, dialect, *target);
+      what = *target == Target::Cpu ? "is not supported yet on the CPU backend"
+                                    : "is not supported yet on the CUDA backend";
     }
     if (u) {
       throw ValueError(std::string("[kjit.") + api + "] '" + std::string(t.text) + "' (" + where +
