@@ -16,6 +16,18 @@ typedef ::kjit::bfloat_t bfloat16_t;
 template <class T, int N>
 using vec = ::kjit::vec<T, N>;
 
+// Which memory a barrier orders (kjit's barriers order all of it).
+enum class mem_flags : unsigned {
+  mem_none = 0,
+  mem_device = 1,
+  mem_threadgroup = 2,
+  mem_texture = 4,
+  mem_threadgroup_imageblock = 8,
+};
+KJIT_INLINE constexpr mem_flags operator|(mem_flags a, mem_flags b) {
+  return mem_flags(unsigned(a) | unsigned(b));
+}
+
 // Every vector type name, as X(element type, name prefix).
 #define KJIT_MSL_VECTOR_TYPES(X) \
   X(float, float)                \
@@ -88,7 +100,7 @@ KJIT_MSL_MATH
 // names of CUDA's own headers (uint3, max, exp...), which a using-directive would make ambiguous.
 namespace kjit_user {
 using metal::uint, metal::ushort, metal::uchar, metal::ulong, metal::half, metal::bfloat,
-    metal::float16_t, metal::bfloat16_t, metal::vec;
+    metal::float16_t, metal::bfloat16_t, metal::vec, metal::mem_flags;
 #define KJIT_MSL_USE_VECTORS(T, name) using metal::name##2, metal::name##3, metal::name##4;
 KJIT_MSL_VECTOR_TYPES(KJIT_MSL_USE_VECTORS)
 #undef KJIT_MSL_USE_VECTORS

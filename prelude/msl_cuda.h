@@ -4,16 +4,6 @@
 // CUDA forms warps, so thread_index_in_simdgroup is the lane wherever groups are full in y and z.
 namespace metal {
 
-enum class mem_flags : unsigned {
-  mem_none = 0,
-  mem_device = 1,
-  mem_threadgroup = 2,
-  mem_texture = 4,
-  mem_threadgroup_imageblock = 8,
-};
-KJIT_INLINE constexpr mem_flags operator|(mem_flags a, mem_flags b) {
-  return mem_flags(unsigned(a) | unsigned(b));
-}
 // __syncthreads orders group and device memory alike, whatever the flags ask for.
 KJIT_INLINE void threadgroup_barrier(mem_flags = mem_flags::mem_none) { __syncthreads(); }
 KJIT_INLINE void simdgroup_barrier(mem_flags = mem_flags::mem_none) { __syncwarp(__activemask()); }
@@ -265,7 +255,7 @@ KJIT_ATOMIC_BITWISE(atomic_fetch_xor_explicit, atomicXor)
 }  // namespace metal
 
 namespace kjit_user {
-using metal::mem_flags, metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum,
+using metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum,
     metal::simd_product, metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or,
     metal::simd_xor, metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,
     metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product, metal::simd_shuffle,

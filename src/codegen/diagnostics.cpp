@@ -19,7 +19,8 @@ std::string line_of(std::string_view text, int line) {
     start = nl + 1;
   }
   size_t end = text.find('\n', start);
-  return std::string(text.substr(start, (end == std::string_view::npos ? text.size() : end) - start));
+  return std::string(
+      text.substr(start, (end == std::string_view::npos ? text.size() : end) - start));
 }
 
 // The line number and message of a diagnostic about |file|, or 0 when |line| is not one.

@@ -6,9 +6,7 @@
 namespace kjit::codegen {
 namespace {
 
-bool is_ident_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -42,8 +40,8 @@ class Lexer {
     if (kind != TokenKind::Space && kind != TokenKind::Comment) return false;
     for (size_t p = 0; p < text.size(); ++p) {
       if (text[p] != '\n') continue;
-      const bool escaped = (p >= 1 && text[p - 1] == '\\') ||
-                           (p >= 2 && text[p - 1] == '\r' && text[p - 2] == '\\');
+      const bool escaped =
+          (p >= 1 && text[p - 1] == '\\') || (p >= 2 && text[p - 1] == '\r' && text[p - 2] == '\\');
       if (!escaped) return true;
     }
     return false;
@@ -105,8 +103,8 @@ class Lexer {
   }
 
   static bool is_string_prefix(std::string_view w) {
-    static constexpr std::array<std::string_view, 9> kPrefixes = {
-        "u8", "u", "U", "L", "R", "u8R", "uR", "UR", "LR"};
+    static constexpr std::array<std::string_view, 9> kPrefixes = {"u8",  "u",  "U",  "L", "R",
+                                                                  "u8R", "uR", "UR", "LR"};
     return std::find(kPrefixes.begin(), kPrefixes.end(), w) != kPrefixes.end();
   }
 
@@ -170,22 +168,36 @@ class Lexer {
 };
 
 constexpr std::array<std::string_view, 84> kKeywords = {
-    "alignas",      "alignof",    "and",          "and_eq",     "asm",         "auto",
-    "bitand",       "bitor",      "bool",         "break",      "case",        "catch",
-    "char",         "char8_t",    "char16_t",     "char32_t",   "class",       "compl",
-    "concept",      "const",      "consteval",    "constexpr",  "constinit",   "const_cast",
-    "continue",     "co_await",   "co_return",    "co_yield",   "decltype",    "default",
-    "delete",       "do",         "double",       "dynamic_cast", "else",      "enum",
-    "explicit",     "export",     "extern",       "false",      "float",       "for",
-    "friend",       "goto",       "if",           "inline",     "int",         "long",
-    "mutable",      "namespace",  "new",          "noexcept",   "not",         "not_eq",
-    "nullptr",      "operator",   "or",           "or_eq",      "private",     "protected",
-    "public",       "register",   "reinterpret_cast", "requires", "return",    "short",
-    "signed",       "sizeof",     "static",       "static_assert", "static_cast", "struct",
-    "switch",       "template",   "this",         "thread_local", "throw",     "true",
-    "try",          "typedef",    "typeid",       "typename",   "union",       "unsigned"};
-constexpr std::array<std::string_view, 8> kMoreKeywords = {
-    "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+    "alignas",       "alignof",     "and",
+    "and_eq",        "asm",         "auto",
+    "bitand",        "bitor",       "bool",
+    "break",         "case",        "catch",
+    "char",          "char8_t",     "char16_t",
+    "char32_t",      "class",       "compl",
+    "concept",       "const",       "consteval",
+    "constexpr",     "constinit",   "const_cast",
+    "continue",      "co_await",    "co_return",
+    "co_yield",      "decltype",    "default",
+    "delete",        "do",          "double",
+    "dynamic_cast",  "else",        "enum",
+    "explicit",      "export",      "extern",
+    "false",         "float",       "for",
+    "friend",        "goto",        "if",
+    "inline",        "int",         "long",
+    "mutable",       "namespace",   "new",
+    "noexcept",      "not",         "not_eq",
+    "nullptr",       "operator",    "or",
+    "or_eq",         "private",     "protected",
+    "public",        "register",    "reinterpret_cast",
+    "requires",      "return",      "short",
+    "signed",        "sizeof",      "static",
+    "static_assert", "static_cast", "struct",
+    "switch",        "template",    "this",
+    "thread_local",  "throw",       "true",
+    "try",           "typedef",     "typeid",
+    "typename",      "union",       "unsigned"};
+constexpr std::array<std::string_view, 8> kMoreKeywords = {"using",   "virtual", "void", "volatile",
+                                                           "wchar_t", "while",   "xor",  "xor_eq"};
 
 }  // namespace
 

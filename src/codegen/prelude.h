@@ -11,7 +11,9 @@ namespace kjit::codegen {
 /// The text of one prelude file (e.g. "msl.h"); empty when there is no such file.
 std::string_view prelude_file(std::string_view name);
 
-/// Every prelude file a kernel of |dialect| needs on |target|, concatenated in order.
-std::string_view prelude_for(Dialect dialect, Target target);
+/// Every prelude file a kernel of |dialect| needs on |target|, concatenated in order;
+/// |cooperative| adds the CPU's cooperative mode (Metal bodies with barriers or SIMD-group
+/// operations).
+std::string_view prelude_for(Dialect dialect, Target target, bool cooperative = false);
 
 }  // namespace kjit::codegen

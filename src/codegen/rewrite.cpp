@@ -2,7 +2,6 @@
 
 #include <kjit/errors.h>
 
-
 namespace kjit::codegen {
 namespace {
 
@@ -39,10 +38,9 @@ constexpr Unsupported kMetalNever[] = {
     {"function_constant", "function constants are not available"},
 };
 
-// Cooperative features (group memory, barriers, SIMD-group operations, atomics) that the CPU
-// backend does not run yet; the CUDA backend runs them (Metal's through msl_cuda.h).
-constexpr Unsupported kMetalCooperative[] = {
-    {"threadgroup", "threadgroup memory"},
+// Metal's barriers and SIMD-group operations. On the CPU a body that calls them runs in
+// cooperative mode, each call suspending the thread; a helper in the header cannot suspend.
+constexpr Unsupported kMetalSuspending[] = {
     {"threadgroup_barrier", "barriers"},
     {"simdgroup_barrier", "barriers"},
     {"simd_sum", "SIMD-group operations"},
@@ -66,7 +64,9 @@ constexpr Unsupported kMetalCooperative[] = {
     {"simd_all", "SIMD-group operations"},
     {"simd_any", "SIMD-group operations"},
     {"simd_is_first", "SIMD-group operations"},
-
+};
+// Metal's atomics, which the CPU backend does not run yet.
+constexpr Unsupported kMetalAtomics[] = {
     {"atomic", "atomics"},
     {"atomic_int", "atomics"},
     {"atomic_uint", "atomics"},
@@ -154,8 +154,8 @@ bool is_unsuffixed_floating(std::string_view num) {
     if (c == '.' || (hex ? (c == 'p' || c == 'P') : (c == 'e' || c == 'E'))) floating = true;
   }
   char last = num.back();
-  bool suffixed = last == 'f' || last == 'F' || last == 'l' || last == 'L' || last == 'h' ||
-                  last == 'H';
+  bool suffixed =
+      last == 'f' || last == 'F' || last == 'l' || last == 'L' || last == 'h' || last == 'H';
   return floating && !suffixed;
 }
 
@@ -223,15 +223,26 @@ std::string blank_keeping_lines(std::string_view text) {
   return out;
 }
 
-
-// The feature |word| names that |target| cannot run yet, if any.
-const Unsupported* missing_on(std::string_view word, Dialect dialect, Target target) {
+// The feature |word| names that |target| cannot run yet (in |origin|), if any.
+const Unsupported* missing_on(std::string_view word, Dialect dialect, Target target,
+                              TextOrigin origin) {
   if (dialect == Dialect::Metal) {
     if (const Unsupported* u = find(kMetalNotYet, word)) return u;
-    return target == Target::Cpu ? find(kMetalCooperative, word) : nullptr;
+    if (target != Target::Cpu) return nullptr;
+    if (const Unsupported* u = find(kMetalAtomics, word)) return u;
+    if (origin == TextOrigin::Header) {
+      static constexpr Unsupported kInHeader = {"",
+                                                "a helper in the header cannot wait for "
+                                                "other threads; call it from the body"};
+      if (find(kMetalSuspending, word)) return &kInHeader;
+    }
+    return nullptr;
   }
   return target == Target::Cpu ? find(kCudaCooperative, word) : nullptr;
 }
+
+// The calls a Metal body on the CPU co_awaits (barriers and SIMD-group operations).
+bool suspends(std::string_view word) { return find(kMetalSuspending, word) != nullptr; }
 
 }  // namespace
 
@@ -244,7 +255,7 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
     const char* what = "is not supported by the Metal dialect";
     const Unsupported* u = dialect == Dialect::Metal ? find(kMetalNever, t.text) : nullptr;
     if (!u && target) {
-      u = missing_on(t.text, dialect, *target);
+      u = missing_on(t.text, dialect, *target, origin);
       what = *target == Target::Cpu ? "is not supported yet on the CPU backend"
                                     : "is not supported yet on the CUDA backend";
     }
@@ -256,10 +267,37 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
   }
 }
 
-std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target) {
+bool uses_suspending_calls(const std::vector<Token>& tokens) {
+  for (const Token& t : tokens) {
+    if (t.kind == TokenKind::Identifier && suspends(t.text)) return true;
+  }
+  return false;
+}
+
+std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
+                    bool coroutine) {
   std::string out;
+  std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
+    if (coroutine && t.kind == TokenKind::Identifier) {
+      // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
+      // returning ends the coroutine.
+      if (t.text == "return") {
+        out += "co_return";
+        continue;
+      }
+      const Token* next = next_significant(tokens, i);
+      if (suspends(t.text) && next && next->text == "(") {
+        size_t depth = 0, k = i + 1;
+        for (; k < tokens.size(); ++k) {
+          if (tokens[k].text == "(") ++depth;
+          if (tokens[k].text == ")" && --depth == 0) break;
+        }
+        out += "(co_await ";
+        closers.push_back(k);
+      }
+    }
     if (t.kind == TokenKind::Directive) {
       std::string_view header = include_target(tokens, i);
       if (!header.empty() && is_dialect_include(header, dialect)) {
@@ -275,7 +313,10 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       // threadgroup declares group memory (on CUDA, __shared__) or qualifies a pointer.
       if (t.text == "device" || t.text == "thread") continue;
       if (t.text == "threadgroup") {
-        if (target == Target::Cuda && declares_storage(tokens, i)) out += "__shared__";
+        // One instance per running group: on the CPU a worker runs one group at a time.
+        if (declares_storage(tokens, i)) {
+          out += target == Target::Cuda ? "__shared__" : "static thread_local";
+        }
         continue;
       }
       if (t.text == "constant") {
@@ -299,6 +340,10 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       continue;
     }
     out += t.text;
+    while (!closers.empty() && closers.back() == i) {
+      out += ')';
+      closers.pop_back();
+    }
   }
   return out;
 }

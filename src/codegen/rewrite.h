@@ -23,7 +23,12 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
                      std::optional<Target> target, TextOrigin origin);
 
 /// The text of |tokens| rewritten for |target|. Line structure is kept exactly, so that line N of
-/// the result is line N of the input.
-std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target);
+/// the result is line N of the input. With |coroutine| (a Metal body in the CPU's cooperative
+/// mode), barriers and SIMD-group operations are co_awaited and return becomes co_return.
+std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
+                    bool coroutine = false);
+
+/// Whether a Metal body calls barriers or SIMD-group operations (the CPU's cooperative mode).
+bool uses_suspending_calls(const std::vector<Token>& tokens);
 
 }  // namespace kjit::codegen

@@ -153,8 +153,11 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
 GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target) {
   GeneratedSource g;
   g.kernel_name = "custom_kernel_" + spec.name;
+  // Metal bodies with barriers or SIMD-group operations run on the CPU as coroutines.
+  const bool coroutine = target == Target::Cpu && spec.dialect == Dialect::Metal &&
+                         uses_suspending_calls(spec.source_tokens);
   Writer w;
-  w << prelude_for(spec.dialect, target);
+  w << prelude_for(spec.dialect, target, coroutine);
   g.user_part = w.size();
 
   w << "namespace kjit_user {\n";
@@ -168,8 +171,12 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   // thread loop around the call stays vectorisable.
   std::string params = signature(spec, call);
   if (spec.dialect == Dialect::Metal) params = rewrite(lex(params), spec.dialect, target);
-  w << "static KJIT_INLINE void " << g.kernel_name << "(\n" << params;
-  w << (params.empty() ? "    " : ",\n    ") << "const ::kjit::thread_ctx& kjit_thread) {\n";
+  w << (coroutine ? "static ::kjit::coop::task " : "static KJIT_INLINE void ") << g.kernel_name
+    << "(\n"
+    << params;
+  w << (params.empty() ? "    " : ",\n    ")
+    << (coroutine ? "const ::kjit::thread_ctx kjit_thread) {\n"
+                  : "const ::kjit::thread_ctx& kjit_thread) {\n");
   w << template_declarations(spec, call.template_args);
   for (const std::string& attr : spec.attributes) {
     bool vector = false;
@@ -194,8 +201,9 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   }
   w << "  (void)kjit_thread;\n";
   w << "#line 1 \"" << kSourceFile << "\"\n";
-  w << rewrite(spec.source_tokens, spec.dialect, target);
+  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine);
   w.resume_generated();
+  if (coroutine) w << "  co_return;\n";
   w << "}\n\n";
 
   const std::vector<Param> layout = parameter_layout(spec, call);
@@ -237,10 +245,16 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
       }
       w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
     }
-    w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
-         "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
-         "        "
-      << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+    if (coroutine) {
+      w << "  ::kjit::coop::run_groups(kjit_launch, kjit_first, kjit_end,\n"
+           "      [=](const ::kjit::thread_ctx& t) {\n        return "
+        << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+    } else {
+      w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
+           "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
+           "        "
+        << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+    }
   } else {
     // A 1-D grid of blocks; threads of edge groups that fall outside the grid leave at once.
     // A second entry serves grids that extend in x only, with less index arithmetic.

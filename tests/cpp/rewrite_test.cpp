@@ -157,6 +157,21 @@ TEST(CheckSupported, MetalFeaturesNoTargetRuns) {
   }
 }
 
+TEST(RewriteMetal, CooperativeBodiesBecomeCoroutinesOnTheCpu) {
+  const std::string body =
+      "float s = simd_sum(x) + simd_max(simd_shuffle(x, 3));\n"
+      "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "if (i == 0) return;\n";
+  EXPECT_EQ(rewrite(lex(body), Dialect::Metal, Target::Cpu, /*coroutine=*/true),
+            "float s = (co_await simd_sum(x)) + (co_await simd_max((co_await simd_shuffle(x, "
+            "3))));\n"
+            "(co_await threadgroup_barrier(mem_flags::mem_threadgroup));\n"
+            "if (i == 0) co_return;\n");
+  EXPECT_TRUE(uses_suspending_calls(lex(body)));
+  EXPECT_FALSE(uses_suspending_calls(lex("uint simd_lane_id = 0; // simd_sum(x)")));
+  EXPECT_EQ(metal("threadgroup float buf[8];"), "static thread_local float buf[8];");
+}
+
 TEST(CheckSupported, SimdgroupMatrixTypedefs) {
   // MSL's own names for simdgroup matrices.
   for (std::string type : {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8"}) {
@@ -166,13 +181,19 @@ TEST(CheckSupported, SimdgroupMatrixTypedefs) {
 }
 
 TEST(CheckSupported, CooperativeFeaturesOnTheCpu) {
-  std::string msg = unsupported("uint i = 0;\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n",
-                                Dialect::Metal, Target::Cpu);
-  EXPECT_NE(msg.find("'threadgroup_barrier'"), std::string::npos) << msg;
+  // Barriers and SIMD-group operations run in the body (cooperative mode), not in helpers.
+  EXPECT_EQ(unsupported("uint i = 0;\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n",
+                        Dialect::Metal, Target::Cpu),
+            "");
+  EXPECT_EQ(unsupported("float s = simd_sum(x);", Dialect::Metal, Target::Cpu), "");
+  std::string msg = unsupported("\n\n\nfloat f(float x) { return simd_sum(x); }", Dialect::Metal,
+                                Target::Cpu, TextOrigin::Header);
+  EXPECT_NE(msg.find("'simd_sum' (header line 4)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("helper in the header cannot wait"), std::string::npos) << msg;
+  msg = unsupported("\natomic_fetch_add_explicit(p, 1, memory_order_relaxed);", Dialect::Metal,
+                    Target::Cpu);
+  EXPECT_NE(msg.find("'atomic_fetch_add_explicit'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
-  msg = unsupported("\n\n\nfloat s = simd_sum(x);", Dialect::Metal, Target::Cpu);
-  EXPECT_NE(msg.find("'simd_sum'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("line 4"), std::string::npos) << msg;
   msg = unsupported("__syncthreads();", Dialect::Cuda, Target::Cpu);
   EXPECT_NE(msg.find("'__syncthreads'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cuda_kernel"), std::string::npos) << msg;

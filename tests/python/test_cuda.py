@@ -1,6 +1,6 @@
 """The CUDA backend on a GPU: frameworks' arrays in and out, streams, edge groups with barriers,
-large grids, dynamic shared memory, faults. Skipped where no CUDA device works (CI compiles the
-kernels for sm_90 instead; see conftest.py)."""
+large grids, dynamic shared memory, faults; and Metal's cooperative features on both backends.
+GPU cases are skipped where no CUDA device works (CI compiles their kernels for sm_90 instead)."""
 
 import json
 import os
@@ -287,7 +287,9 @@ def test_an_out_of_bounds_write_raises_instead_of_crashing():
     assert "LaunchError:" in run.stdout and "no longer usable" in run.stdout, run.stdout
 
 
-# --- Metal's cooperative features on the GPU --------------------------------------------------
+# --- Metal's cooperative features, on the CPU (cooperative mode) and on the GPU ----------------
+
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_gpu)]
 
 METAL_BLOCK_SUM = """
     threadgroup float partial[256];
@@ -352,68 +354,68 @@ HISTOGRAM = """
 """
 
 
-@needs_gpu
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("n", [1024, 1000, 77])
-def test_metal_block_sum_with_threadgroup_memory(n, rng):
+def test_metal_block_sum_with_threadgroup_memory(device, n, rng):
     k = kjit.metal_kernel(name="metal_block_sum", input_names=["inp"], output_names=["out"],
                           source=METAL_BLOCK_SUM)
     x = rng.standard_normal(n).astype(np.float32)
     groups = -(-n // 256)
     (out,) = k(inputs=[x], output_shapes=[(groups,)], output_dtypes=[np.float32], grid=(n, 1, 1),
-               threadgroup=(256, 1, 1), device="cuda", outputs=[poisoned((groups,), np.float32)])
+               threadgroup=(256, 1, 1), device=device, outputs=[poisoned((groups,), np.float32)])
     expected = [x[g * 256:(g + 1) * 256].astype(np.float64).sum() for g in range(groups)]
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
 
 
-@needs_gpu
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("n", [1024, 1000])
-def test_simd_sum_and_max_over_full_and_partial_warps(n, rng):
+def test_simd_sum_and_max_over_full_and_partial_warps(device, n, rng):
     k = kjit.metal_kernel(name="simd_reduce", input_names=["inp"], output_names=["sums", "maxes"],
                           source=SIMD_REDUCE)
     x = rng.standard_normal(n).astype(np.float32)
     warps = -(-n // 32)
     sums, maxes = k(inputs=[x], output_shapes=[(warps,), (warps,)],
                     output_dtypes=[np.float32, np.float32], grid=(n, 1, 1),
-                    threadgroup=(256, 1, 1), device="cuda")
+                    threadgroup=(256, 1, 1), device=device)
     for w in range(warps):
         chunk = x[w * 32:(w + 1) * 32].astype(np.float64)
         assert abs(sums[w] - chunk.sum()) <= 1e-5 * np.abs(chunk).sum() + 1e-6, w
         assert maxes[w] == chunk.max(), w
 
 
-@needs_gpu
-def test_row_softmax_with_simd_max_and_simd_sum(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_row_softmax_with_simd_max_and_simd_sum(device, rng):
     k = kjit.metal_kernel(name="row_softmax", input_names=["inp"], output_names=["out"],
                           source=ROW_SOFTMAX)
     rows = 300
     x = (3 * rng.standard_normal((rows, 32))).astype(np.float32)
     (out,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-               grid=(32, rows, 1), threadgroup=(32, 1, 1), device="cuda")
+               grid=(32, rows, 1), threadgroup=(32, 1, 1), device=device)
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
-@needs_gpu
-def test_exclusive_scan_with_simd_prefix_and_threadgroup_memory(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_exclusive_scan_with_simd_prefix_and_threadgroup_memory(device, rng):
     k = kjit.metal_kernel(name="block_scan", input_names=["inp"], output_names=["out"],
                           source=BLOCK_SCAN)
     n = 256 * 6
     x = rng.standard_normal(n).astype(np.float32)
     (out,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32], grid=(n, 1, 1),
-               threadgroup=(256, 1, 1), device="cuda")
+               threadgroup=(256, 1, 1), device=device)
     blocks = x.astype(np.float64).reshape(-1, 256)
     expected = (np.cumsum(blocks, axis=1) - blocks).ravel()
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
 
 
-@needs_gpu
-def test_simd_shuffles(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_simd_shuffles(device, rng):
     k = kjit.metal_kernel(name="shuffles", input_names=["inp"],
                           output_names=["down", "up", "flip", "first"], source=SHUFFLES)
     n = 256
     x = rng.integers(-1000, 1000, n).astype(np.int32)
     outs = k(inputs=[x], output_shapes=[(n,)] * 4, output_dtypes=[np.int32] * 4, grid=(n, 1, 1),
-             threadgroup=(128, 1, 1), device="cuda")
+             threadgroup=(128, 1, 1), device=device)
     lane = np.arange(n) % 32
     base = np.arange(n) - lane
     down = np.where(lane + 3 < 32, x[base + np.minimum(lane + 3, 31)], x)

@@ -1,0 +1,164 @@
+// Metal's barriers and SIMD-group operations in the CPU backend's cooperative mode: each call
+// returns something the body co_awaits (the rewriter adds the co_await); the call's source line
+// tells which lanes meet at the same operation.
+#include "cpu_coop.h"
+
+namespace metal {
+namespace coop_detail {
+
+using ::kjit::coop::lane;
+
+struct add_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a + b);
+  }
+  template <class T>
+  static T identity() {
+    return T(0);
+  }
+};
+struct mul_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a * b);
+  }
+  template <class T>
+  static T identity() {
+    return T(1);
+  }
+};
+struct max_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return ::kjit::max(a, b);
+  }
+};
+struct min_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return ::kjit::min(a, b);
+  }
+};
+struct and_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a & b);
+  }
+};
+struct or_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a | b);
+  }
+};
+struct xor_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a ^ b);
+  }
+};
+
+inline unsigned from_lane(unsigned, unsigned arg) { return arg; }
+inline unsigned from_below(unsigned id, unsigned arg) { return id >= arg ? id - arg : id; }
+inline unsigned from_above(unsigned id, unsigned arg) { return id + arg < 32 ? id + arg : id; }
+inline unsigned from_xor(unsigned id, unsigned arg) { return (id ^ arg) & 31u; }
+
+inline void meet(lane**, const unsigned*, int, unsigned) {}
+inline void first_present(lane** lanes, const unsigned*, int n, unsigned) {
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], i == 0);
+}
+template <class T>
+void broadcast_first(lane** lanes, const unsigned*, int n, unsigned) {
+  const T v = ::kjit::coop::operand<T>(lanes[0]);
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v);
+}
+inline void all_of(lane** lanes, const unsigned*, int n, unsigned) {
+  bool r = true;
+  for (int i = 0; i < n; ++i) r = r && ::kjit::coop::operand<bool>(lanes[i]);
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
+}
+inline void any_of(lane** lanes, const unsigned*, int n, unsigned) {
+  bool r = false;
+  for (int i = 0; i < n; ++i) r = r || ::kjit::coop::operand<bool>(lanes[i]);
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
+}
+
+}  // namespace coop_detail
+
+#define KJIT_SITE unsigned kjit_line = __builtin_LINE()
+#define KJIT_AT kjit_line
+
+KJIT_INLINE ::kjit::coop::barrier_wait threadgroup_barrier(mem_flags = mem_flags::mem_none) {
+  return {};
+}
+// A simdgroup barrier is a meeting of the simdgroup's lanes only.
+KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags::mem_none,
+                                                           KJIT_SITE) {
+  return ::kjit::coop::simd_op(0, KJIT_AT, coop_detail::meet);
+}
+
+#define KJIT_SIMD_REDUCTION(name, op)                                              \
+  template <class T>                                                               \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                    \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_reduce<T, op>); \
+  }
+KJIT_SIMD_REDUCTION(simd_sum, coop_detail::add_op)
+KJIT_SIMD_REDUCTION(simd_product, coop_detail::mul_op)
+KJIT_SIMD_REDUCTION(simd_max, coop_detail::max_op)
+KJIT_SIMD_REDUCTION(simd_min, coop_detail::min_op)
+KJIT_SIMD_REDUCTION(simd_and, coop_detail::and_op)
+KJIT_SIMD_REDUCTION(simd_or, coop_detail::or_op)
+KJIT_SIMD_REDUCTION(simd_xor, coop_detail::xor_op)
+#undef KJIT_SIMD_REDUCTION
+
+#define KJIT_SIMD_SCAN(name, op, inclusive)                                                 \
+  template <class T>                                                                        \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                             \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_scan<T, op, inclusive>); \
+  }
+KJIT_SIMD_SCAN(simd_prefix_inclusive_sum, coop_detail::add_op, true)
+KJIT_SIMD_SCAN(simd_prefix_exclusive_sum, coop_detail::add_op, false)
+KJIT_SIMD_SCAN(simd_prefix_inclusive_product, coop_detail::mul_op, true)
+KJIT_SIMD_SCAN(simd_prefix_exclusive_product, coop_detail::mul_op, false)
+#undef KJIT_SIMD_SCAN
+
+#define KJIT_SIMD_SHUFFLE(name, source)                                                      \
+  template <class T>                                                                         \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {          \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_shuffle<T, source>, arg); \
+  }
+KJIT_SIMD_SHUFFLE(simd_shuffle, coop_detail::from_lane)
+KJIT_SIMD_SHUFFLE(simd_broadcast, coop_detail::from_lane)
+KJIT_SIMD_SHUFFLE(simd_shuffle_up, coop_detail::from_below)
+KJIT_SIMD_SHUFFLE(simd_shuffle_down, coop_detail::from_above)
+KJIT_SIMD_SHUFFLE(simd_shuffle_xor, coop_detail::from_xor)
+#undef KJIT_SIMD_SHUFFLE
+
+template <class T>
+KJIT_INLINE ::kjit::coop::simd_wait<T> simd_broadcast_first(T x, KJIT_SITE) {
+  return ::kjit::coop::simd_op(x, KJIT_AT, coop_detail::broadcast_first<T>);
+}
+KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_all(bool b, KJIT_SITE) {
+  return ::kjit::coop::simd_op(b, KJIT_AT, coop_detail::all_of);
+}
+KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_any(bool b, KJIT_SITE) {
+  return ::kjit::coop::simd_op(b, KJIT_AT, coop_detail::any_of);
+}
+KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_is_first(KJIT_SITE) {
+  return ::kjit::coop::simd_op(false, KJIT_AT, coop_detail::first_present);
+}
+#undef KJIT_SITE
+#undef KJIT_AT
+
+}  // namespace metal
+
+namespace kjit_user {
+using metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum, metal::simd_product,
+    metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or, metal::simd_xor,
+    metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,
+    metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product, metal::simd_shuffle,
+    metal::simd_broadcast, metal::simd_broadcast_first, metal::simd_shuffle_down,
+    metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, metal::simd_any,
+    metal::simd_is_first;
+}  // namespace kjit_user
