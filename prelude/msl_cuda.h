@@ -1,7 +1,7 @@
-// Metal's cooperative features on the GPU: threadgroup barriers, SIMD-group operations over the
-// 32 lanes of a warp, and relaxed atomics. (The rewriter turns threadgroup storage into
-// __shared__ arrays.) Lanes are the hardware's: kjit numbers a group's threads x-fastest, as
-// CUDA forms warps, so thread_index_in_simdgroup is the lane wherever groups are full in y and z.
+// Metal's barriers and SIMD-group operations on the GPU, over the 32 lanes of a warp. (The
+// rewriter turns threadgroup storage into __shared__ arrays; atomics are in msl_atomics.h.) Lanes
+// are the hardware's: kjit numbers a group's threads x-fastest, as CUDA forms warps, so
+// thread_index_in_simdgroup is the lane wherever groups are full in y and z.
 namespace metal {
 
 // __syncthreads orders group and device memory alike, whatever the flags ask for.
@@ -151,122 +151,14 @@ struct simd_vote {
 };
 KJIT_INLINE simd_vote simd_ballot(bool b) { return {__ballot_sync(__activemask(), b)}; }
 
-// Atomics: Metal has relaxed ones only; an atomic<T> has T's size and alignment, so bodies cast
-// plain pointers to atomic ones.
-enum memory_order { memory_order_relaxed };
-
-template <class T>
-struct atomic {
-  T value;
-};
-typedef atomic<int> atomic_int;
-typedef atomic<unsigned> atomic_uint;
-typedef atomic<float> atomic_float;
-typedef atomic<bool> atomic_bool;
-
-template <class T>
-struct same_type {
-  typedef T type;
-};
-
-template <class T>
-KJIT_INLINE T atomic_load_explicit(const volatile atomic<T>* p, memory_order) {
-  return p->value;
-}
-template <class T>
-KJIT_INLINE void atomic_store_explicit(volatile atomic<T>* p, typename same_type<T>::type v,
-                                       memory_order) {
-  p->value = v;
-}
-template <class T>
-KJIT_INLINE T atomic_exchange_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  return atomicExch(&p->value, v);
-}
-template <class T>
-KJIT_INLINE T atomic_fetch_add_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  return atomicAdd(&p->value, v);
-}
-template <class T>
-KJIT_INLINE T atomic_fetch_sub_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  if constexpr (::kjit::is_same_v<T, float>) {
-    return atomicAdd(&p->value, -v);
-  } else {
-    return atomicSub(&p->value, v);
-  }
-}
-template <class T>
-KJIT_INLINE bool atomic_compare_exchange_weak_explicit(atomic<T>* p, T* expected,
-                                                       typename same_type<T>::type desired,
-                                                       memory_order, memory_order) {
-  if constexpr (::kjit::is_same_v<T, float>) {
-    const int seen = atomicCAS(reinterpret_cast<int*>(&p->value), __float_as_int(*expected),
-                               __float_as_int(desired));
-    const bool ok = seen == __float_as_int(*expected);
-    *expected = __int_as_float(seen);
-    return ok;
-  } else {
-    const T seen = atomicCAS(&p->value, *expected, desired);
-    const bool ok = seen == *expected;
-    *expected = seen;
-    return ok;
-  }
-}
-template <class T>
-KJIT_INLINE bool atomic_compare_exchange_strong_explicit(atomic<T>* p, T* expected,
-                                                         typename same_type<T>::type desired,
-                                                         memory_order a, memory_order b) {
-  return atomic_compare_exchange_weak_explicit(p, expected, desired, a, b);
-}
-// min/max of floats by compare-and-swap; integers natively.
-template <class T, class Op>
-KJIT_INLINE T atomic_float_update(atomic<T>* p, T v, Op op) {
-  T seen = p->value;
-  while (!atomic_compare_exchange_weak_explicit(p, &seen, op(seen, v), memory_order_relaxed,
-                                                memory_order_relaxed)) {
-  }
-  return seen;
-}
-template <class T>
-KJIT_INLINE T atomic_fetch_max_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  if constexpr (::kjit::is_same_v<T, float>) {
-    return atomic_float_update(p, v, simd_detail::simd_max_op{});
-  } else {
-    return atomicMax(&p->value, v);
-  }
-}
-template <class T>
-KJIT_INLINE T atomic_fetch_min_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
-  if constexpr (::kjit::is_same_v<T, float>) {
-    return atomic_float_update(p, v, simd_detail::simd_min_op{});
-  } else {
-    return atomicMin(&p->value, v);
-  }
-}
-#define KJIT_ATOMIC_BITWISE(name, intrinsic)                                      \
-  template <class T>                                                              \
-  KJIT_INLINE T name(atomic<T>* p, typename same_type<T>::type v, memory_order) { \
-    return intrinsic(&p->value, v);                                               \
-  }
-KJIT_ATOMIC_BITWISE(atomic_fetch_and_explicit, atomicAnd)
-KJIT_ATOMIC_BITWISE(atomic_fetch_or_explicit, atomicOr)
-KJIT_ATOMIC_BITWISE(atomic_fetch_xor_explicit, atomicXor)
-#undef KJIT_ATOMIC_BITWISE
-
 }  // namespace metal
 
 namespace kjit_user {
-using metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum,
-    metal::simd_product, metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or,
-    metal::simd_xor, metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,
+using metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum, metal::simd_product,
+    metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or, metal::simd_xor,
+    metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,
     metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product, metal::simd_shuffle,
     metal::simd_broadcast, metal::simd_broadcast_first, metal::simd_shuffle_down,
     metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, metal::simd_any,
-    metal::simd_is_first, metal::simd_vote, metal::simd_ballot, metal::memory_order,
-    metal::memory_order_relaxed, metal::atomic, metal::atomic_int, metal::atomic_uint,
-    metal::atomic_float, metal::atomic_bool, metal::atomic_load_explicit,
-    metal::atomic_store_explicit, metal::atomic_exchange_explicit, metal::atomic_fetch_add_explicit,
-    metal::atomic_fetch_sub_explicit, metal::atomic_fetch_max_explicit,
-    metal::atomic_fetch_min_explicit, metal::atomic_fetch_and_explicit,
-    metal::atomic_fetch_or_explicit, metal::atomic_fetch_xor_explicit,
-    metal::atomic_compare_exchange_weak_explicit, metal::atomic_compare_exchange_strong_explicit;
+    metal::simd_is_first, metal::simd_vote, metal::simd_ballot;
 }  // namespace kjit_user

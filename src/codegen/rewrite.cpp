@@ -65,26 +65,6 @@ constexpr Unsupported kMetalSuspending[] = {
     {"simd_any", "SIMD-group operations"},
     {"simd_is_first", "SIMD-group operations"},
 };
-// Metal's atomics, which the CPU backend does not run yet.
-constexpr Unsupported kMetalAtomics[] = {
-    {"atomic", "atomics"},
-    {"atomic_int", "atomics"},
-    {"atomic_uint", "atomics"},
-    {"atomic_float", "atomics"},
-    {"atomic_bool", "atomics"},
-    {"atomic_fetch_add_explicit", "atomics"},
-    {"atomic_fetch_sub_explicit", "atomics"},
-    {"atomic_fetch_min_explicit", "atomics"},
-    {"atomic_fetch_max_explicit", "atomics"},
-    {"atomic_fetch_and_explicit", "atomics"},
-    {"atomic_fetch_or_explicit", "atomics"},
-    {"atomic_fetch_xor_explicit", "atomics"},
-    {"atomic_load_explicit", "atomics"},
-    {"atomic_store_explicit", "atomics"},
-    {"atomic_exchange_explicit", "atomics"},
-    {"atomic_compare_exchange_weak_explicit", "atomics"},
-    {"atomic_compare_exchange_strong_explicit", "atomics"},
-};
 // Metal features no backend maps yet.
 constexpr Unsupported kMetalNotYet[] = {
     {"quad_sum", "quad-group operations"},
@@ -229,7 +209,6 @@ const Unsupported* missing_on(std::string_view word, Dialect dialect, Target tar
   if (dialect == Dialect::Metal) {
     if (const Unsupported* u = find(kMetalNotYet, word)) return u;
     if (target != Target::Cpu) return nullptr;
-    if (const Unsupported* u = find(kMetalAtomics, word)) return u;
     if (origin == TextOrigin::Header) {
       static constexpr Unsupported kInHeader = {"",
                                                 "a helper in the header cannot wait for "

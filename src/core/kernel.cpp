@@ -209,10 +209,6 @@ void check_target(const KernelSpec& spec, codegen::Target target) {
                                 std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
     codegen::check_supported(*tokens, spec.dialect, target, origin);
   }
-  if (spec.atomic_outputs && target == codegen::Target::Cpu) {
-    throw ValueError(prefix_named(spec) +
-                     "atomic_outputs=True is not supported yet on the CPU backend");
-  }
 }
 
 // Metal has 32-bit atomics only (int, uint, float).

@@ -426,8 +426,8 @@ def test_simd_shuffles(device, rng):
     np.testing.assert_array_equal(outs[3], x[base + 7])
 
 
-@needs_gpu
-def test_histogram_with_atomic_outputs(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_histogram_with_atomic_outputs(device, rng):
     k = kjit.metal_kernel(name="histogram", input_names=["inp"],
                           output_names=["counts", "sums", "peak"], source=HISTOGRAM,
                           atomic_outputs=True)
@@ -435,7 +435,7 @@ def test_histogram_with_atomic_outputs(rng):
     x = rng.random(n).astype(np.float32)
     counts, sums, peak = k(inputs=[x], output_shapes=[(16,), (16,), (1,)],
                            output_dtypes=[np.uint32, np.float32, np.float32], grid=(n, 1, 1),
-                           threadgroup=(256, 1, 1), init_value=0, device="cuda")
+                           threadgroup=(256, 1, 1), init_value=0, device=device)
     bins = np.minimum((x * 16).astype(np.int64), 15)
     np.testing.assert_array_equal(counts, np.bincount(bins, minlength=16))
     np.testing.assert_allclose(sums, np.bincount(bins, weights=x.astype(np.float64), minlength=16),

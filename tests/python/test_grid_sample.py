@@ -1,6 +1,6 @@
 """MLX's flagship custom-kernel example: bilinear grid sampling and its gradient (the backward
 pass accumulates with atomic outputs and reduces the grid gradient with simd_sum), against NumPy
-in float64. Runs on a GPU; elsewhere the kernels are compiled for sm_90 where NVRTC loads."""
+in float64, on the CPU and on a GPU; the kernels are also compiled for sm_90 where NVRTC loads."""
 
 import numpy as np
 import pytest
@@ -132,9 +132,13 @@ def reference(x, grid, cot):
     return out, x_grad, grid_grad
 
 
-@pytest.mark.skipif(not STATUS["devices"], reason=f"no CUDA device: {STATUS['unavailable']}")
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not STATUS["devices"], reason=f"no CUDA device: {STATUS['unavailable']}"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("C", [40, 64])
-def test_grid_sample_forward_and_backward(C, rng):
+def test_grid_sample_forward_and_backward(C, device, rng):
     B, H, W, gN, gM = 2, 16, 20, 12, 10
     x = rng.standard_normal((B, H, W, C)).astype(np.float32)
     grid = rng.uniform(-1.1, 1.1, (B, gN, gM, 2)).astype(np.float32)  # some points fall outside
@@ -143,14 +147,14 @@ def test_grid_sample_forward_and_backward(C, rng):
 
     (out,) = forward_kernel()(inputs=[x, grid], output_shapes=[(B, gN, gM, C)],
                               output_dtypes=[np.float32], grid=(B * gN * gM * C, 1, 1),
-                              threadgroup=(256, 1, 1), device="cuda")
+                              threadgroup=(256, 1, 1), device=device)
     np.testing.assert_allclose(out, ref_out, rtol=1e-5, atol=1e-5)
 
     c_padded = (C + 31) // 32 * 32
     x_grad, grid_grad = backward_kernel()(
         inputs=[x, grid, cot], output_shapes=[x.shape, grid.shape],
         output_dtypes=[np.float32, np.float32], grid=(B * gN * gM * c_padded, 1, 1),
-        threadgroup=(256, 1, 1), init_value=0, device="cuda")
+        threadgroup=(256, 1, 1), init_value=0, device=device)
     np.testing.assert_allclose(x_grad, ref_x_grad, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(grid_grad, ref_grid_grad, rtol=1e-4, atol=1e-3)
 
