@@ -37,6 +37,17 @@ struct lane {
 
 inline thread_local lane* current_lane = nullptr;
 
+// CUDA's dynamic shared memory (extern __shared__) on the CPU: one buffer per worker.
+inline unsigned char* dynamic_shared(unsigned long bytes) {
+  static thread_local unsigned char* buffer = nullptr;
+  static thread_local unsigned long size = 0;
+  if (size < bytes) {
+    buffer = static_cast<unsigned char*>(__builtin_realloc(buffer, bytes));
+    size = bytes;
+  }
+  return buffer;
+}
+
 struct barrier_wait {
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<>) const noexcept {

@@ -1,5 +1,7 @@
 // CUDA C++ on the CPU: execution-space qualifiers, the index types, the math library's float
-// functions and intrinsics, and cooperative_groups basics over the running thread's context.
+// functions and intrinsics, atomics, and cooperative_groups basics over the running thread's
+// context.
+#include "atomics.h"
 #define __device__
 #define __host__
 #define __global__
@@ -65,6 +67,28 @@ KJIT_INLINE float __fdividef(float x, float y) { return x / y; }
 KJIT_INLINE float __frcp_rn(float x) { return 1.0f / x; }
 KJIT_INLINE float __fsqrt_rn(float x) { return ::kjit::sqrt(x); }
 KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
+
+// Atomics, relaxed (CUDA's device-scope atomics order nothing else either).
+#define KJIT_CUDA_ATOMIC(name, op)       \
+  template <class T, class U>            \
+  KJIT_INLINE T name(T* p, U v) {        \
+    return ::kjit::atomics::op(p, T(v)); \
+  }
+KJIT_CUDA_ATOMIC(atomicAdd, add)
+KJIT_CUDA_ATOMIC(atomicSub, sub)
+KJIT_CUDA_ATOMIC(atomicMax, max)
+KJIT_CUDA_ATOMIC(atomicMin, min)
+KJIT_CUDA_ATOMIC(atomicExch, exchange)
+KJIT_CUDA_ATOMIC(atomicAnd, bit_and)
+KJIT_CUDA_ATOMIC(atomicOr, bit_or)
+KJIT_CUDA_ATOMIC(atomicXor, bit_xor)
+#undef KJIT_CUDA_ATOMIC
+template <class T, class U, class V>
+KJIT_INLINE T atomicCAS(T* p, U expected, V desired) {
+  return ::kjit::atomics::cas(p, T(expected), T(desired));
+}
+KJIT_INLINE void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+KJIT_INLINE void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 }  // namespace kjit::cuda_dialect
 

@@ -79,35 +79,22 @@ constexpr Unsupported kMetalNotYet[] = {
     {"simd_shuffle_and_fill_down", "SIMD-group operations"},
 };
 
-constexpr Unsupported kCudaCooperative[] = {
-    {"__syncthreads", "barriers"},
-    {"__syncthreads_count", "barriers"},
-    {"__syncthreads_and", "barriers"},
-    {"__syncthreads_or", "barriers"},
-    {"__syncwarp", "warp operations"},
-    {"__shfl_sync", "warp operations"},
-    {"__shfl_up_sync", "warp operations"},
-    {"__shfl_down_sync", "warp operations"},
-    {"__shfl_xor_sync", "warp operations"},
-    {"__ballot_sync", "warp operations"},
-    {"__any_sync", "warp operations"},
+// CUDA's barriers and warp operations. On the CPU a body that calls them runs in cooperative
+// mode, as Metal's do.
+constexpr Unsupported kCudaSuspending[] = {
+    {"__syncthreads", "barriers"},           {"__syncwarp", "warp operations"},
+    {"__shfl_sync", "warp operations"},      {"__shfl_up_sync", "warp operations"},
+    {"__shfl_down_sync", "warp operations"}, {"__shfl_xor_sync", "warp operations"},
+    {"__ballot_sync", "warp operations"},    {"__any_sync", "warp operations"},
     {"__all_sync", "warp operations"},
-    {"__activemask", "warp operations"},
-    {"__shared__", "shared memory"},
-    {"atomicAdd", "atomics"},
-    {"atomicSub", "atomics"},
-    {"atomicMax", "atomics"},
-    {"atomicMin", "atomics"},
-    {"atomicExch", "atomics"},
-    {"atomicCAS", "atomics"},
-    {"atomicAnd", "atomics"},
-    {"atomicOr", "atomics"},
-    {"atomicXor", "atomics"},
-    {"atomicInc", "atomics"},
-    {"atomicDec", "atomics"},
+};
+// CUDA features the CPU backend does not run yet.
+constexpr Unsupported kCudaNotOnCpu[] = {
+    {"__syncthreads_count", "barriers that count"},
+    {"__syncthreads_and", "barriers that combine"},
+    {"__syncthreads_or", "barriers that combine"},
+    {"__activemask", "warp masks"},
     {"tiled_partition", "cooperative groups partitions"},
-    {"__threadfence", "memory fences"},
-    {"__threadfence_block", "memory fences"},
 };
 
 template <size_t N>
@@ -206,22 +193,26 @@ std::string blank_keeping_lines(std::string_view text) {
 // The feature |word| names that |target| cannot run yet (in |origin|), if any.
 const Unsupported* missing_on(std::string_view word, Dialect dialect, Target target,
                               TextOrigin origin) {
+  static constexpr Unsupported kInHeader = {
+      "", "a helper in the header cannot wait for other threads; call it from the body"};
   if (dialect == Dialect::Metal) {
     if (const Unsupported* u = find(kMetalNotYet, word)) return u;
-    if (target != Target::Cpu) return nullptr;
-    if (origin == TextOrigin::Header) {
-      static constexpr Unsupported kInHeader = {"",
-                                                "a helper in the header cannot wait for "
-                                                "other threads; call it from the body"};
-      if (find(kMetalSuspending, word)) return &kInHeader;
+    if (target == Target::Cpu && origin == TextOrigin::Header && find(kMetalSuspending, word)) {
+      return &kInHeader;
     }
     return nullptr;
   }
-  return target == Target::Cpu ? find(kCudaCooperative, word) : nullptr;
+  if (target != Target::Cpu) return nullptr;
+  if (const Unsupported* u = find(kCudaNotOnCpu, word)) return u;
+  if (origin == TextOrigin::Header && find(kCudaSuspending, word)) return &kInHeader;
+  return nullptr;
 }
 
-// The calls a Metal body on the CPU co_awaits (barriers and SIMD-group operations).
-bool suspends(std::string_view word) { return find(kMetalSuspending, word) != nullptr; }
+// The calls a body on the CPU co_awaits (barriers, SIMD-group and warp operations).
+bool suspends(std::string_view word, Dialect dialect) {
+  return (dialect == Dialect::Metal ? find(kMetalSuspending, word) : find(kCudaSuspending, word)) !=
+         nullptr;
+}
 
 }  // namespace
 
@@ -246,15 +237,15 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
   }
 }
 
-bool uses_suspending_calls(const std::vector<Token>& tokens) {
+bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect) {
   for (const Token& t : tokens) {
-    if (t.kind == TokenKind::Identifier && suspends(t.text)) return true;
+    if (t.kind == TokenKind::Identifier && suspends(t.text, dialect)) return true;
   }
   return false;
 }
 
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
-                    bool coroutine) {
+                    bool coroutine, int dynamic_shared) {
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -267,7 +258,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         continue;
       }
       const Token* next = next_significant(tokens, i);
-      if (suspends(t.text) && next && next->text == "(") {
+      if (suspends(t.text, dialect) && next && next->text == "(") {
         size_t depth = 0, k = i + 1;
         for (; k < tokens.size(); ++k) {
           if (tokens[k].text == "(") ++depth;
@@ -305,6 +296,35 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         if (!has_const) out += "const";
         continue;
       }
+    }
+    if (dialect == Dialect::Cuda && target == Target::Cpu && t.kind == TokenKind::Identifier &&
+        t.text == "__shared__") {
+      // Group memory on the CPU: one instance per worker, which runs one group at a time.
+      const Token* before = prev_significant(tokens, i);
+      if (before && before->text == "extern") {
+        // extern __shared__ T name[]; : the launch's dynamic shared memory.
+        out.resize(out.rfind("extern"));
+        size_t k = i + 1;
+        std::string type, name;
+        for (; k < tokens.size() && tokens[k].text != "["; ++k) {
+          if (tokens[k].kind == TokenKind::Identifier) {
+            if (!name.empty()) type += (type.empty() ? "" : " ") + name;
+            name = std::string(tokens[k].text);
+          }
+        }
+        while (k < tokens.size() && tokens[k].text != ";") ++k;
+        out += type + "* const " + name + " = reinterpret_cast<" + type +
+               "*>(::kjit::coop::dynamic_shared(" + std::to_string(dynamic_shared) + "));";
+        for (size_t j = i; j <= k && j < tokens.size(); ++j) {
+          for (char c : tokens[j].text) {
+            if (c == '\n') out += '\n';
+          }
+        }
+        i = k;
+        continue;
+      }
+      out += "static thread_local";
+      continue;
     }
     if (dialect == Dialect::Metal && t.kind == TokenKind::Number &&
         is_unsuffixed_floating(t.text)) {

@@ -23,12 +23,13 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
                      std::optional<Target> target, TextOrigin origin);
 
 /// The text of |tokens| rewritten for |target|. Line structure is kept exactly, so that line N of
-/// the result is line N of the input. With |coroutine| (a Metal body in the CPU's cooperative
-/// mode), barriers and SIMD-group operations are co_awaited and return becomes co_return.
+/// the result is line N of the input. With |coroutine| (a body in the CPU's cooperative mode),
+/// barriers, SIMD-group and warp operations are co_awaited and return becomes co_return;
+/// |dynamic_shared| is the size of CUDA's extern __shared__ memory on the CPU.
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
-                    bool coroutine = false);
+                    bool coroutine = false, int dynamic_shared = 0);
 
-/// Whether a Metal body calls barriers or SIMD-group operations (the CPU's cooperative mode).
-bool uses_suspending_calls(const std::vector<Token>& tokens);
+/// Whether a body calls barriers, SIMD-group or warp operations (the CPU's cooperative mode).
+bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect);
 
 }  // namespace kjit::codegen

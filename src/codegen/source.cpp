@@ -153,9 +153,9 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
 GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target) {
   GeneratedSource g;
   g.kernel_name = "custom_kernel_" + spec.name;
-  // Metal bodies with barriers or SIMD-group operations run on the CPU as coroutines.
-  const bool coroutine = target == Target::Cpu && spec.dialect == Dialect::Metal &&
-                         uses_suspending_calls(spec.source_tokens);
+  // Bodies with barriers, SIMD-group or warp operations run on the CPU as coroutines.
+  const bool coroutine =
+      target == Target::Cpu && uses_suspending_calls(spec.source_tokens, spec.dialect);
   Writer w;
   w << prelude_for(spec.dialect, target, coroutine);
   g.user_part = w.size();
@@ -201,7 +201,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   }
   w << "  (void)kjit_thread;\n";
   w << "#line 1 \"" << kSourceFile << "\"\n";
-  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine);
+  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory);
   w.resume_generated();
   if (coroutine) w << "  co_return;\n";
   w << "}\n\n";

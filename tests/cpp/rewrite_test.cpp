@@ -167,9 +167,20 @@ TEST(RewriteMetal, CooperativeBodiesBecomeCoroutinesOnTheCpu) {
             "3))));\n"
             "(co_await threadgroup_barrier(mem_flags::mem_threadgroup));\n"
             "if (i == 0) co_return;\n");
-  EXPECT_TRUE(uses_suspending_calls(lex(body)));
-  EXPECT_FALSE(uses_suspending_calls(lex("uint simd_lane_id = 0; // simd_sum(x)")));
+  EXPECT_TRUE(uses_suspending_calls(lex(body), Dialect::Metal));
+  EXPECT_FALSE(uses_suspending_calls(lex("uint simd_lane_id = 0; // simd_sum(x)"), Dialect::Metal));
   EXPECT_EQ(metal("threadgroup float buf[8];"), "static thread_local float buf[8];");
+}
+
+TEST(RewriteCuda, SharedMemoryOnTheCpu) {
+  EXPECT_EQ(rewrite(lex("__shared__ float s[8];"), Dialect::Cuda, Target::Cpu),
+            "static thread_local float s[8];");
+  EXPECT_EQ(rewrite(lex("extern __shared__ unsigned int buf[];\nx;"), Dialect::Cuda, Target::Cpu,
+                    false, 64),
+            "unsigned int* const buf = reinterpret_cast<unsigned int*>("
+            "::kjit::coop::dynamic_shared(64));\nx;");
+  EXPECT_EQ(rewrite(lex("__syncthreads();"), Dialect::Cuda, Target::Cpu, /*coroutine=*/true),
+            "(co_await __syncthreads());");
 }
 
 TEST(CheckSupported, SimdgroupMatrixTypedefs) {
@@ -193,15 +204,16 @@ TEST(CheckSupported, CooperativeFeaturesOnTheCpu) {
   EXPECT_EQ(unsupported("atomic_fetch_add_explicit(p, 1, memory_order_relaxed);", Dialect::Metal,
                         Target::Cpu),
             "");
-  msg = unsupported("__syncthreads();", Dialect::Cuda, Target::Cpu);
-  EXPECT_NE(msg.find("'__syncthreads'"), std::string::npos) << msg;
+  EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cpu), "");
+  msg = unsupported("int n = __syncthreads_count(1);", Dialect::Cuda, Target::Cpu);
+  EXPECT_NE(msg.find("'__syncthreads_count'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cuda_kernel"), std::string::npos) << msg;
 
   // The CUDA target runs CUDA's own natively and maps Metal's, but not quad-group operations.
   EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cuda), "");
-  EXPECT_EQ(unsupported("threadgroup_barrier(mem_flags::mem_threadgroup);", Dialect::Metal,
-                        Target::Cuda),
-            "");
+  EXPECT_EQ(
+      unsupported("threadgroup_barrier(mem_flags::mem_threadgroup);", Dialect::Metal, Target::Cuda),
+      "");
   EXPECT_EQ(unsupported("float s = simd_sum(x);", Dialect::Metal, Target::Cuda), "");
   msg = unsupported("float q = quad_sum(x);", Dialect::Metal, Target::Cuda);
   EXPECT_NE(msg.find("not supported yet on the CUDA backend"), std::string::npos) << msg;

@@ -138,10 +138,10 @@ BLOCK_SUM = """
 """
 
 
-@needs_gpu
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
 @pytest.mark.parametrize("grid,group", [((1000, 1, 1), (256, 1, 1)), ((37, 11, 1), (8, 4, 1)),
                                         ((5, 6, 7), (2, 4, 3))])
-def test_partial_edge_groups_with_barriers(grid, group, rng):
+def test_partial_edge_groups_with_barriers(grid, group, device, rng):
     kernel = kjit.cuda_kernel(name="block_sum", input_names=["inp"],
                               output_names=["out", "count"], source=BLOCK_SUM)
     x = rng.standard_normal(grid[::-1]).astype(np.float32)
@@ -149,7 +149,7 @@ def test_partial_edge_groups_with_barriers(grid, group, rng):
     out, count = kernel(inputs=[x], output_shapes=[groups[::-1], groups[::-1]],
                         output_dtypes=[np.float32, np.uint32], grid=grid, threadgroup=group,
                         outputs=[poisoned(groups[::-1], np.float32),
-                                 poisoned(groups[::-1], np.uint32)], device="cuda")
+                                 poisoned(groups[::-1], np.uint32)], device=device)
     expected = np.zeros(groups[::-1])
     sizes = np.zeros(groups[::-1], np.int64)
     for z in range(grid[2]):
@@ -176,8 +176,8 @@ def test_grid_beyond_65535_groups_in_y(rng):
     np.testing.assert_array_equal(out, x + np.arange(rows, dtype=np.float32)[:, None])
 
 
-@needs_gpu
-def test_dynamic_shared_memory_above_48_kb(rng):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_dynamic_shared_memory_above_48_kb(device, rng):
     words = 20_000  # 80 KB
     kernel = kjit.cuda_kernel(name="smem_reverse", input_names=["inp"], output_names=["out"],
                               shared_memory=words * 4, source="""
@@ -188,7 +188,7 @@ def test_dynamic_shared_memory_above_48_kb(rng):
     """)
     x = rng.standard_normal(words).astype(np.float32)
     (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-                    grid=(256, 1, 1), threadgroup=(256, 1, 1), device="cuda")
+                    grid=(256, 1, 1), threadgroup=(256, 1, 1), device=device)
     np.testing.assert_array_equal(out, x[::-1])
 
 

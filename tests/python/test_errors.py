@@ -617,18 +617,17 @@ UNSUPPORTED = [
      "inline void wait_all() {\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
      r"'threadgroup_barrier' \(header line 2\) is not supported yet on the CPU backend: a "
      r"helper in the header cannot wait for other threads"),
-    ("cuda-syncthreads", "cuda",
-     "int i = threadIdx.x;\n__syncthreads();\nout[i] = inp[i];\n", "",
-     r"\[kjit\.cuda_kernel\] '__syncthreads' \(source line 2\) is not supported yet on the CPU "
-     r"backend: barriers"),
-    ("cuda-atomic-add", "cuda",
-     "int i = threadIdx.x;\nout[i] = inp[i];\natomicAdd(&out[0], 1.0f);\n", "",
-     r"'atomicAdd' \(source line 3\) is not supported yet on the CPU backend: atomics"),
-    ("cuda-shared", "cuda", "__shared__ float buf[32];\nout[0] = inp[0];\n", "",
-     r"'__shared__' \(source line 1\) is not supported yet on the CPU backend: shared memory"),
-    ("cuda-shfl", "cuda",
-     "int i = threadIdx.x;\n\n\nout[i] = __shfl_down_sync(0xffffffff, inp[i], 1);\n", "",
-     r"'__shfl_down_sync' \(source line 4\) is not supported yet on the CPU backend: warp"),
+    ("cuda-syncthreads-count", "cuda",
+     "int i = threadIdx.x;\nint n = __syncthreads_count(i > 3);\nout[i] = inp[i] + n;\n", "",
+     r"\[kjit\.cuda_kernel\] '__syncthreads_count' \(source line 2\) is not supported yet on "
+     r"the CPU backend: barriers that count"),
+    ("cuda-activemask", "cuda",
+     "int i = threadIdx.x;\n\n\nout[i] = inp[i] + __activemask();\n", "",
+     r"'__activemask' \(source line 4\) is not supported yet on the CPU backend: warp masks"),
+    ("cuda-barrier-in-header", "cuda", "out[0] = inp[0];",
+     "__device__ void wait_all() {\n  __syncthreads();\n}\n",
+     r"'__syncthreads' \(header line 2\) is not supported yet on the CPU backend: a helper in "
+     r"the header cannot wait for other threads"),
 ]
 
 
@@ -656,8 +655,8 @@ def test_never_supported_feature_fails_when_the_kernel_is_made(label, api, body,
 
 def test_unsupported_feature_fails_on_call_too():
     k = make("cuda", name="feature", input_names=["inp"], output_names=["out"],
-             source=next(u[2] for u in UNSUPPORTED if u[0] == "cuda-syncthreads"))
-    with pytest.raises(ValueError, match=r"'__syncthreads' \(source line 2\)") as excinfo:
+             source=next(u[2] for u in UNSUPPORTED if u[0] == "cuda-syncthreads-count"))
+    with pytest.raises(ValueError, match=r"'__syncthreads_count' \(source line 2\)") as excinfo:
         k(**call_args(device="cpu"))
     check_prefix(excinfo)
 
