@@ -7,8 +7,47 @@ namespace kjit {
 template <class T, int N>
 struct vec;
 
+// Metal's swizzles: the rewriter turns v.zyx into v.template swizzle<2, 1, 0>() and an assigned
+// swizzle (v.xy = ..., v.xz += ...) into v.template swizzle_ref<0, 1>(), a view that writes
+// through to the vector's elements.
+template <class V, int... I>
+struct swizzle_view {
+  V& v;
+  template <class R>
+  KJIT_INLINE swizzle_view& operator=(const R& r) {
+    constexpr int idx[] = {I...};
+    auto value = vec<typename V::element_type, sizeof...(I)>(r);
+    for (int k = 0; k < int(sizeof...(I)); ++k) v[idx[k]] = value[k];
+    return *this;
+  }
+#define KJIT_SWIZZLE_COMPOUND(op)                        \
+  template <class R>                                     \
+  KJIT_INLINE swizzle_view& operator op##=(const R& r) { \
+    return *this = v.template swizzle<I...>() op r;      \
+  }
+  KJIT_SWIZZLE_COMPOUND(+)
+  KJIT_SWIZZLE_COMPOUND(-)
+  KJIT_SWIZZLE_COMPOUND(*)
+  KJIT_SWIZZLE_COMPOUND(/)
+#undef KJIT_SWIZZLE_COMPOUND
+};
+
+template <class V, class T>
+struct swizzles {
+  using element_type = T;
+  template <int... I>
+  KJIT_INLINE vec<T, sizeof...(I)> swizzle() const {
+    const V& v = static_cast<const V&>(*this);
+    return vec<T, sizeof...(I)>(v[I]...);
+  }
+  template <int... I>
+  KJIT_INLINE swizzle_view<V, I...> swizzle_ref() {
+    return {static_cast<V&>(*this)};
+  }
+};
+
 template <class T>
-struct alignas(2 * sizeof(T)) vec<T, 2> {
+struct alignas(2 * sizeof(T)) vec<T, 2> : swizzles<vec<T, 2>, T> {
   T x, y;
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s) {}
@@ -22,7 +61,7 @@ struct alignas(2 * sizeof(T)) vec<T, 2> {
 // Element access by index selects a member (never pointer arithmetic across members), so that
 // vectors stay in registers once loops over their elements are unrolled.
 template <class T>
-struct alignas(4 * sizeof(T)) vec<T, 3> {
+struct alignas(4 * sizeof(T)) vec<T, 3> : swizzles<vec<T, 3>, T> {
   T x, y, z;
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s) {}
@@ -43,7 +82,7 @@ struct alignas(4 * sizeof(T)) vec<T, 3> {
 };
 
 template <class T>
-struct alignas(4 * sizeof(T)) vec<T, 4> {
+struct alignas(4 * sizeof(T)) vec<T, 4> : swizzles<vec<T, 4>, T> {
   T x, y, z, w;
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s), w(s) {}

@@ -135,6 +135,22 @@ bool is_half_literal(std::string_view num) {
          num.find_first_not_of("0123456789") == num.size() - 1;
 }
 
+// The element indices a Metal swizzle names ("zyx" -> "2, 1, 0"), or empty when |name| is not
+// one: two to four letters, all from xyzw or all from rgba.
+std::string swizzle_indices(std::string_view name) {
+  if (name.size() < 2 || name.size() > 4) return {};
+  for (std::string_view set : {std::string_view("xyzw"), std::string_view("rgba")}) {
+    std::string indices;
+    for (char c : name) {
+      size_t at = set.find(c);
+      if (at == std::string_view::npos) break;
+      indices += (indices.empty() ? "" : ", ") + std::to_string(at);
+    }
+    if (indices.size() == 3 * name.size() - 2) return indices;
+  }
+  return {};
+}
+
 const Token* next_significant(const std::vector<Token>& t, size_t i) {
   for (size_t k = i + 1; k < t.size(); ++k) {
     if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
@@ -325,6 +341,23 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       }
       out += "static thread_local";
       continue;
+    }
+    if (dialect == Dialect::Metal && t.kind == TokenKind::Identifier) {
+      // A swizzle (v.zyx) reads a new vector; an assigned one (v.xy = ..., v.xy += ...) is a
+      // view that writes through.
+      const Token* before = prev_significant(tokens, i);
+      std::string indices = swizzle_indices(t.text);
+      if (before && (before->text == "." || before->text == "->") && !indices.empty()) {
+        const Token* after = next_significant(tokens, i);
+        const Token* after2 =
+            after ? next_significant(tokens, size_t(after - tokens.data())) : nullptr;
+        bool assigned = after && ((after->text == "=" && !(after2 && after2->text == "=")) ||
+                                  after->text == "+=" || after->text == "-=" ||
+                                  after->text == "*=" || after->text == "/=");
+        out += assigned ? "template swizzle_ref<" : "template swizzle<";
+        out += indices + ">()";
+        continue;
+      }
     }
     if (dialect == Dialect::Metal && t.kind == TokenKind::Number &&
         is_unsuffixed_floating(t.text)) {

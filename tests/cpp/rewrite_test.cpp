@@ -85,6 +85,17 @@ TEST(RewriteMetal, DropsMetalIncludesKeepingLines) {
   EXPECT_EQ(metal("#include <metalfoo.h>\n"), "#include <metalfoo.h>\n");
 }
 
+TEST(RewriteMetal, SwizzlesBecomeMemberTemplates) {
+  EXPECT_EQ(metal("v.zyx + p->rg"), "v.template swizzle<2, 1, 0>() + p->template swizzle<0, 1>()");
+  EXPECT_EQ(metal("v.xy = s; v.wz += t; c = v.xy == s;"),
+            "v.template swizzle_ref<0, 1>() = s; v.template swizzle_ref<3, 2>() += t; "
+            "c = v.template swizzle<0, 1>() == s;");
+  // Single letters are members; mixed sets, long names and non-members are left alone.
+  EXPECT_EQ(metal("v.x + v.xg + v.xyzwx + xy + s.rgba"),
+            "v.x + v.xg + v.xyzwx + xy + s.template swizzle<0, 1, 2, 3>()");
+  EXPECT_EQ(cuda("v.xy"), "v.xy");
+}
+
 TEST(RewriteMetal, KeepsLineStructure) {
   const std::string text =
       "#include <metal_stdlib>\n"
