@@ -23,16 +23,24 @@ struct task {
 
 enum class wait { none, barrier, simd };
 
-// Where a suspended thread waits, and the operand of its SIMD-group operation.
-struct lane {
-  wait waiting = wait::none;
-  unsigned site = 0;  // source line of the SIMD-group operation
+struct lane;
+
+// A SIMD-group operation a thread is about to wait at: its operand and how to combine it.
+struct simd_request {
   unsigned char value[32];
-  unsigned char result[32];
+  unsigned site;  // source line of the operation
   // Combines the operands of |n| lanes of one simdgroup (|lanes| in lane order, |ids| their
   // lane numbers) into each lane's result.
-  void (*combine)(lane** lanes, const unsigned* ids, int n, unsigned arg) = nullptr;
-  unsigned arg = 0;  // a lane number or distance, for shuffles
+  void (*combine)(lane** lanes, const unsigned* ids, int n, unsigned arg);
+  unsigned arg;    // a lane number or distance, for shuffles
+  unsigned width;  // the lanes that exchange values: segments of |width| consecutive lanes
+};
+
+// Where a suspended thread waits, with its request and where its result goes.
+struct lane {
+  wait waiting = wait::none;
+  simd_request request;
+  unsigned char* result;
 };
 
 inline thread_local lane* current_lane = nullptr;
@@ -48,45 +56,73 @@ inline unsigned char* dynamic_shared(unsigned long bytes) {
   return buffer;
 }
 
+// What a barrier tells each thread when it opens: how many arrived with a non-zero predicate
+// (CUDA's __syncthreads_count/_and/_or), and how many arrived.
+struct barrier_tally {
+  int count, arrived;
+};
+
+// Awaitables keep their own results: the lane points at them while the thread waits. GCC 12
+// may read the result of a co_await only after a later co_await of the same expression
+// ("(co_await a) + (co_await b)") has suspended, so a result kept in the lane would be overwritten.
 struct barrier_wait {
+  int predicate = 0;
+  mutable barrier_tally tally = {0, 0};
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<>) const noexcept {
     current_lane->waiting = wait::barrier;
+    __builtin_memcpy(current_lane->request.value, &predicate, sizeof(int));
+    current_lane->result = reinterpret_cast<unsigned char*>(&tally);
   }
   void await_resume() const noexcept {}
 };
 
+// A barrier whose result combines the threads' predicates.
+template <class Result>
+struct tally_wait : barrier_wait {
+  Result (*finish)(barrier_tally);
+  Result await_resume() const noexcept { return finish(tally); }
+};
+
+// The awaitable of a SIMD-group operation. The request travels in it and reaches the lane only
+// when the thread suspends, since a body may build several before awaiting the first.
 template <class T>
 struct simd_wait {
-  lane* me;
+  simd_request request;
+  mutable unsigned char result[sizeof(T)];
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  void await_suspend(std::coroutine_handle<>) const noexcept {
+    current_lane->request = request;
+    current_lane->waiting = wait::simd;
+    current_lane->result = result;
+  }
   T await_resume() const noexcept {
     T v;
-    __builtin_memcpy(&v, me->result, sizeof(T));
+    __builtin_memcpy(&v, result, sizeof(T));
     return v;
   }
 };
 
-// Parks this lane at a SIMD-group operation on |x|.
+// A SIMD-group operation on |x|, whose result is a T.
 template <class T>
 KJIT_INLINE simd_wait<T> simd_op(T x, unsigned site,
                                  void (*combine)(lane**, const unsigned*, int, unsigned),
-                                 unsigned arg = 0) {
-  static_assert(sizeof(T) <= sizeof(lane::value), "operand too large for a SIMD-group operation");
-  lane* me = current_lane;
-  __builtin_memcpy(me->value, &x, sizeof(T));
-  me->waiting = wait::simd;
-  me->site = site;
-  me->combine = combine;
-  me->arg = arg;
-  return {me};
+                                 unsigned arg = 0, unsigned width = 32) {
+  static_assert(sizeof(T) <= sizeof(simd_request::value),
+                "operand too large for a SIMD-group operation");
+  simd_wait<T> w;
+  __builtin_memcpy(w.request.value, &x, sizeof(T));
+  w.request.site = site;
+  w.request.combine = combine;
+  w.request.arg = arg;
+  w.request.width = width;
+  return w;
 }
 
 template <class T>
 KJIT_INLINE T operand(const lane* l) {
   T v;
-  __builtin_memcpy(&v, l->value, sizeof(T));
+  __builtin_memcpy(&v, l->request.value, sizeof(T));
   return v;
 }
 template <class T>
@@ -110,8 +146,25 @@ void combine_scan(lane** lanes, const unsigned*, int n, unsigned) {
     if (!Inclusive) acc = Op{}(acc, v);
   }
 }
-// Shuffles read the operand of lane |source(id, arg)| among those present, else keep their own.
-template <class T, unsigned (*Source)(unsigned, unsigned)>
+// The lane a shuffle reads, as CUDA defines it for segments of |w| lanes (Metal's are the
+// whole simdgroup): lanes that would read outside their segment keep their own value.
+inline unsigned from_lane(unsigned id, unsigned src, unsigned w) {
+  return (id & ~(w - 1)) + src % w;
+}
+inline unsigned from_below(unsigned id, unsigned d, unsigned w) {
+  return id % w >= d ? id - d : id;
+}
+inline unsigned from_above(unsigned id, unsigned d, unsigned w) {
+  return id % w + d < w ? id + d : id;
+}
+inline unsigned from_xor(unsigned id, unsigned mask, unsigned w) {
+  const unsigned src = id ^ mask;
+  return src < (id & ~(w - 1)) + w ? src : id;
+}
+
+// Shuffles read the operand of lane |source(id, arg, width)| among those present, else keep
+// their own.
+template <class T, unsigned (*Source)(unsigned, unsigned, unsigned)>
 void combine_shuffle(lane** lanes, const unsigned* ids, int n, unsigned arg) {
   T values[32];
   bool present[32] = {};
@@ -120,7 +173,7 @@ void combine_shuffle(lane** lanes, const unsigned* ids, int n, unsigned arg) {
     present[ids[i]] = true;
   }
   for (int i = 0; i < n; ++i) {
-    const unsigned src = Source(ids[i], arg);
+    const unsigned src = Source(ids[i], arg, lanes[0]->request.width);
     set_result(lanes[i], src < 32 && present[src] ? values[src] : values[ids[i]]);
   }
 }
@@ -135,11 +188,14 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
   base.groups = uint3(L->groups[0], L->groups[1], L->groups[2]);
   static thread_local lane lanes[1024];
   static thread_local std::coroutine_handle<task::promise_type> handles[1024];
+  // Each thread's position; cooperative groups read the running thread's through current_thread.
+  static thread_local thread_ctx threads[1024];
   for (unsigned long long g = first; g < end; ++g) {
     base.enter_group(g);
     const unsigned n = base.group_threads();
     for (unsigned i = 0; i < n; ++i) {
-      thread_ctx t = base;
+      thread_ctx& t = threads[i];
+      t = base;
       const unsigned x = i % base.group_size.x, y = (i / base.group_size.x) % base.group_size.y,
                      z = i / (base.group_size.x * base.group_size.y);
       t.global_id = base.origin + uint3(x, y, z);
@@ -151,6 +207,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       for (unsigned i = 0; i < n; ++i) {
         if (!handles[i] || lanes[i].waiting != wait::none) continue;
         current_lane = &lanes[i];
+        current_thread = &threads[i];
         handles[i].resume();
         if (handles[i].done()) {
           handles[i].destroy();
@@ -158,29 +215,44 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
           --live;
         }
       }
-      // Every live thread waits: resolve SIMD-group operations site by site, else open the barrier.
+      // Every live thread waits. In each simdgroup, the operation on the earliest source line
+      // resolves first, among the lanes waiting there; the others wait on, so that lanes that
+      // ran ahead past a branch ("if (lane < 10) ...; ballot(...)") meet the rest at the join.
+      // Only when no SIMD-group operation waits does the barrier open.
       bool resolved = false;
       for (unsigned s = 0; s < n; s += 32) {
-        for (;;) {
-          lane* group[32];
-          unsigned ids[32];
-          int count = 0;
-          unsigned site = 0;
-          for (unsigned i = s; i < s + 32 && i < n; ++i) {
-            if (!handles[i] || lanes[i].waiting != wait::simd) continue;
-            if (count == 0) site = lanes[i].site;
-            if (lanes[i].site != site) continue;
-            group[count] = &lanes[i];
-            ids[count++] = i - s;
+        unsigned site = ~0u;
+        for (unsigned i = s; i < s + 32 && i < n; ++i) {
+          if (handles[i] && lanes[i].waiting == wait::simd && lanes[i].request.site < site) {
+            site = lanes[i].request.site;
           }
-          if (count == 0) break;
-          group[0]->combine(group, ids, count, group[0]->arg);
-          for (int k = 0; k < count; ++k) group[k]->waiting = wait::none;
-          resolved = true;
         }
+        lane* group[32];
+        unsigned ids[32];
+        int count = 0;
+        for (unsigned i = s; i < s + 32 && i < n; ++i) {
+          if (!handles[i] || lanes[i].waiting != wait::simd || lanes[i].request.site != site) {
+            continue;
+          }
+          group[count] = &lanes[i];
+          ids[count++] = i - s;
+        }
+        if (count == 0) continue;
+        group[0]->request.combine(group, ids, count, group[0]->request.arg);
+        for (int k = 0; k < count; ++k) group[k]->waiting = wait::none;
+        resolved = true;
       }
       if (!resolved) {
-        for (unsigned i = 0; i < n; ++i) lanes[i].waiting = wait::none;
+        barrier_tally tally = {0, 0};
+        for (unsigned i = 0; i < n; ++i) {
+          if (!handles[i]) continue;
+          tally.count += operand<int>(&lanes[i]) != 0;
+          ++tally.arrived;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+          if (handles[i]) set_result(&lanes[i], tally);
+          lanes[i].waiting = wait::none;
+        }
       }
     }
   }

@@ -113,7 +113,45 @@ struct thread_block {
   KJIT_INLINE unsigned num_threads() const { return size(); }
   KJIT_INLINE ::kjit::uint3 group_index() const { return ::kjit::current_thread->group_id; }
   KJIT_INLINE ::kjit::uint3 thread_index() const { return ::kjit::current_thread->local_id(); }
+  // A barrier: defined by the cooperative mode (cuda_cpu_coop.h), which every body calling it
+  // runs in.
+  auto sync() const;
 };
+
+// A tile of N consecutive threads of a block (N a power of two up to 32, so tiles never span
+// warps). Its collective operations, like sync(), exist in cooperative mode.
+template <unsigned N>
+struct thread_block_tile {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
+                "thread_block_tile: the size must be a power of two up to 32");
+  KJIT_INLINE unsigned thread_rank() const { return ::kjit::current_thread->rank_in_block() % N; }
+  KJIT_INLINE static constexpr unsigned size() { return N; }
+  KJIT_INLINE static constexpr unsigned num_threads() { return N; }
+  KJIT_INLINE unsigned meta_group_rank() const {
+    return ::kjit::current_thread->rank_in_block() / N;
+  }
+  KJIT_INLINE unsigned meta_group_size() const {
+    return (::kjit::current_thread->full_group_threads() + N - 1) / N;
+  }
+  // |line| is the calling line, which tells the lanes that meet at the same operation.
+  auto sync(unsigned line = __builtin_LINE()) const;
+  template <class T>
+  auto shfl(T v, int src, unsigned line = __builtin_LINE()) const;
+  template <class T>
+  auto shfl_up(T v, unsigned delta, unsigned line = __builtin_LINE()) const;
+  template <class T>
+  auto shfl_down(T v, unsigned delta, unsigned line = __builtin_LINE()) const;
+  template <class T>
+  auto shfl_xor(T v, unsigned mask, unsigned line = __builtin_LINE()) const;
+  auto ballot(int predicate, unsigned line = __builtin_LINE()) const;
+  auto any(int predicate, unsigned line = __builtin_LINE()) const;
+  auto all(int predicate, unsigned line = __builtin_LINE()) const;
+};
+
+template <unsigned N>
+KJIT_INLINE thread_block_tile<N> tiled_partition(const thread_block&) {
+  return {};
+}
 
 KJIT_INLINE grid_group this_grid() { return {}; }
 KJIT_INLINE thread_block this_thread_block() { return {}; }

@@ -8,27 +8,38 @@ namespace coop_detail {
 
 using ::kjit::coop::lane;
 
-inline unsigned from_lane(unsigned, unsigned arg) { return arg; }
-inline unsigned from_below(unsigned id, unsigned arg) { return id >= arg ? id - arg : id; }
-inline unsigned from_above(unsigned id, unsigned arg) { return id + arg < 32 ? id + arg : id; }
-inline unsigned from_xor(unsigned id, unsigned arg) { return (id ^ arg) & 31u; }
-
 inline void meet(lane**, const unsigned*, int, unsigned) {}
-inline void any_of(lane** lanes, const unsigned*, int n, unsigned) {
-  int r = 0;
-  for (int i = 0; i < n; ++i) r |= ::kjit::coop::operand<int>(lanes[i]) != 0;
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
-}
-inline void all_of(lane** lanes, const unsigned*, int n, unsigned) {
-  int r = 1;
-  for (int i = 0; i < n; ++i) r &= ::kjit::coop::operand<int>(lanes[i]) != 0;
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
-}
+
+// The votes of each segment of |width| lanes (a whole warp, or a cooperative-groups tile): the
+// lanes present, and those whose predicate holds, as bits in the segment's lane order.
+struct segment_votes {
+  unsigned width, yes[32] = {}, present[32] = {};
+  segment_votes(lane** lanes, const unsigned* ids, int n) : width(lanes[0]->request.width) {
+    for (int i = 0; i < n; ++i) {
+      const unsigned bit = 1u << ids[i] % width;
+      present[ids[i] / width] |= bit;
+      if (::kjit::coop::operand<int>(lanes[i]) != 0) yes[ids[i] / width] |= bit;
+    }
+  }
+};
 inline void ballot(lane** lanes, const unsigned* ids, int n, unsigned) {
-  unsigned bits = 0;
-  for (int i = 0; i < n; ++i)
-    bits |= (::kjit::coop::operand<int>(lanes[i]) != 0 ? 1u : 0u) << ids[i];
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], bits);
+  const segment_votes v(lanes, ids, n);
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v.yes[ids[i] / v.width]);
+}
+inline void active(lane** lanes, const unsigned* ids, int n, unsigned) {
+  const segment_votes v(lanes, ids, n);
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v.present[ids[i] / v.width]);
+}
+inline void any_of(lane** lanes, const unsigned* ids, int n, unsigned) {
+  const segment_votes v(lanes, ids, n);
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], int(v.yes[ids[i] / v.width] != 0));
+}
+inline void all_of(lane** lanes, const unsigned* ids, int n, unsigned) {
+  const segment_votes v(lanes, ids, n);
+  for (int i = 0; i < n; ++i) {
+    const unsigned s = ids[i] / v.width;
+    ::kjit::coop::set_result(lanes[i], int(v.yes[s] == v.present[s]));
+  }
 }
 
 }  // namespace coop_detail
@@ -36,30 +47,83 @@ inline void ballot(lane** lanes, const unsigned* ids, int n, unsigned) {
 #define KJIT_SITE unsigned kjit_line = __builtin_LINE()
 
 KJIT_INLINE ::kjit::coop::barrier_wait __syncthreads() { return {}; }
+
+#define KJIT_CUDA_TALLY(name, finish) \
+  KJIT_INLINE ::kjit::coop::tally_wait<int> name(int predicate) { return {{predicate}, finish}; }
+KJIT_CUDA_TALLY(__syncthreads_count, [](::kjit::coop::barrier_tally t) { return t.count; })
+KJIT_CUDA_TALLY(__syncthreads_and,
+                [](::kjit::coop::barrier_tally t) { return int(t.count == t.arrived); })
+KJIT_CUDA_TALLY(__syncthreads_or, [](::kjit::coop::barrier_tally t) { return int(t.count != 0); })
+#undef KJIT_CUDA_TALLY
+
 KJIT_INLINE ::kjit::coop::simd_wait<int> __syncwarp(unsigned = 0xffffffffu, KJIT_SITE) {
   return ::kjit::coop::simd_op(0, kjit_line, coop_detail::meet);
 }
 
-#define KJIT_CUDA_SHUFFLE(name, source)                                                           \
-  template <class T>                                                                              \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, unsigned arg, int = 32, KJIT_SITE) { \
-    return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_shuffle<T, source>, arg);    \
+// The width of a shuffle must be a power of two up to 32; CUDA leaves other widths undefined.
+KJIT_INLINE unsigned shuffle_width(int width) {
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0) __builtin_trap();
+  return unsigned(width);
+}
+
+#define KJIT_CUDA_SHUFFLE(name, source)                                                       \
+  template <class T>                                                                          \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, unsigned arg, int width = 32,    \
+                                              KJIT_SITE) {                                    \
+    return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_shuffle<T, source>, arg, \
+                                 shuffle_width(width));                                       \
   }
-KJIT_CUDA_SHUFFLE(__shfl_sync, coop_detail::from_lane)
-KJIT_CUDA_SHUFFLE(__shfl_up_sync, coop_detail::from_below)
-KJIT_CUDA_SHUFFLE(__shfl_down_sync, coop_detail::from_above)
-KJIT_CUDA_SHUFFLE(__shfl_xor_sync, coop_detail::from_xor)
+KJIT_CUDA_SHUFFLE(__shfl_sync, ::kjit::coop::from_lane)
+KJIT_CUDA_SHUFFLE(__shfl_up_sync, ::kjit::coop::from_below)
+KJIT_CUDA_SHUFFLE(__shfl_down_sync, ::kjit::coop::from_above)
+KJIT_CUDA_SHUFFLE(__shfl_xor_sync, ::kjit::coop::from_xor)
 #undef KJIT_CUDA_SHUFFLE
 
-KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __ballot_sync(unsigned, int predicate, KJIT_SITE) {
-  return {::kjit::coop::simd_op(predicate, kjit_line, coop_detail::ballot).me};  // bits out
+// Votes over segments of |width| lanes: 32 for the warp functions, N for a tile's.
+#define KJIT_CUDA_VOTE(name, T, combine)                                                 \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, int predicate, KJIT_SITE,        \
+                                              unsigned width = 32) {                     \
+    return {::kjit::coop::simd_op(predicate, kjit_line, combine, 0, width).request, {}}; \
+  }
+KJIT_CUDA_VOTE(__ballot_sync, unsigned, coop_detail::ballot)
+KJIT_CUDA_VOTE(__any_sync, int, coop_detail::any_of)
+KJIT_CUDA_VOTE(__all_sync, int, coop_detail::all_of)
+#undef KJIT_CUDA_VOTE
+KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __activemask(KJIT_SITE) {
+  return {::kjit::coop::simd_op(0, kjit_line, coop_detail::active).request, {}};
 }
-KJIT_INLINE ::kjit::coop::simd_wait<int> __any_sync(unsigned, int predicate, KJIT_SITE) {
-  return ::kjit::coop::simd_op(predicate, kjit_line, coop_detail::any_of);
-}
-KJIT_INLINE ::kjit::coop::simd_wait<int> __all_sync(unsigned, int predicate, KJIT_SITE) {
-  return ::kjit::coop::simd_op(predicate, kjit_line, coop_detail::all_of);
-}
-#undef KJIT_SITE
 
 }  // namespace kjit::cuda_dialect
+
+namespace cooperative_groups {
+
+KJIT_INLINE auto thread_block::sync() const { return ::kjit::coop::barrier_wait{}; }
+
+// A tile's operations are the warp's, over segments of N lanes.
+template <unsigned N>
+KJIT_INLINE auto thread_block_tile<N>::sync(unsigned line) const {
+  return ::kjit::cuda_dialect::__syncwarp(0u, line);
+}
+#define KJIT_TILE_SHUFFLE(member, warp_function, Arg)                                \
+  template <unsigned N>                                                              \
+  template <class T>                                                                 \
+  KJIT_INLINE auto thread_block_tile<N>::member(T v, Arg arg, unsigned line) const { \
+    return ::kjit::cuda_dialect::warp_function(0u, v, unsigned(arg), int(N), line);  \
+  }
+KJIT_TILE_SHUFFLE(shfl, __shfl_sync, int)
+KJIT_TILE_SHUFFLE(shfl_up, __shfl_up_sync, unsigned)
+KJIT_TILE_SHUFFLE(shfl_down, __shfl_down_sync, unsigned)
+KJIT_TILE_SHUFFLE(shfl_xor, __shfl_xor_sync, unsigned)
+#undef KJIT_TILE_SHUFFLE
+#define KJIT_TILE_VOTE(member, warp_function)                                         \
+  template <unsigned N>                                                               \
+  KJIT_INLINE auto thread_block_tile<N>::member(int predicate, unsigned line) const { \
+    return ::kjit::cuda_dialect::warp_function(0u, predicate, line, N);               \
+  }
+KJIT_TILE_VOTE(ballot, __ballot_sync)
+KJIT_TILE_VOTE(any, __any_sync)
+KJIT_TILE_VOTE(all, __all_sync)
+#undef KJIT_TILE_VOTE
+
+}  // namespace cooperative_groups
+#undef KJIT_SITE

@@ -22,6 +22,57 @@ struct thread_block {
   KJIT_INLINE void sync() const { __syncthreads(); }
 };
 
+// A tile of N consecutive threads of a block (N a power of two up to 32): the warp functions over
+// segments of N lanes, among the lanes that reach the call.
+template <unsigned N>
+struct thread_block_tile {
+  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
+                "thread_block_tile: the size must be a power of two up to 32");
+  KJIT_INLINE unsigned block_rank() const {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  }
+  KJIT_INLINE unsigned thread_rank() const { return block_rank() % N; }
+  KJIT_INLINE static constexpr unsigned size() { return N; }
+  KJIT_INLINE static constexpr unsigned num_threads() { return N; }
+  KJIT_INLINE unsigned meta_group_rank() const { return block_rank() / N; }
+  KJIT_INLINE unsigned meta_group_size() const {
+    return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N;
+  }
+  KJIT_INLINE void sync() const { __syncwarp(__activemask()); }
+  template <class T>
+  KJIT_INLINE T shfl(T v, int src) const {
+    return __shfl_sync(__activemask(), v, src, N);
+  }
+  template <class T>
+  KJIT_INLINE T shfl_up(T v, unsigned delta) const {
+    return __shfl_up_sync(__activemask(), v, delta, N);
+  }
+  template <class T>
+  KJIT_INLINE T shfl_down(T v, unsigned delta) const {
+    return __shfl_down_sync(__activemask(), v, delta, N);
+  }
+  template <class T>
+  KJIT_INLINE T shfl_xor(T v, unsigned mask) const {
+    return __shfl_xor_sync(__activemask(), v, mask, N);
+  }
+  // The votes of this tile's lanes, as bits in the tile's lane order.
+  KJIT_INLINE unsigned ballot(int predicate) const {
+    const unsigned bits = __ballot_sync(__activemask(), predicate);
+    return N == 32 ? bits : (bits >> (block_rank() % 32 / N * N)) & ((1u << N) - 1);
+  }
+  KJIT_INLINE unsigned tile_lanes() const {
+    const unsigned bits = __activemask();
+    return N == 32 ? bits : (bits >> (block_rank() % 32 / N * N)) & ((1u << N) - 1);
+  }
+  KJIT_INLINE bool any(int predicate) const { return ballot(predicate) != 0; }
+  KJIT_INLINE bool all(int predicate) const { return ballot(predicate) == tile_lanes(); }
+};
+
+template <unsigned N>
+KJIT_INLINE thread_block_tile<N> tiled_partition(const thread_block&) {
+  return {};
+}
+
 KJIT_INLINE grid_group this_grid() { return {}; }
 KJIT_INLINE thread_block this_thread_block() { return {}; }
 

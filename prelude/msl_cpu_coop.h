@@ -59,11 +59,6 @@ struct xor_op {
   }
 };
 
-inline unsigned from_lane(unsigned, unsigned arg) { return arg; }
-inline unsigned from_below(unsigned id, unsigned arg) { return id >= arg ? id - arg : id; }
-inline unsigned from_above(unsigned id, unsigned arg) { return id + arg < 32 ? id + arg : id; }
-inline unsigned from_xor(unsigned id, unsigned arg) { return (id ^ arg) & 31u; }
-
 inline void meet(lane**, const unsigned*, int, unsigned) {}
 inline void first_present(lane** lanes, const unsigned*, int n, unsigned) {
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], i == 0);
@@ -84,7 +79,27 @@ inline void any_of(lane** lanes, const unsigned*, int n, unsigned) {
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
 }
 
+inline void ballot(lane** lanes, const unsigned* ids, int n, unsigned);
+
 }  // namespace coop_detail
+
+// The lanes of a simdgroup that voted true, and those that voted.
+struct simd_vote {
+  typedef unsigned long vote_t;
+  vote_t bits, active;
+  KJIT_INLINE explicit operator vote_t() const { return bits; }
+  KJIT_INLINE bool all() const { return bits == active; }
+  KJIT_INLINE bool any() const { return bits != 0; }
+};
+
+inline void coop_detail::ballot(lane** lanes, const unsigned* ids, int n, unsigned) {
+  simd_vote vote = {0, 0};
+  for (int i = 0; i < n; ++i) {
+    vote.bits |= simd_vote::vote_t(::kjit::coop::operand<bool>(lanes[i])) << ids[i];
+    vote.active |= simd_vote::vote_t(1) << ids[i];
+  }
+  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], vote);
+}
 
 #define KJIT_SITE unsigned kjit_line = __builtin_LINE()
 #define KJIT_AT kjit_line
@@ -128,11 +143,11 @@ KJIT_SIMD_SCAN(simd_prefix_exclusive_product, coop_detail::mul_op, false)
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {          \
     return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_shuffle<T, source>, arg); \
   }
-KJIT_SIMD_SHUFFLE(simd_shuffle, coop_detail::from_lane)
-KJIT_SIMD_SHUFFLE(simd_broadcast, coop_detail::from_lane)
-KJIT_SIMD_SHUFFLE(simd_shuffle_up, coop_detail::from_below)
-KJIT_SIMD_SHUFFLE(simd_shuffle_down, coop_detail::from_above)
-KJIT_SIMD_SHUFFLE(simd_shuffle_xor, coop_detail::from_xor)
+KJIT_SIMD_SHUFFLE(simd_shuffle, ::kjit::coop::from_lane)
+KJIT_SIMD_SHUFFLE(simd_broadcast, ::kjit::coop::from_lane)
+KJIT_SIMD_SHUFFLE(simd_shuffle_up, ::kjit::coop::from_below)
+KJIT_SIMD_SHUFFLE(simd_shuffle_down, ::kjit::coop::from_above)
+KJIT_SIMD_SHUFFLE(simd_shuffle_xor, ::kjit::coop::from_xor)
 #undef KJIT_SIMD_SHUFFLE
 
 template <class T>
@@ -144,6 +159,9 @@ KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_all(bool b, KJIT_SITE) {
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_any(bool b, KJIT_SITE) {
   return ::kjit::coop::simd_op(b, KJIT_AT, coop_detail::any_of);
+}
+KJIT_INLINE ::kjit::coop::simd_wait<simd_vote> simd_ballot(bool b, KJIT_SITE) {
+  return {::kjit::coop::simd_op(b, KJIT_AT, coop_detail::ballot).request, {}};
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_is_first(KJIT_SITE) {
   return ::kjit::coop::simd_op(false, KJIT_AT, coop_detail::first_present);
@@ -160,5 +178,5 @@ using metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum, met
     metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product, metal::simd_shuffle,
     metal::simd_broadcast, metal::simd_broadcast_first, metal::simd_shuffle_down,
     metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, metal::simd_any,
-    metal::simd_is_first;
+    metal::simd_is_first, metal::simd_vote, metal::simd_ballot;
 }  // namespace kjit_user

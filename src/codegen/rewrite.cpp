@@ -82,19 +82,25 @@ constexpr Unsupported kMetalNotYet[] = {
 // CUDA's barriers and warp operations. On the CPU a body that calls them runs in cooperative
 // mode, as Metal's do.
 constexpr Unsupported kCudaSuspending[] = {
-    {"__syncthreads", "barriers"},           {"__syncwarp", "warp operations"},
-    {"__shfl_sync", "warp operations"},      {"__shfl_up_sync", "warp operations"},
-    {"__shfl_down_sync", "warp operations"}, {"__shfl_xor_sync", "warp operations"},
-    {"__ballot_sync", "warp operations"},    {"__any_sync", "warp operations"},
-    {"__all_sync", "warp operations"},
+    {"__syncthreads", "barriers"},          {"__syncthreads_count", "barriers"},
+    {"__syncthreads_and", "barriers"},      {"__syncthreads_or", "barriers"},
+    {"__syncwarp", "warp operations"},      {"__shfl_sync", "warp operations"},
+    {"__shfl_up_sync", "warp operations"},  {"__shfl_down_sync", "warp operations"},
+    {"__shfl_xor_sync", "warp operations"}, {"__ballot_sync", "warp operations"},
+    {"__any_sync", "warp operations"},      {"__all_sync", "warp operations"},
+    {"__activemask", "warp operations"},
 };
-// CUDA features the CPU backend does not run yet.
-constexpr Unsupported kCudaNotOnCpu[] = {
-    {"__syncthreads_count", "barriers that count"},
-    {"__syncthreads_and", "barriers that combine"},
-    {"__syncthreads_or", "barriers that combine"},
-    {"__activemask", "warp masks"},
-    {"tiled_partition", "cooperative groups partitions"},
+// The collective members of cooperative groups (block.sync(), tile.shfl_down(v, 1), ...),
+// which suspend when called as members.
+constexpr Unsupported kCudaSuspendingMembers[] = {
+    {"sync", "barriers"},
+    {"shfl", "warp operations"},
+    {"shfl_up", "warp operations"},
+    {"shfl_down", "warp operations"},
+    {"shfl_xor", "warp operations"},
+    {"ballot", "warp operations"},
+    {"any", "warp operations"},
+    {"all", "warp operations"},
 };
 
 template <size_t N>
@@ -206,28 +212,64 @@ std::string blank_keeping_lines(std::string_view text) {
   return out;
 }
 
-// The feature |word| names that |target| cannot run yet (in |origin|), if any.
-const Unsupported* missing_on(std::string_view word, Dialect dialect, Target target,
+bool is_member_access(const Token* t) { return t && (t->text == "." || t->text == "->"); }
+
+// Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
+// operations, cooperative groups' collective members).
+bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect) {
+  if (t[i].kind != TokenKind::Identifier) return false;
+  if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
+  if (find(kCudaSuspending, t[i].text)) return true;
+  return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
+}
+
+// The first token of the postfix expression that ends with the name at token |i|: the whole of
+// a qualified name (metal::simd_sum) or of a member call's object (cg::this_thread_block().sync).
+size_t expression_start(const std::vector<Token>& t, size_t i) {
+  auto before = [&](size_t k) -> size_t {
+    const Token* p = prev_significant(t, k);
+    return p ? size_t(p - t.data()) : t.size();
+  };
+  auto opener = [](std::string_view close) {
+    return close == ")" ? "(" : close == "]" ? "[" : close == ">" ? "<" : "";
+  };
+  size_t start = i;
+  for (;;) {
+    size_t link = before(start);
+    if (link == t.size()) return start;
+    std::string_view op = t[link].text;
+    if (op != "::" && op != "." && op != "->") return start;
+    size_t k = before(link);
+    // Skip calls, subscripts and template arguments back to the name they follow.
+    while (k != t.size() && *opener(t[k].text)) {
+      std::string_view close = t[k].text, open = opener(close);
+      int depth = 0;
+      for (; k != t.size(); k = before(k)) {
+        if (t[k].text == close) ++depth;
+        if (t[k].text == open && --depth == 0) break;
+      }
+      if (k == t.size()) return start;
+      k = before(k);
+    }
+    if (k == t.size() || t[k].kind != TokenKind::Identifier) {
+      return op == "::" ? link : start;  // ::name names the global namespace
+    }
+    start = k;
+  }
+}
+
+// The feature token |i| names that |target| cannot run yet (in |origin|), if any.
+const Unsupported* missing_on(const std::vector<Token>& t, size_t i, Dialect dialect, Target target,
                               TextOrigin origin) {
   static constexpr Unsupported kInHeader = {
       "", "a helper in the header cannot wait for other threads; call it from the body"};
   if (dialect == Dialect::Metal) {
-    if (const Unsupported* u = find(kMetalNotYet, word)) return u;
-    if (target == Target::Cpu && origin == TextOrigin::Header && find(kMetalSuspending, word)) {
-      return &kInHeader;
-    }
-    return nullptr;
+    if (const Unsupported* u = find(kMetalNotYet, t[i].text)) return u;
   }
-  if (target != Target::Cpu) return nullptr;
-  if (const Unsupported* u = find(kCudaNotOnCpu, word)) return u;
-  if (origin == TextOrigin::Header && find(kCudaSuspending, word)) return &kInHeader;
+  if (target == Target::Cpu && origin == TextOrigin::Header && suspends(t, i, dialect)) {
+    return &kInHeader;
+  }
   return nullptr;
-}
-
-// The calls a body on the CPU co_awaits (barriers, SIMD-group and warp operations).
-bool suspends(std::string_view word, Dialect dialect) {
-  return (dialect == Dialect::Metal ? find(kMetalSuspending, word) : find(kCudaSuspending, word)) !=
-         nullptr;
 }
 
 }  // namespace
@@ -236,12 +278,13 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
                      std::optional<Target> target, TextOrigin origin) {
   const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
   const char* where = origin == TextOrigin::Source ? "source" : "header";
-  for (const Token& t : tokens) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
     if (t.kind != TokenKind::Identifier) continue;
     const char* what = "is not supported by the Metal dialect";
     const Unsupported* u = dialect == Dialect::Metal ? find(kMetalNever, t.text) : nullptr;
     if (!u && target) {
-      u = missing_on(t.text, dialect, *target, origin);
+      u = missing_on(tokens, i, dialect, *target, origin);
       what = *target == Target::Cpu ? "is not supported yet on the CPU backend"
                                     : "is not supported yet on the CUDA backend";
     }
@@ -254,8 +297,8 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
 }
 
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect) {
-  for (const Token& t : tokens) {
-    if (t.kind == TokenKind::Identifier && suspends(t.text, dialect)) return true;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (suspends(tokens, i, dialect)) return true;
   }
   return false;
 }
@@ -264,7 +307,9 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
                     bool coroutine, int dynamic_shared) {
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
+  std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
   for (size_t i = 0; i < tokens.size(); ++i) {
+    emitted_at[i] = out.size();
     const Token& t = tokens[i];
     if (coroutine && t.kind == TokenKind::Identifier) {
       // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
@@ -274,13 +319,16 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         continue;
       }
       const Token* next = next_significant(tokens, i);
-      if (suspends(t.text, dialect) && next && next->text == "(") {
+      if (suspends(tokens, i, dialect) && next && next->text == "(") {
         size_t depth = 0, k = i + 1;
         for (; k < tokens.size(); ++k) {
           if (tokens[k].text == "(") ++depth;
           if (tokens[k].text == ")" && --depth == 0) break;
         }
-        out += "(co_await ";
+        const size_t start = expression_start(tokens, i);
+        constexpr std::string_view kAwait = "(co_await ";
+        out.insert(emitted_at[start], kAwait);
+        for (size_t k = start + 1; k <= i; ++k) emitted_at[k] += kAwait.size();
         closers.push_back(k);
       }
     }

@@ -183,6 +183,21 @@ TEST(RewriteMetal, CooperativeBodiesBecomeCoroutinesOnTheCpu) {
   EXPECT_EQ(metal("threadgroup float buf[8];"), "static thread_local float buf[8];");
 }
 
+TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
+  EXPECT_EQ(rewrite(lex("float s = metal::simd_sum(x) + ::metal::simd_max(y);"), Dialect::Metal,
+                    Target::Cpu, true),
+            "float s = (co_await metal::simd_sum(x)) + (co_await ::metal::simd_max(y));");
+  EXPECT_EQ(rewrite(lex("v += tile.shfl_down(v, d); cg::this_thread_block().sync();\n"
+                        "p->tiles[k].sync(); t.shfl(t.shfl_xor(v, 1), 0); g.thread_rank();"),
+                    Dialect::Cuda, Target::Cpu, true),
+            "v += (co_await tile.shfl_down(v, d)); (co_await cg::this_thread_block().sync());\n"
+            "(co_await p->tiles[k].sync()); (co_await t.shfl((co_await t.shfl_xor(v, 1)), 0)); "
+            "g.thread_rank();");
+  // Outside cooperative mode, and for free functions of the same names, nothing changes.
+  EXPECT_EQ(rewrite(lex("bool b = any(x) && sync(y);"), Dialect::Cuda, Target::Cpu, true),
+            "bool b = any(x) && sync(y);");
+}
+
 TEST(RewriteCuda, SharedMemoryOnTheCpu) {
   EXPECT_EQ(rewrite(lex("__shared__ float s[8];"), Dialect::Cuda, Target::Cpu),
             "static thread_local float s[8];");
@@ -216,9 +231,15 @@ TEST(CheckSupported, CooperativeFeaturesOnTheCpu) {
                         Target::Cpu),
             "");
   EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cpu), "");
-  msg = unsupported("int n = __syncthreads_count(1);", Dialect::Cuda, Target::Cpu);
-  EXPECT_NE(msg.find("'__syncthreads_count'"), std::string::npos) << msg;
+  EXPECT_EQ(unsupported("int n = __syncthreads_count(1);", Dialect::Cuda, Target::Cpu), "");
+  msg = unsupported("\nfloat f(T g, float v) { return g.shfl_down(v, 1); }", Dialect::Cuda,
+                    Target::Cpu, TextOrigin::Header);
+  EXPECT_NE(msg.find("'shfl_down' (header line 2)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cuda_kernel"), std::string::npos) << msg;
+  // A name that is only a member when called as one.
+  EXPECT_EQ(unsupported("\nbool any(int x);\nbool all(int x) { return any(x); }", Dialect::Cuda,
+                        Target::Cpu, TextOrigin::Header),
+            "");
 
   // The CUDA target runs CUDA's own natively and maps Metal's, but not quad-group operations.
   EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cuda), "");

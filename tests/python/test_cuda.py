@@ -443,6 +443,127 @@ def test_histogram_with_atomic_outputs(device, rng):
     assert peak[0] == x.max()
 
 
+CG_TILES = """
+    namespace cg = cooperative_groups;
+    cg::thread_block block = cg::this_thread_block();
+    auto tile = cg::tiled_partition<W>(block);
+    const unsigned i = cg::this_grid().thread_rank();
+    const float x = inp[i];
+    float v = x;
+    for (int d = W / 2; d > 0; d /= 2) v += tile.shfl_down(v, d);
+    sums[i] = tile.shfl(v, 0);
+    up[i] = tile.shfl_up(x, 1);
+    flip[i] = tile.shfl_xor(x, 1);
+    block.sync();
+    votes[i] = tile.ballot(x > 0.0f);
+    flags[i] = tile.any(x > 1.5f) + 2 * tile.all(x > -1.5f);
+    ranks[i] = tile.thread_rank() + 1000 * tile.meta_group_rank();
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("width", [8, 32])
+def test_cooperative_groups_tiles(device, width, rng):
+    k = kjit.cuda_kernel(name="cg_tiles", input_names=["inp"],
+                         output_names=["sums", "up", "flip", "votes", "flags", "ranks"],
+                         source=CG_TILES)
+    n = 256
+    x = rng.standard_normal(n).astype(np.float32)
+    dtypes = [np.float32, np.float32, np.float32, np.uint32, np.int32, np.uint32]
+    outs = k(inputs=[x], template=[("W", width)], output_shapes=[(n,)] * 6,
+             output_dtypes=dtypes, outputs=[poisoned((n,), d) for d in dtypes], grid=(n, 1, 1),
+             threadgroup=(64, 1, 1), device=device)
+    tiles = x.astype(np.float64).reshape(-1, width)
+    lane = np.arange(n) % width
+    np.testing.assert_allclose(outs[0], np.repeat(tiles.sum(1), width), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(outs[1], np.where(lane >= 1, np.roll(x, 1), x))
+    np.testing.assert_array_equal(outs[2], x[np.arange(n) ^ 1])
+    bits = ((tiles > 0) << np.arange(width)).sum(1)
+    np.testing.assert_array_equal(outs[3], np.repeat(bits, width))
+    flags = (tiles > 1.5).any(1) + 2 * (tiles > -1.5).all(1)
+    np.testing.assert_array_equal(outs[4], np.repeat(flags, width))
+    np.testing.assert_array_equal(outs[5], lane + 1000 * ((np.arange(n) % 64) // width))
+
+
+BARRIER_VOTES = """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float x = inp[i];
+    const int count = __syncthreads_count(x > 0.0f);
+    const int all_small = __syncthreads_and(fabsf(x) < 2.0f);
+    const int any_big = __syncthreads_or(x > 2.5f);
+    const unsigned warp = __activemask();
+    unsigned some = 0;
+    if (threadIdx.x % 32 < 10) some = __activemask();
+    const unsigned ballot = __ballot_sync(0xffffffffu, x > 0.0f);
+    const float half_sum = x + __shfl_down_sync(0xffffffffu, x, 8, 16);
+    out[i * 6 + 0] = count;
+    out[i * 6 + 1] = all_small + 2 * any_big;
+    out[i * 6 + 2] = warp;
+    out[i * 6 + 3] = some;
+    out[i * 6 + 4] = ballot;
+    sums[i] = half_sum;
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_barrier_votes_and_warp_masks(device, rng):
+    k = kjit.cuda_kernel(name="barrier_votes", input_names=["inp"], output_names=["out", "sums"],
+                         source=BARRIER_VOTES)
+    n, group = 1024, 128
+    x = rng.standard_normal(n).astype(np.float32)
+    x[:group] = np.abs(x[:group]) % 1.9  # one block where every |x| < 2 and none is above 2.5
+    out, sums = k(inputs=[x], output_shapes=[(n, 6), (n,)], output_dtypes=[np.uint32, np.float32],
+                  outputs=[poisoned((n, 6), np.uint32), poisoned((n,), np.float32)],
+                  grid=(n, 1, 1), threadgroup=(group, 1, 1), device=device)
+    blocks = x.reshape(-1, group)
+    np.testing.assert_array_equal(out[:, 0], np.repeat((blocks > 0).sum(1), group))
+    flags = (np.abs(blocks) < 2).all(1) + 2 * (blocks > 2.5).any(1)
+    np.testing.assert_array_equal(out[:, 1], np.repeat(flags, group))
+    assert flags[0] == 1
+    np.testing.assert_array_equal(out[:, 2], np.full(n, 0xFFFFFFFF))
+    lane = np.arange(n) % 32
+    np.testing.assert_array_equal(out[:, 3], np.where(lane < 10, 0x3FF, 0))
+    warps = x.reshape(-1, 32)
+    ballots = ((warps > 0).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(1)
+    np.testing.assert_array_equal(out[:, 4], np.repeat(ballots, 32))
+    # Shuffles of width 16: lanes 8..15 of each half-warp keep their own value.
+    sixteen = np.arange(n) % 16
+    partner = np.where(sixteen + 8 < 16, np.arange(n) + 8, np.arange(n))
+    np.testing.assert_allclose(sums, x.astype(np.float64) + x[partner], rtol=1e-6)
+
+
+METAL_VOTES = """
+    const uint i = thread_position_in_grid.x;
+    const float x = inp[i];
+    const simd_vote positive = simd_ballot(x > 0.0f);
+    const simd_vote everyone = simd_ballot(x > -100.0f);
+    votes[i] = uint(simd_vote::vote_t(positive));
+    flags[i] = (positive.any() ? 1 : 0) + (everyone.all() ? 2 : 0) + (positive.all() ? 4 : 0);
+    both[i] = metal::simd_sum(x) + 1000.0 * metal::simd_max(x);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_simd_ballot_and_two_simd_operations_in_one_expression(device, rng):
+    k = kjit.metal_kernel(name="metal_votes", input_names=["inp"],
+                          output_names=["votes", "flags", "both"], source=METAL_VOTES)
+    n = 256
+    x = rng.standard_normal(n).astype(np.float32)
+    x[32:64] = np.abs(x[32:64]) + 0.5  # one simdgroup that votes true everywhere
+    dtypes = [np.uint32, np.int32, np.float32]
+    votes, flags, both = k(inputs=[x], output_shapes=[(n,)] * 3, output_dtypes=dtypes,
+                           outputs=[poisoned((n,), d) for d in dtypes], grid=(n, 1, 1),
+                           threadgroup=(128, 1, 1), device=device)
+    warps = x.astype(np.float64).reshape(-1, 32)
+    bits = ((warps > 0).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(1)
+    np.testing.assert_array_equal(votes, np.repeat(bits, 32))
+    expected = (warps > 0).any(1) + 2 + 4 * (warps > 0).all(1)
+    np.testing.assert_array_equal(flags, np.repeat(expected, 32))
+    assert expected[1] == 7
+    np.testing.assert_allclose(both, np.repeat(warps.sum(1) + 1000 * warps.max(1), 32),
+                               rtol=1e-6)
+
+
 # The kernels above, compiled by NVRTC for sm_90 wherever NVRTC loads (CI has no GPU).
 GPU_KERNELS = [
     (kjit.cuda_kernel, dict(name="block_sum", input_names=["inp"], output_names=["out", "count"],

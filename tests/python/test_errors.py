@@ -617,13 +617,15 @@ UNSUPPORTED = [
      "inline void wait_all() {\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
      r"'threadgroup_barrier' \(header line 2\) is not supported yet on the CPU backend: a "
      r"helper in the header cannot wait for other threads"),
-    ("cuda-syncthreads-count", "cuda",
-     "int i = threadIdx.x;\nint n = __syncthreads_count(i > 3);\nout[i] = inp[i] + n;\n", "",
-     r"\[kjit\.cuda_kernel\] '__syncthreads_count' \(source line 2\) is not supported yet on "
-     r"the CPU backend: barriers that count"),
-    ("cuda-activemask", "cuda",
-     "int i = threadIdx.x;\n\n\nout[i] = inp[i] + __activemask();\n", "",
-     r"'__activemask' \(source line 4\) is not supported yet on the CPU backend: warp masks"),
+    ("metal-quad", "metal",
+     "uint i = thread_position_in_grid.x;\nfloat q = quad_sum(inp[i]);\nout[i] = q;\n", "",
+     r"\[kjit\.metal_kernel\] 'quad_sum' \(source line 2\) is not supported yet on the CPU "
+     r"backend: quad-group operations"),
+    ("cuda-tile-member-in-header", "cuda", "out[0] = inp[0];",
+     "__device__ float total(cooperative_groups::thread_block_tile<32> t, float v) {\n"
+     "  for (int d = 16; d > 0; d /= 2)\n    v += t.shfl_down(v, d);\n  return v;\n}\n",
+     r"'shfl_down' \(header line 3\) is not supported yet on the CPU backend: a helper in the "
+     r"header cannot wait for other threads"),
     ("cuda-barrier-in-header", "cuda", "out[0] = inp[0];",
      "__device__ void wait_all() {\n  __syncthreads();\n}\n",
      r"'__syncthreads' \(header line 2\) is not supported yet on the CPU backend: a helper in "
@@ -654,9 +656,9 @@ def test_never_supported_feature_fails_when_the_kernel_is_made(label, api, body,
 
 
 def test_unsupported_feature_fails_on_call_too():
-    k = make("cuda", name="feature", input_names=["inp"], output_names=["out"],
-             source=next(u[2] for u in UNSUPPORTED if u[0] == "cuda-syncthreads-count"))
-    with pytest.raises(ValueError, match=r"'__syncthreads_count' \(source line 2\)") as excinfo:
+    k = make("metal", name="feature", input_names=["inp"], output_names=["out"],
+             source=next(u[2] for u in UNSUPPORTED if u[0] == "metal-quad"))
+    with pytest.raises(ValueError, match=r"'quad_sum' \(source line 2\)") as excinfo:
         k(**call_args(device="cpu"))
     check_prefix(excinfo)
 
