@@ -10,6 +10,8 @@ PYTHON_EXE = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 BUILD ?= build
 JOBS ?= $(shell nproc)
 VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes
+# The CPU benchmarks also compare against OpenCL on PoCL (Debian: pocl-opencl-icd).
+BENCH_PACKAGES = pyopencl
 
 # With the default interpreter the targets create the virtual environment first; with
 # PYTHON=... they use that interpreter as it is (no downloads).
@@ -46,8 +48,13 @@ demo: $(SETUP) build
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) examples/invert_3x3.py
 	$(BUILD)/myexp_cpp
 
-bench: $(SETUP) build
+.venv/.bench:
+	.venv/bin/python -m pip install --quiet $(BENCH_PACKAGES)
+	touch $@
+
+bench: $(SETUP) $(if $(SETUP),.venv/.bench,) build
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/cpu.py
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/cooperative.py --cpu
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -27,18 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from seed_kernels import INVERT_3X3 as INVERT  # noqa: E402
 from seed_kernels import MYEXP  # noqa: E402
 
-
-
-
-def best_of(fn: Callable[[], object], repeats: int) -> float:
-    """The fastest of |repeats| timed runs after one warm-up, in seconds."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import best_of  # noqa: E402
 
 
 def per_call(fn: Callable[[], object], calls: int, repeats: int = 5) -> float:

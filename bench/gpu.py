@@ -21,13 +21,15 @@ import time
 import warnings
 from typing import Callable
 
-import numpy as np
 import torch
 
 import kjit
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from seed_kernels import MYEXP  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import device_time  # noqa: E402
 RAW = r"""
 extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
     unsigned elem = blockIdx.x * blockDim.x + threadIdx.x;
@@ -50,21 +52,6 @@ def per_call(fn: Callable[[], object], calls: int = 20000, repeats: int = 5) -> 
         torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best * 1e6
-
-
-def device_time(fn: Callable[[], object], repeats: int = 20) -> float:
-    """Median device time of one call, in seconds (CUDA events)."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return float(np.median(times))
 
 
 def build_floor(path: str | None) -> dict:

@@ -10,9 +10,10 @@ KJIT_INLINE void simdgroup_barrier(mem_flags = mem_flags::mem_none) { __syncwarp
 
 namespace simd_detail {
 
+// Not volatile: the lane never changes, so the compiler may reuse one read.
 KJIT_INLINE unsigned lane() {
   unsigned id;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  asm("mov.u32 %0, %%laneid;" : "=r"(id));
   return id;
 }
 
@@ -37,13 +38,23 @@ KJIT_INLINE ::kjit::vec<T, N> shuffle(unsigned mask, ::kjit::vec<T, N> x, unsign
   for (int i = 0; i < N; ++i) x[i] = shuffle(mask, x[i], src);
   return x;
 }
+// The butterfly step of a full-warp reduction: __shfl_xor_sync needs no lane arithmetic.
+template <class T>
+KJIT_INLINE T shuffle_xor(T x, int d) {
+  if constexpr (::kjit::is_same_v<T, float> || ::kjit::is_same_v<T, int> ||
+                ::kjit::is_same_v<T, unsigned>) {
+    return __shfl_xor_sync(0xffffffffu, x, d);
+  } else {
+    return shuffle(0xffffffffu, x, lane() ^ unsigned(d));
+  }
+}
 
 // Combines every active lane's |x| with |op|; the same result on every lane.
 template <class T, class Op>
 KJIT_INLINE T reduce(T x, Op op) {
   const unsigned m = __activemask();
   if (m == 0xffffffffu) {
-    for (unsigned d = 16; d >= 1; d >>= 1) x = op(x, shuffle(m, x, lane() ^ d));
+    for (int d = 16; d >= 1; d >>= 1) x = op(x, shuffle_xor(x, d));
     return x;
   }
   // A partial warp: fold the active lanes in lane order.

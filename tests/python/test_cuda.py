@@ -485,6 +485,30 @@ def test_cooperative_groups_tiles(device, width, rng):
     np.testing.assert_array_equal(outs[5], lane + 1000 * ((np.arange(n) % 64) // width))
 
 
+GRID_RANKS = """
+    namespace cg = cooperative_groups;
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    const unsigned i = (blockIdx.z * blockDim.z + threadIdx.z) * 32 * 12 + y * 32 + x;
+    ranks[i] = cg::this_grid().thread_rank();
+    sizes[i] = cg::this_grid().size();
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grid_ranks_in_a_3d_grid(device):
+    k = kjit.cuda_kernel(name="grid_ranks", input_names=[], output_names=["ranks", "sizes"],
+                         source=GRID_RANKS)
+    shape = (3, 12, 32)
+    ranks, sizes = k(inputs=[], output_shapes=[shape, shape], output_dtypes=[np.uint64] * 2,
+                     outputs=[poisoned(shape, np.uint64), poisoned(shape, np.uint64)],
+                     grid=(32, 12, 3),
+                     threadgroup=(8, 4, 1), device=device)
+    z, y, x = np.meshgrid(np.arange(3), np.arange(12), np.arange(32), indexing="ij")
+    block = (x // 8) + 4 * ((y // 4) + 3 * z)
+    np.testing.assert_array_equal(ranks, block * 32 + (x % 8) + 8 * (y % 4))
+    np.testing.assert_array_equal(sizes, np.full(shape, 32 * 12 * 3))
+
+
 BARRIER_VOTES = """
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     const float x = inp[i];
