@@ -10,17 +10,6 @@
 
 namespace kjit::coop {
 
-struct task {
-  struct promise_type {
-    task get_return_object() { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
-    std::suspend_always initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    void return_void() {}
-    void unhandled_exception() { __builtin_trap(); }
-  };
-  std::coroutine_handle<promise_type> handle;
-};
-
 enum class wait { none, barrier, simd };
 
 struct lane;
@@ -43,7 +32,20 @@ struct lane {
   unsigned char* result;
 };
 
-inline thread_local lane* current_lane = nullptr;
+// A thread's coroutine. Its promise knows the thread's lane, so that awaiting needs no
+// thread-local lookup (which costs a call into the dynamic loader in a dlopen-ed kernel).
+struct task {
+  struct promise_type {
+    lane* me = nullptr;
+    task get_return_object() { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { __builtin_trap(); }
+  };
+  std::coroutine_handle<promise_type> handle;
+};
+using thread_handle = std::coroutine_handle<task::promise_type>;
 
 // CUDA's dynamic shared memory (extern __shared__) on the CPU: one buffer per worker.
 inline unsigned char* dynamic_shared(unsigned long bytes) {
@@ -69,10 +71,11 @@ struct barrier_wait {
   int predicate = 0;
   mutable barrier_tally tally = {0, 0};
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {
-    current_lane->waiting = wait::barrier;
-    __builtin_memcpy(current_lane->request.value, &predicate, sizeof(int));
-    current_lane->result = reinterpret_cast<unsigned char*>(&tally);
+  void await_suspend(thread_handle h) const noexcept {
+    lane* me = h.promise().me;
+    me->waiting = wait::barrier;
+    __builtin_memcpy(me->request.value, &predicate, sizeof(int));
+    me->result = reinterpret_cast<unsigned char*>(&tally);
   }
   void await_resume() const noexcept {}
 };
@@ -91,10 +94,11 @@ struct simd_wait {
   simd_request request;
   mutable unsigned char result[sizeof(T)];
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<>) const noexcept {
-    current_lane->request = request;
-    current_lane->waiting = wait::simd;
-    current_lane->result = result;
+  void await_suspend(thread_handle h) const noexcept {
+    lane* me = h.promise().me;
+    me->request = request;
+    me->waiting = wait::simd;
+    me->result = result;
   }
   T await_resume() const noexcept {
     T v;
@@ -187,7 +191,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
   base.group = uint3(L->group[0], L->group[1], L->group[2]);
   base.groups = uint3(L->groups[0], L->groups[1], L->groups[2]);
   static thread_local lane lanes[1024];
-  static thread_local std::coroutine_handle<task::promise_type> handles[1024];
+  static thread_local thread_handle handles[1024];
   // Each thread's position; cooperative groups read the running thread's through current_thread.
   static thread_local thread_ctx threads[1024];
   for (unsigned long long g = first; g < end; ++g) {
@@ -201,13 +205,14 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       t.global_id = base.origin + uint3(x, y, z);
       lanes[i].waiting = wait::none;
       handles[i] = make(t).handle;
+      handles[i].promise().me = &lanes[i];
     }
+    const thread_ctx*& running = current_thread;  // one thread-local lookup per group
     unsigned live = n;
     while (live > 0) {
       for (unsigned i = 0; i < n; ++i) {
         if (!handles[i] || lanes[i].waiting != wait::none) continue;
-        current_lane = &lanes[i];
-        current_thread = &threads[i];
+        running = &threads[i];
         handles[i].resume();
         if (handles[i].done()) {
           handles[i].destroy();
