@@ -65,21 +65,21 @@ KJIT_ATOMIC_INT_OP(bit_or, __atomic_fetch_or)
 KJIT_ATOMIC_INT_OP(bit_xor, __atomic_fetch_xor)
 #undef KJIT_ATOMIC_INT_OP
 // Integer min and max by compare-and-swap: the old value is returned.
-template <class T>
-KJIT_INLINE T max(T* p, T v) {
+template <bool Max, class T>
+KJIT_INLINE T extreme(T* p, T v) {
   T seen = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (seen < v &&
+  while ((Max ? seen < v : v < seen) &&
          !__atomic_compare_exchange_n(p, &seen, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return seen;
 }
 template <class T>
+KJIT_INLINE T max(T* p, T v) {
+  return extreme<true>(p, v);
+}
+template <class T>
 KJIT_INLINE T min(T* p, T v) {
-  T seen = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v < seen &&
-         !__atomic_compare_exchange_n(p, &seen, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-  return seen;
+  return extreme<false>(p, v);
 }
 #endif
 }  // namespace kjit::atomics

@@ -55,17 +55,17 @@ struct thread_block_tile {
   KJIT_INLINE T shfl_xor(T v, unsigned mask) const {
     return __shfl_xor_sync(__activemask(), v, mask, N);
   }
-  // The votes of this tile's lanes, as bits in the tile's lane order.
-  KJIT_INLINE unsigned ballot(int predicate) const {
-    const unsigned bits = __ballot_sync(__activemask(), predicate);
-    return N == 32 ? bits : (bits >> (block_rank() % 32 / N * N)) & ((1u << N) - 1);
+  // This tile's bits of a warp-wide mask, in the tile's lane order.
+  KJIT_INLINE unsigned tile_bits(unsigned warp_bits) const {
+    return N == 32 ? warp_bits : (warp_bits >> (block_rank() % 32 / N * N)) & ((1u << N) - 1);
   }
-  KJIT_INLINE unsigned tile_lanes() const {
-    const unsigned bits = __activemask();
-    return N == 32 ? bits : (bits >> (block_rank() % 32 / N * N)) & ((1u << N) - 1);
+  KJIT_INLINE unsigned ballot(int predicate) const {
+    return tile_bits(__ballot_sync(__activemask(), predicate));
   }
   KJIT_INLINE bool any(int predicate) const { return ballot(predicate) != 0; }
-  KJIT_INLINE bool all(int predicate) const { return ballot(predicate) == tile_lanes(); }
+  KJIT_INLINE bool all(int predicate) const {
+    return ballot(predicate) == tile_bits(__activemask());
+  }
 };
 
 template <unsigned N>
