@@ -96,6 +96,17 @@ KJIT_MSL_MATH
 
 }  // namespace metal
 
+// The barriers and SIMD-group operations, which each target defines (msl_cuda.h on the GPU,
+// msl_cpu_coop.h in the CPU's cooperative mode), for its using-declaration.
+#define KJIT_MSL_SIMD_NAMES                                                                       \
+  metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum, metal::simd_product,     \
+      metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or, metal::simd_xor,         \
+      metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,                         \
+      metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product,                 \
+      metal::simd_shuffle, metal::simd_broadcast, metal::simd_broadcast_first,                    \
+      metal::simd_shuffle_down, metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, \
+      metal::simd_any, metal::simd_is_first, metal::simd_vote, metal::simd_ballot
+
 // A body sees the Metal names through using-declarations: on CUDA they must hide the global
 // names of CUDA's own headers (uint3, max, exp...), which a using-directive would make ambiguous.
 namespace kjit_user {

@@ -165,11 +165,5 @@ KJIT_INLINE simd_vote simd_ballot(bool b) { return {__ballot_sync(__activemask()
 }  // namespace metal
 
 namespace kjit_user {
-using metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum, metal::simd_product,
-    metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or, metal::simd_xor,
-    metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,
-    metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product, metal::simd_shuffle,
-    metal::simd_broadcast, metal::simd_broadcast_first, metal::simd_shuffle_down,
-    metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, metal::simd_any,
-    metal::simd_is_first, metal::simd_vote, metal::simd_ballot;
+using KJIT_MSL_SIMD_NAMES;
 }  // namespace kjit_user
