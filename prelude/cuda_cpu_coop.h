@@ -60,10 +60,10 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> __syncwarp(unsigned = 0xffffffffu, KJIT
   return ::kjit::coop::simd_op(0, kjit_line, coop_detail::meet);
 }
 
-// The width of a shuffle must be a power of two up to 32; CUDA leaves other widths undefined.
+// The width of a shuffle must be a power of two up to 32. CUDA leaves other widths undefined;
+// here they shuffle across the whole warp (a kernel cannot raise an error, and must not crash).
 KJIT_INLINE unsigned shuffle_width(int width) {
-  if (width < 1 || width > 32 || (width & (width - 1)) != 0) __builtin_trap();
-  return unsigned(width);
+  return width >= 1 && width <= 32 && (width & (width - 1)) == 0 ? unsigned(width) : 32u;
 }
 
 #define KJIT_CUDA_SHUFFLE(name, source)                                                       \
