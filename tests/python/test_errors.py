@@ -589,6 +589,19 @@ def test_body_line_numbers_ignore_the_header(api):
     assert "header line" not in str(excinfo.value)
 
 
+def test_a_kernel_the_loader_refuses_raises_with_the_loader_message():
+    # 64 MiB of initial-exec thread-local storage: the loader has no room for it in a process
+    # that is already running, so the compiled kernel cannot be loaded.
+    header = ('__attribute__((tls_model("initial-exec"))) thread_local char '
+              "scratch[64 << 20];\n")
+    k = kjit.metal_kernel(name="unloadable", input_names=["inp"], output_names=["out"],
+                          header=header,
+                          source="uint i = thread_position_in_grid.x;\n"
+                                 "scratch[i] = 1;\nout[i] = inp[i] + scratch[i];\n")
+    with pytest.raises(RuntimeError, match=r"cannot load a compiled kernel: .*static TLS"):
+        k(**call_args(device="cpu"))
+
+
 def test_compile_error_is_a_runtime_error():
     assert issubclass(kjit.CompileError, RuntimeError)
     k = make("cuda", name="bad_build", input_names=["inp"], output_names=["out"],

@@ -29,7 +29,9 @@ std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   ::close(fd);
   void* handle = done == shared_object.size() ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)
                                               : nullptr;
-  std::string error = handle ? "" : (dlerror() ? dlerror() : "short write");
+  // dlerror clears the message it returns: read it once.
+  const char* load_error = handle ? nullptr : dlerror();
+  std::string error = load_error ? load_error : "short write";
   ::unlink(path.c_str());
   if (!handle) throw std::runtime_error("kjit: cannot load a compiled kernel: " + error);
   auto entry = reinterpret_cast<kjit_cpu_entry_fn>(dlsym(handle, KJIT_CPU_ENTRY_SYMBOL));
