@@ -240,19 +240,27 @@ size_t expression_start(const std::vector<Token>& t, size_t i) {
     std::string_view op = t[link].text;
     if (op != "::" && op != "." && op != "->") return start;
     size_t k = before(link);
+    size_t opened = t.size();  // the last bracket skipped
     // Skip calls, subscripts and template arguments back to the name they follow.
     while (k != t.size() && *opener(t[k].text)) {
+      const size_t closer = k;
       std::string_view close = t[k].text, open = opener(close);
       int depth = 0;
       for (; k != t.size(); k = before(k)) {
         if (t[k].text == close) ++depth;
         if (t[k].text == open && --depth == 0) break;
       }
-      if (k == t.size()) return start;
+      if (k == t.size()) {  // unmatched: a '>' that compares, as in a > (b).sync()
+        k = closer;
+        break;
+      }
+      opened = k;
       k = before(k);
     }
     if (k == t.size() || t[k].kind != TokenKind::Identifier) {
-      return op == "::" ? link : start;  // ::name names the global namespace
+      if (op == "::") return link;  // ::name names the global namespace
+      // A parenthesised object, as in (*p).sync(), starts at its parenthesis.
+      return opened != t.size() && t[opened].text == "(" ? opened : start;
     }
     start = k;
   }

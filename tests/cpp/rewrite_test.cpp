@@ -193,6 +193,8 @@ TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
             "v += (co_await tile.shfl_down(v, d)); (co_await cg::this_thread_block().sync());\n"
             "(co_await p->tiles[k].sync()); (co_await t.shfl((co_await t.shfl_xor(v, 1)), 0)); "
             "g.thread_rank();");
+  EXPECT_EQ(rewrite(lex("x = (*p).sync(); y = a > (b).any(1);"), Dialect::Cuda, Target::Cpu, true),
+            "x = (co_await (*p).sync()); y = a > (co_await (b).any(1));");
   // Outside cooperative mode, and for free functions of the same names, nothing changes.
   EXPECT_EQ(rewrite(lex("bool b = any(x) && sync(y);"), Dialect::Cuda, Target::Cpu, true),
             "bool b = any(x) && sync(y);");
