@@ -28,6 +28,7 @@ struct simd_request {
 // Where a suspended thread waits, with its request and where its result goes.
 struct lane {
   wait waiting = wait::none;
+  std::coroutine_handle<> running;  // the innermost coroutine of the thread: the body or a helper
   simd_request request;
   unsigned char* result;
 };
@@ -46,6 +47,71 @@ struct task {
   std::coroutine_handle<promise_type> handle;
 };
 using thread_handle = std::coroutine_handle<task::promise_type>;
+
+// A helper of the header that waits for other threads, as a coroutine the caller awaits. It
+// starts when awaited (control passes straight to it), runs in its caller's lane, and hands
+// control back to the caller when it returns; while it waits, the lane resumes it, not the body.
+template <class T>
+struct subtask;
+
+template <class T>
+struct subtask_promise_base {
+  lane* me = nullptr;
+  std::coroutine_handle<> caller;
+  std::suspend_always initial_suspend() noexcept { return {}; }
+  struct back_to_caller {
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) const noexcept {
+      h.promise().me->running = h.promise().caller;
+      return h.promise().caller;
+    }
+    void await_resume() const noexcept {}
+  };
+  back_to_caller final_suspend() noexcept { return {}; }
+  void unhandled_exception() { __builtin_trap(); }
+};
+template <class T>
+struct subtask_promise : subtask_promise_base<T> {
+  T value;
+  subtask<T> get_return_object();
+  void return_value(T v) { value = v; }
+};
+template <>
+struct subtask_promise<void> : subtask_promise_base<void> {
+  subtask<void> get_return_object();
+  void return_void() {}
+};
+
+template <class T>
+struct subtask {
+  using promise_type = subtask_promise<T>;
+  std::coroutine_handle<promise_type> handle;
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) const noexcept {
+    handle.promise().me = caller.promise().me;
+    handle.promise().caller = caller;
+    caller.promise().me->running = handle;
+    return handle;
+  }
+  T await_resume() const noexcept {
+    if constexpr (!::kjit::is_same_v<T, void>) {
+      T v = handle.promise().value;
+      handle.destroy();
+      return v;
+    } else {
+      handle.destroy();
+    }
+  }
+};
+template <class T>
+subtask<T> subtask_promise<T>::get_return_object() {
+  return {std::coroutine_handle<subtask_promise<T>>::from_promise(*this)};
+}
+inline subtask<void> subtask_promise<void>::get_return_object() {
+  return {std::coroutine_handle<subtask_promise<void>>::from_promise(*this)};
+}
 
 // CUDA's dynamic shared memory (extern __shared__) on the CPU: one buffer per worker.
 inline unsigned char* dynamic_shared(unsigned long bytes) {
@@ -71,7 +137,8 @@ struct barrier_wait {
   int predicate = 0;
   mutable barrier_tally tally = {0, 0};
   bool await_ready() const noexcept { return false; }
-  void await_suspend(thread_handle h) const noexcept {
+  template <class P>
+  void await_suspend(std::coroutine_handle<P> h) const noexcept {
     lane* me = h.promise().me;
     me->waiting = wait::barrier;
     __builtin_memcpy(me->request.value, &predicate, sizeof(int));
@@ -94,7 +161,8 @@ struct simd_wait {
   simd_request request;
   mutable unsigned char result[sizeof(T)];
   bool await_ready() const noexcept { return false; }
-  void await_suspend(thread_handle h) const noexcept {
+  template <class P>
+  void await_suspend(std::coroutine_handle<P> h) const noexcept {
     lane* me = h.promise().me;
     me->request = request;
     me->waiting = wait::simd;
@@ -206,14 +274,15 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       lanes[i].waiting = wait::none;
       handles[i] = make(t).handle;
       handles[i].promise().me = &lanes[i];
+      lanes[i].running = handles[i];
     }
-    const thread_ctx*& running = current_thread;  // one thread-local lookup per group
+    const thread_ctx*& current = current_thread;  // one thread-local lookup per group
     unsigned live = n;
     while (live > 0) {
       for (unsigned i = 0; i < n; ++i) {
         if (!handles[i] || lanes[i].waiting != wait::none) continue;
-        running = &threads[i];
-        handles[i].resume();
+        current = &threads[i];
+        lanes[i].running.resume();
         if (handles[i].done()) {
           handles[i].destroy();
           handles[i] = nullptr;

@@ -12,19 +12,19 @@ namespace kjit::codegen {
 enum class TokenKind {
   Identifier,
   Number,
-  String,   // "...", R"(...)", u8"..." and friends
-  Char,     // 'x'
-  Punct,    // one operator or punctuator character sequence
-  Comment,  // // ... or /* ... */
-  Space,    // blanks and newlines (and line continuations)
+  String,     // "...", R"(...)", u8"..." and friends
+  Char,       // 'x'
+  Punct,      // one operator or punctuator character sequence
+  Comment,    // // ... or /* ... */
+  Space,      // blanks and newlines (and line continuations)
   Directive,  // the '#' that starts a preprocessor line
 };
 
 struct Token {
   TokenKind kind;
   std::string_view text;
-  int line;             // 1-based line of the token's first character
-  bool in_directive;    // part of a preprocessor line
+  int line;           // 1-based line of the token's first character
+  bool in_directive;  // part of a preprocessor line
 };
 
 /// Splits |text| into tokens; concatenating every token's text gives |text| back.

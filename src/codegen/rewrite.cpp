@@ -2,6 +2,8 @@
 
 #include <kjit/errors.h>
 
+#include <algorithm>
+
 namespace kjit::codegen {
 namespace {
 
@@ -214,13 +216,74 @@ std::string blank_keeping_lines(std::string_view text) {
 
 bool is_member_access(const Token* t) { return t && (t->text == "." || t->text == "->"); }
 
+bool names_helper(const std::vector<std::string>* helpers, std::string_view word) {
+  if (!helpers) return false;
+  for (const std::string& h : *helpers) {
+    if (h == word) return true;
+  }
+  return false;
+}
+
 // Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
-// operations, cooperative groups' collective members).
-bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect) {
+// operations, cooperative groups' collective members, and the |helpers| of the header that wait).
+bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
+              const std::vector<std::string>* helpers = nullptr) {
   if (t[i].kind != TokenKind::Identifier) return false;
+  const Token* next = next_significant(t, i);
+  if (names_helper(helpers, t[i].text) && next && next->text == "(" &&
+      !is_member_access(prev_significant(t, i))) {
+    return true;
+  }
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
   if (find(kCudaSuspending, t[i].text)) return true;
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
+}
+
+// The index of the significant token before |k|, or t.size().
+size_t index_before(const std::vector<Token>& t, size_t k) {
+  const Token* p = prev_significant(t, k);
+  return p ? size_t(p - t.data()) : t.size();
+}
+size_t index_after(const std::vector<Token>& t, size_t k) {
+  const Token* p = next_significant(t, k);
+  return p ? size_t(p - t.data()) : t.size();
+}
+
+// The index of the bracket that closes the one at |open|, or t.size().
+size_t closing(const std::vector<Token>& t, size_t open) {
+  const std::string_view o = t[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
+  int depth = 0;
+  for (size_t k = open; k < t.size(); ++k) {
+    if (t[k].text == o) ++depth;
+    if (t[k].text == c && --depth == 0) return k;
+  }
+  return t.size();
+}
+
+// Where the declaration of the function named at |name| starts: its specifiers and return type
+// (after any template header).
+size_t declaration_start(const std::vector<Token>& t, size_t name) {
+  size_t start = name;
+  for (;;) {
+    const size_t p = index_before(t, start);
+    if (p == t.size()) return start;
+    const std::string_view text = t[p].text;
+    if (t[p].kind == TokenKind::Identifier || text == "::" || text == "*" || text == "&") {
+      start = p;
+      continue;
+    }
+    if (text != ">") return start;
+    int depth = 0;
+    size_t q = p;
+    for (; q != t.size(); q = index_before(t, q)) {
+      if (t[q].text == ">") ++depth;
+      if (t[q].text == "<" && --depth == 0) break;
+    }
+    if (q == t.size()) return start;
+    const size_t before_open = index_before(t, q);
+    if (before_open != t.size() && t[before_open].text == "template") return start;
+    start = q;
+  }
 }
 
 // The first token of the postfix expression that ends with the name at token |i|: the whole of
@@ -266,18 +329,9 @@ size_t expression_start(const std::vector<Token>& t, size_t i) {
   }
 }
 
-// The feature token |i| names that |target| cannot run yet (in |origin|), if any.
-const Unsupported* missing_on(const std::vector<Token>& t, size_t i, Dialect dialect, Target target,
-                              TextOrigin origin) {
-  static constexpr Unsupported kInHeader = {
-      "", "a helper in the header cannot wait for other threads; call it from the body"};
-  if (dialect == Dialect::Metal) {
-    if (const Unsupported* u = find(kMetalNotYet, t[i].text)) return u;
-  }
-  if (target == Target::Cpu && origin == TextOrigin::Header && suspends(t, i, dialect)) {
-    return &kInHeader;
-  }
-  return nullptr;
+// The feature |word| names that no target runs yet, if any.
+const Unsupported* missing(std::string_view word, Dialect dialect) {
+  return dialect == Dialect::Metal ? find(kMetalNotYet, word) : nullptr;
 }
 
 }  // namespace
@@ -292,7 +346,7 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
     const char* what = "is not supported by the Metal dialect";
     const Unsupported* u = dialect == Dialect::Metal ? find(kMetalNever, t.text) : nullptr;
     if (!u && target) {
-      u = missing_on(tokens, i, dialect, *target, origin);
+      u = missing(t.text, dialect);
       what = *target == Target::Cpu ? "is not supported yet on the CPU backend"
                                     : "is not supported yet on the CUDA backend";
     }
@@ -304,15 +358,99 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
   }
 }
 
-bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect) {
+bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
+                           const std::vector<std::string>* helpers) {
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (suspends(tokens, i, dialect)) return true;
+    if (suspends(tokens, i, dialect, helpers)) return true;
   }
   return false;
 }
 
+WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect) {
+  // Function definitions: a name, its parameters, optional qualifiers, a body.
+  std::vector<WaitingHelpers::Definition> all;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].kind != TokenKind::Identifier || !is_identifier(t[i].text)) continue;
+    const size_t open = index_after(t, i);
+    if (open == t.size() || t[open].text != "(") continue;
+    size_t k = index_after(t, closing(t, open));
+    while (k != t.size() && (t[k].text == "const" || t[k].text == "noexcept")) {
+      k = index_after(t, k);
+    }
+    if (k == t.size() || t[k].text != "{") continue;
+    all.push_back({declaration_start(t, i), i, k, closing(t, k)});
+    i = all.back().body_end;
+  }
+  // Those that wait, directly or through each other.
+  WaitingHelpers found;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const WaitingHelpers::Definition& d : all) {
+      if (names_helper(&found.names, t[d.name].text)) continue;
+      for (size_t k = d.body_begin; k < d.body_end && k < t.size(); ++k) {
+        if (suspends(t, k, dialect, &found.names)) {
+          found.names.emplace_back(t[d.name].text);
+          found.definitions.push_back(d);
+          grew = true;
+          break;
+        }
+      }
+    }
+  }
+  std::sort(found.definitions.begin(), found.definitions.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return found;
+}
+
+std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Target target,
+                           const WaitingHelpers& helpers) {
+  auto slice = [&](size_t begin, size_t end) {
+    return std::vector<Token>(tokens.begin() + std::min(begin, tokens.size()),
+                              tokens.begin() + std::min(end, tokens.size()));
+  };
+  const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
+  std::string out;
+  size_t done = 0;
+  for (const WaitingHelpers::Definition& d : helpers.definitions) {
+    out += rewrite(slice(done, d.type_begin), dialect, target);
+    // The return type T becomes subtask<T>; specifiers a coroutine cannot have are dropped.
+    std::string specifiers, type, breaks;
+    for (size_t k = d.type_begin; k < d.name; ++k) {
+      const Token& tok = tokens[k];
+      const std::string_view w = tok.text;
+      if (tok.kind == TokenKind::Space || tok.kind == TokenKind::Comment) {
+        breaks += blank_keeping_lines(w);
+        if (!type.empty() && type.back() != ' ') type += ' ';
+      } else if (w == "constexpr" || w == "consteval" || w == "__forceinline__") {
+        continue;
+      } else if (w == "inline" || w == "static" || w == "__device__" || w == "__host__" ||
+                 w == "__noinline__") {
+        specifiers += std::string(w) + " ";
+      } else {
+        type += w;
+      }
+    }
+    while (!type.empty() && type.back() == ' ') type.pop_back();
+    if (type.empty() || type.find("auto") != std::string::npos) {
+      throw ValueError(std::string("[kjit.") + api + "] helper '" +
+                       std::string(tokens[d.name].text) + "' (header line " +
+                       std::to_string(tokens[d.name].line) +
+                       ") waits for other threads, so on the CPU it must name its return type "
+                       "(not auto).");
+    }
+    out +=
+        specifiers + "::kjit::coop::subtask<" + rewrite(lex(type), dialect, target) + "> " + breaks;
+    out += rewrite(slice(d.name, d.body_begin), dialect, target);
+    out += rewrite(slice(d.body_begin, d.body_end + 1), dialect, target, /*coroutine=*/true, 0,
+                   &helpers.names);
+    done = d.body_end + 1;
+  }
+  out += rewrite(slice(done, tokens.size()), dialect, target, false, 0, &helpers.names);
+  return out;
+}
+
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
-                    bool coroutine, int dynamic_shared) {
+                    bool coroutine, int dynamic_shared, const std::vector<std::string>* helpers) {
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
@@ -327,7 +465,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         continue;
       }
       const Token* next = next_significant(tokens, i);
-      if (suspends(tokens, i, dialect) && next && next->text == "(") {
+      if (suspends(tokens, i, dialect, helpers) && next && next->text == "(") {
         size_t depth = 0, k = i + 1;
         for (; k < tokens.size(); ++k) {
           if (tokens[k].text == "(") ++depth;

@@ -26,10 +26,31 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect,
 /// the result is line N of the input. With |coroutine| (a body in the CPU's cooperative mode),
 /// barriers, SIMD-group and warp operations are co_awaited and return becomes co_return;
 /// |dynamic_shared| is the size of CUDA's extern __shared__ memory on the CPU.
+/// |helpers| names the header's helpers that wait: calls to them are co_awaited too.
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
-                    bool coroutine = false, int dynamic_shared = 0);
+                    bool coroutine = false, int dynamic_shared = 0,
+                    const std::vector<std::string>* helpers = nullptr);
 
-/// Whether a body calls barriers, SIMD-group or warp operations (the CPU's cooperative mode).
-bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect);
+/// The functions of a header that wait for other threads: they call barriers, SIMD-group or warp
+/// operations, or each other. On the CPU they become coroutines the body awaits.
+struct WaitingHelpers {
+  struct Definition {
+    size_t type_begin, name, body_begin, body_end;  // token indices: specifiers, name, { and }
+  };
+  std::vector<std::string> names;
+  std::vector<Definition> definitions;  // in order of appearance
+};
+WaitingHelpers find_waiting_helpers(const std::vector<Token>& header, Dialect dialect);
+
+/// The header rewritten for the CPU's cooperative mode: each waiting helper returns
+/// kjit::coop::subtask<T> instead of T and its body is a coroutine. Throws kjit::ValueError for a
+/// waiting helper whose return type is deduced.
+std::string rewrite_header(const std::vector<Token>& header, Dialect dialect, Target target,
+                           const WaitingHelpers& helpers);
+
+/// Whether a body calls barriers, SIMD-group or warp operations, or |helpers| (the CPU's
+/// cooperative mode).
+bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
+                           const std::vector<std::string>* helpers = nullptr);
 
 }  // namespace kjit::codegen

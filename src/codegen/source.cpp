@@ -154,8 +154,13 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   GeneratedSource g;
   g.kernel_name = "custom_kernel_" + spec.name;
   // Bodies with barriers, SIMD-group or warp operations run on the CPU as coroutines.
-  const bool coroutine =
-      target == Target::Cpu && uses_suspending_calls(spec.source_tokens, spec.dialect);
+  // Helpers of the header that wait become coroutines the body awaits.
+  const WaitingHelpers helpers = target == Target::Cpu
+                                     ? find_waiting_helpers(spec.header_tokens, spec.dialect)
+                                     : WaitingHelpers{};
+  const bool coroutine = target == Target::Cpu &&
+                         (!helpers.names.empty() ||
+                          uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers.names));
   Writer w;
   w << prelude_for(spec.dialect, target, coroutine);
   g.user_part = w.size();
@@ -163,7 +168,9 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   w << "namespace kjit_user {\n";
   if (!spec.header.empty()) {
     w << "#line 1 \"" << kHeaderFile << "\"\n";
-    w << rewrite(spec.header_tokens, spec.dialect, target);
+    w << (helpers.names.empty()
+              ? rewrite(spec.header_tokens, spec.dialect, target)
+              : rewrite_header(spec.header_tokens, spec.dialect, target, helpers));
     w.resume_generated();
   }
 
@@ -201,7 +208,8 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   }
   w << "  (void)kjit_thread;\n";
   w << "#line 1 \"" << kSourceFile << "\"\n";
-  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory);
+  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory,
+               &helpers.names);
   w.resume_generated();
   if (coroutine) w << "  co_return;\n";
   w << "}\n\n";

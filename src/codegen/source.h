@@ -20,9 +20,9 @@ struct CallSignature {
 };
 
 struct GeneratedSource {
-  std::string text;           // the whole translation unit
-  size_t user_part = 0;       // offset where the part after the prelude begins
-  std::string kernel_name;    // custom_kernel_<name>
+  std::string text;         // the whole translation unit
+  size_t user_part = 0;     // offset where the part after the prelude begins
+  std::string kernel_name;  // custom_kernel_<name>
 };
 
 /// The symbol of the generated entry point on each target.

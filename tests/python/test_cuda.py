@@ -588,6 +588,76 @@ def test_simd_ballot_and_two_simd_operations_in_one_expression(device, rng):
                                rtol=1e-6)
 
 
+WAITING_HELPERS_METAL = """
+template <typename T>
+inline T warp_total(T v) {
+    for (ushort d = 16; d > 0; d /= 2) v += simd_shuffle_down(v, d);
+    return simd_broadcast(v, 0);
+}
+float block_total(float v, threadgroup float* scratch, uint lane, uint warp, uint warps) {
+    const float w = warp_total(v);
+    if (lane == 0) scratch[warp] = w;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float t = 0;
+    for (uint k = 0; k < warps; ++k) t += scratch[k];
+    return t;
+}
+void keep(device float* p, float v) { p[0] = v; }
+"""
+
+WAITING_HELPERS_METAL_BODY = """
+    threadgroup float scratch[32];
+    const uint i = thread_position_in_grid.x;
+    const float t = block_total(inp[i], scratch, thread_index_in_simdgroup,
+                                simdgroup_index_in_threadgroup, simdgroups_per_threadgroup);
+    out[i] = t + warp_total(int(i % 3));
+"""
+
+WAITING_HELPERS_CUDA = """
+namespace cg = cooperative_groups;
+__device__ __forceinline__ float tile_sum(cg::thread_block_tile<32> tile, float v) {
+    for (int d = 16; d > 0; d /= 2) v += tile.shfl_down(v, d);
+    return tile.shfl(v, 0);
+}
+__device__ float block_sum(float v, float* scratch) {
+    cg::thread_block block = cg::this_thread_block();
+    auto tile = cg::tiled_partition<32>(block);
+    const float w = tile_sum(tile, v);
+    if (tile.thread_rank() == 0) scratch[tile.meta_group_rank()] = w;
+    block.sync();
+    float t = 0;
+    for (unsigned k = 0; k < tile.meta_group_size(); ++k) t += scratch[k];
+    return t;
+}
+"""
+
+WAITING_HELPERS_CUDA_BODY = """
+    __shared__ float scratch[32];
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = block_sum(inp[i], scratch);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_header_helpers_that_wait(device, dialect, rng):
+    if dialect == "metal":
+        k = kjit.metal_kernel(name="waiting_helpers", input_names=["inp"], output_names=["out"],
+                              source=WAITING_HELPERS_METAL_BODY, header=WAITING_HELPERS_METAL)
+    else:
+        k = kjit.cuda_kernel(name="waiting_helpers", input_names=["inp"], output_names=["out"],
+                             source=WAITING_HELPERS_CUDA_BODY, header=WAITING_HELPERS_CUDA)
+    n, group = 1024, 256
+    x = rng.standard_normal(n).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[(n,)], output_dtypes=[np.float32],
+               outputs=[poisoned((n,), np.float32)], grid=(n, 1, 1), threadgroup=(group, 1, 1),
+               device=device)
+    expected = np.repeat(x.astype(np.float64).reshape(-1, group).sum(1), group)
+    if dialect == "metal":
+        expected += np.repeat((np.arange(n) % 3).reshape(-1, 32).sum(1), 32)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+
+
 # The kernels above, compiled by NVRTC for sm_90 wherever NVRTC loads (CI has no GPU).
 GPU_KERNELS = [
     (kjit.cuda_kernel, dict(name="block_sum", input_names=["inp"], output_names=["out", "count"],

@@ -626,23 +626,14 @@ UNSUPPORTED = [
      r"matrices"),
     ("metal-texture-in-header", "metal", "out[0] = inp[0];", "\n\ntexture2d<float> t;\n",
      r"'texture2d' \(header line 3\) is not supported by the Metal dialect"),
-    ("metal-barrier-in-header", "metal", "out[0] = inp[0];",
-     "inline void wait_all() {\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n}\n",
-     r"'threadgroup_barrier' \(header line 2\) is not supported yet on the CPU backend: a "
-     r"helper in the header cannot wait for other threads"),
     ("metal-quad", "metal",
      "uint i = thread_position_in_grid.x;\nfloat q = quad_sum(inp[i]);\nout[i] = q;\n", "",
      r"\[kjit\.metal_kernel\] 'quad_sum' \(source line 2\) is not supported yet on the CPU "
      r"backend: quad-group operations"),
-    ("cuda-tile-member-in-header", "cuda", "out[0] = inp[0];",
-     "__device__ float total(cooperative_groups::thread_block_tile<32> t, float v) {\n"
-     "  for (int d = 16; d > 0; d /= 2)\n    v += t.shfl_down(v, d);\n  return v;\n}\n",
-     r"'shfl_down' \(header line 3\) is not supported yet on the CPU backend: a helper in the "
-     r"header cannot wait for other threads"),
-    ("cuda-barrier-in-header", "cuda", "out[0] = inp[0];",
-     "__device__ void wait_all() {\n  __syncthreads();\n}\n",
-     r"'__syncthreads' \(header line 2\) is not supported yet on the CPU backend: a helper in "
-     r"the header cannot wait for other threads"),
+    ("metal-waiting-helper-with-auto", "metal", "out[0] = total(inp[0]);",
+     "\nauto total(float v) {\n  return simd_sum(v);\n}\n",
+     r"\[kjit\.metal_kernel\] helper 'total' \(header line 2\) waits for other threads, so on "
+     r"the CPU it must name its return type"),
 ]
 
 
