@@ -31,6 +31,11 @@ struct lane {
   std::coroutine_handle<> running;  // the innermost coroutine of the thread: the body or a helper
   simd_request request;
   unsigned char* result;
+  // Inside helpers of the header: how deep, and the body line that called the outermost one.
+  unsigned helper_depth = 0, entered_from = 0;
+  // The meeting point of the waiting operation, in program order: the body line (of the
+  // operation, or of the helper call it is in), then the line within the helper.
+  unsigned long long place = 0;
 };
 
 // A thread's coroutine. Its promise knows the thread's lane, so that awaiting needs no
@@ -63,7 +68,9 @@ struct subtask_promise_base {
     bool await_ready() const noexcept { return false; }
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) const noexcept {
-      h.promise().me->running = h.promise().caller;
+      lane* me = h.promise().me;
+      --me->helper_depth;
+      me->running = h.promise().caller;
       return h.promise().caller;
     }
     void await_resume() const noexcept {}
@@ -87,12 +94,15 @@ template <class T>
 struct subtask {
   using promise_type = subtask_promise<T>;
   std::coroutine_handle<promise_type> handle;
+  unsigned called_at = 0;  // the calling line (see called_at below)
   bool await_ready() const noexcept { return false; }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) const noexcept {
-    handle.promise().me = caller.promise().me;
+    lane* me = caller.promise().me;
+    handle.promise().me = me;
     handle.promise().caller = caller;
-    caller.promise().me->running = handle;
+    if (me->helper_depth++ == 0) me->entered_from = called_at;
+    me->running = handle;
     return handle;
   }
   T await_resume() const noexcept {
@@ -105,6 +115,13 @@ struct subtask {
     }
   }
 };
+// The rewriter wraps each call of a waiting helper: co_await called_at(KJIT_CALL_SITE, f(...)).
+template <class T>
+KJIT_INLINE subtask<T> called_at(unsigned site, subtask<T> call) {
+  call.called_at = site;
+  return call;
+}
+
 template <class T>
 subtask<T> subtask_promise<T>::get_return_object() {
   return {std::coroutine_handle<subtask_promise<T>>::from_promise(*this)};
@@ -166,6 +183,9 @@ struct simd_wait {
     lane* me = h.promise().me;
     me->request = request;
     me->waiting = wait::simd;
+    me->place = me->helper_depth
+                    ? (static_cast<unsigned long long>(me->entered_from) << 32) | request.site
+                    : static_cast<unsigned long long>(request.site) << 32;
     me->result = result;
   }
   T await_resume() const noexcept {
@@ -275,6 +295,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       handles[i] = make(t).handle;
       handles[i].promise().me = &lanes[i];
       lanes[i].running = handles[i];
+      lanes[i].helper_depth = 0;
     }
     const thread_ctx*& current = current_thread;  // one thread-local lookup per group
     unsigned live = n;
@@ -295,17 +316,17 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       // Only when no SIMD-group operation waits does the barrier open.
       bool resolved = false;
       for (unsigned s = 0; s < n; s += 32) {
-        unsigned site = ~0u;
+        unsigned long long place = ~0ull;
         for (unsigned i = s; i < s + 32 && i < n; ++i) {
-          if (handles[i] && lanes[i].waiting == wait::simd && lanes[i].request.site < site) {
-            site = lanes[i].request.site;
+          if (handles[i] && lanes[i].waiting == wait::simd && lanes[i].place < place) {
+            place = lanes[i].place;
           }
         }
         lane* group[32];
         unsigned ids[32];
         int count = 0;
         for (unsigned i = s; i < s + 32 && i < n; ++i) {
-          if (!handles[i] || lanes[i].waiting != wait::simd || lanes[i].request.site != site) {
+          if (!handles[i] || lanes[i].waiting != wait::simd || lanes[i].place != place) {
             continue;
           }
           group[count] = &lanes[i];

@@ -9,6 +9,10 @@ namespace kjit {
 // (cooperative_groups::this_grid()). Set only by kernels that use such an API.
 inline thread_local const thread_ctx* current_thread = nullptr;
 
+// The calling line, as cooperative mode's meeting points need it (a default argument is
+// evaluated where the call is).
+#define KJIT_CALL_SITE __builtin_LINE()
+
 // Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
 template <class Body>
 KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,

@@ -134,18 +134,18 @@ struct thread_block_tile {
     return (::kjit::current_thread->full_group_threads() + N - 1) / N;
   }
   // |line| is the calling line, which tells the lanes that meet at the same operation.
-  auto sync(unsigned line = __builtin_LINE()) const;
+  auto sync(unsigned line = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl(T v, int src, unsigned line = __builtin_LINE()) const;
+  auto shfl(T v, int src, unsigned line = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl_up(T v, unsigned delta, unsigned line = __builtin_LINE()) const;
+  auto shfl_up(T v, unsigned delta, unsigned line = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl_down(T v, unsigned delta, unsigned line = __builtin_LINE()) const;
+  auto shfl_down(T v, unsigned delta, unsigned line = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl_xor(T v, unsigned mask, unsigned line = __builtin_LINE()) const;
-  auto ballot(int predicate, unsigned line = __builtin_LINE()) const;
-  auto any(int predicate, unsigned line = __builtin_LINE()) const;
-  auto all(int predicate, unsigned line = __builtin_LINE()) const;
+  auto shfl_xor(T v, unsigned mask, unsigned line = KJIT_CALL_SITE) const;
+  auto ballot(int predicate, unsigned line = KJIT_CALL_SITE) const;
+  auto any(int predicate, unsigned line = KJIT_CALL_SITE) const;
+  auto all(int predicate, unsigned line = KJIT_CALL_SITE) const;
 };
 
 template <unsigned N>

@@ -44,7 +44,7 @@ inline void all_of(lane** lanes, const unsigned* ids, int n, unsigned) {
 
 }  // namespace coop_detail
 
-#define KJIT_SITE unsigned kjit_line = __builtin_LINE()
+#define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
 
 KJIT_INLINE ::kjit::coop::barrier_wait __syncthreads() { return {}; }
 

@@ -101,7 +101,7 @@ inline void coop_detail::ballot(lane** lanes, const unsigned* ids, int n, unsign
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], vote);
 }
 
-#define KJIT_SITE unsigned kjit_line = __builtin_LINE()
+#define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
 #define KJIT_AT kjit_line
 
 KJIT_INLINE ::kjit::coop::barrier_wait threadgroup_barrier(mem_flags = mem_flags::mem_none) {

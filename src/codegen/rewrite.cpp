@@ -471,11 +471,15 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
           if (tokens[k].text == "(") ++depth;
           if (tokens[k].text == ")" && --depth == 0) break;
         }
+        // A helper's call also records its line, which orders the helper's meeting points.
+        const bool helper = names_helper(helpers, t.text);
         const size_t start = expression_start(tokens, i);
-        constexpr std::string_view kAwait = "(co_await ";
-        out.insert(emitted_at[start], kAwait);
-        for (size_t k = start + 1; k <= i; ++k) emitted_at[k] += kAwait.size();
+        const std::string_view await =
+            helper ? "(co_await ::kjit::coop::called_at(KJIT_CALL_SITE, " : "(co_await ";
+        out.insert(emitted_at[start], await);
+        for (size_t k = start + 1; k <= i; ++k) emitted_at[k] += await.size();
         closers.push_back(k);
+        if (helper) closers.push_back(k);
       }
     }
     if (t.kind == TokenKind::Directive) {

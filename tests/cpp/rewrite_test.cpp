@@ -215,13 +215,15 @@ TEST(RewriteCooperative, WaitingHelpersBecomeSubtasks) {
             "  co_return (co_await simd_sum(v));\n}\n"
             "float plain(float v) { return v; }\n"
             "::kjit::coop::subtask<float> twice(float v) {\n"
-            "  co_return (co_await total(v)) + (co_await total(v));\n}\n"
+            "  co_return (co_await ::kjit::coop::called_at(KJIT_CALL_SITE, total(v))) + "
+            "(co_await ::kjit::coop::called_at(KJIT_CALL_SITE, total(v)));\n}\n"
             "bool any_of(int x);\n");
   EXPECT_EQ(newlines(out), newlines(header));
   // In the body, calls of waiting helpers are awaited; other uses of the names are not.
   EXPECT_EQ(rewrite(lex("float t = total(x); auto f = &plain; s.total(1);"), Dialect::Metal,
                     Target::Cpu, true, 0, &helpers.names),
-            "float t = (co_await total(x)); auto f = &plain; s.total(1);");
+            "float t = (co_await ::kjit::coop::called_at(KJIT_CALL_SITE, total(x))); "
+            "auto f = &plain; s.total(1);");
   EXPECT_TRUE(uses_suspending_calls(lex("y = twice(x);"), Dialect::Metal, &helpers.names));
   EXPECT_FALSE(uses_suspending_calls(lex("y = plain(x);"), Dialect::Metal, &helpers.names));
   // A deduced return type cannot become a subtask.

@@ -658,6 +658,40 @@ def test_header_helpers_that_wait(device, dialect, rng):
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
 
 
+HELPER_IN_A_BRANCH = """
+float total(float v) { return simd_sum(v); }
+float biggest(float v) { return simd_max(v); }
+float both(float v) { return total(v) + 1000.0 * biggest(v); }
+void store_total(device float* out, uint i, float v) { out[i] = total(v); }
+"""
+
+HELPER_IN_A_BRANCH_BODY = """
+    const uint i = thread_position_in_grid.x;
+    const float b = both(inp[i]);
+    if (i % 2 == 0) { store_total(evens, i / 2, inp[i]); }
+    out[i] = b + total(inp[i]) - total(inp[i]);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_helper_called_in_a_branch_meets_only_its_lanes(device, rng):
+    # The even lanes reach total's simd_sum through store_total (called on the body's line 4)
+    # while the odd lanes reach the same simd_sum from the body's line 5: different meeting
+    # points, as on a GPU, where the odd lanes wait for the branch to end.
+    k = kjit.metal_kernel(name="helper_in_branch", input_names=["inp"],
+                          output_names=["out", "evens"], source=HELPER_IN_A_BRANCH_BODY,
+                          header=HELPER_IN_A_BRANCH)
+    n = 128
+    x = rng.random(n).astype(np.float32)
+    out, evens = k(inputs=[x], output_shapes=[(n,), (n // 2,)], output_dtypes=[np.float32] * 2,
+                   outputs=[poisoned((n,), np.float32), poisoned((n // 2,), np.float32)],
+                   grid=(n, 1, 1), threadgroup=(64, 1, 1), device=device)
+    warps = x.astype(np.float64).reshape(-1, 32)
+    np.testing.assert_allclose(out, np.repeat(warps.sum(1) + 1000 * warps.max(1), 32), rtol=1e-5,
+                               atol=1e-3)
+    np.testing.assert_allclose(evens, np.repeat(warps[:, ::2].sum(1), 16), rtol=1e-5)
+
+
 # The kernels above, compiled by NVRTC for sm_90 wherever NVRTC loads (CI has no GPU).
 GPU_KERNELS = [
     (kjit.cuda_kernel, dict(name="block_sum", input_names=["inp"], output_names=["out", "count"],
