@@ -260,6 +260,36 @@ size_t closing(const std::vector<Token>& t, size_t open) {
   return t.size();
 }
 
+// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {", with
+// optional specifiers and a trailing return type before the brace.
+bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
+  size_t k = index_before(t, open);
+  size_t j = k;  // a trailing return type: -> T
+  while (j != t.size() &&
+         (t[j].kind == TokenKind::Identifier || t[j].text == "::" || t[j].text == "*" ||
+          t[j].text == "&" || t[j].text == "<" || t[j].text == ">" || t[j].text == ",")) {
+    j = index_before(t, j);
+  }
+  if (j != t.size() && t[j].text == "->") k = index_before(t, j);
+  auto skip_specifiers = [&] {
+    while (k != t.size() &&
+           (t[k].text == "mutable" || t[k].text == "noexcept" || t[k].text == "constexpr")) {
+      k = index_before(t, k);
+    }
+  };
+  skip_specifiers();
+  if (k != t.size() && t[k].text == ")") {
+    int depth = 0;
+    for (; k != t.size(); k = index_before(t, k)) {
+      if (t[k].text == ")") ++depth;
+      if (t[k].text == "(" && --depth == 0) break;
+    }
+    if (k == t.size()) return false;
+    k = index_before(t, k);
+  }
+  return k != t.size() && t[k].text == "]";
+}
+
 // Where the declaration of the function named at |name| starts: its specifiers and return type
 // (after any template header).
 size_t declaration_start(const std::vector<Token>& t, size_t name) {
@@ -454,13 +484,23 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
+  int depth = 0;                                  // brace depth
+  std::vector<int> lambda_depths;                 // the depths at which lambda bodies opened
   for (size_t i = 0; i < tokens.size(); ++i) {
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
+    if (coroutine && t.kind == TokenKind::Punct) {
+      if (t.text == "{" && ++depth && opens_lambda_body(tokens, i)) lambda_depths.push_back(depth);
+      if (t.text == "}") {
+        if (!lambda_depths.empty() && lambda_depths.back() == depth) lambda_depths.pop_back();
+        --depth;
+      }
+    }
     if (coroutine && t.kind == TokenKind::Identifier) {
       // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
       // returning ends the coroutine.
-      if (t.text == "return") {
+      // A lambda's return stays: the lambda is a function of its own.
+      if (t.text == "return" && lambda_depths.empty()) {
         out += "co_return";
         continue;
       }

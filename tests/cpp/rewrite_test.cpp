@@ -200,6 +200,16 @@ TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
             "bool b = any(x) && sync(y);");
 }
 
+TEST(RewriteCooperative, LambdasKeepTheirReturns) {
+  EXPECT_EQ(rewrite(lex("auto sq = [&](float v) -> float { return v * v; };\n"
+                        "auto one = [] { if (true) { return 1; } return 2; };\n"
+                        "if (x) { simd_sum(x); return; }\nreturn;"),
+                    Dialect::Metal, Target::Cpu, true),
+            "auto sq = [&](float v) -> float { return v * v; };\n"
+            "auto one = [] { if (true) { return 1; } return 2; };\n"
+            "if (x) { (co_await simd_sum(x)); co_return; }\nco_return;");
+}
+
 TEST(RewriteCooperative, WaitingHelpersBecomeSubtasks) {
   const std::string header =
       "template <class T>\ninline T total(T v) {\n  return simd_sum(v);\n}\n"

@@ -692,6 +692,28 @@ def test_helper_called_in_a_branch_meets_only_its_lanes(device, rng):
     np.testing.assert_allclose(evens, np.repeat(warps[:, ::2].sum(1), 16), rtol=1e-5)
 
 
+LAMBDA_IN_A_WAITING_BODY = """
+    const uint i = thread_position_in_grid.x;
+    auto square = [](float v) -> float { return v * v; };
+    const float s = simd_sum(square(inp[i]));
+    if (thread_index_in_simdgroup != 0) return;
+    out[i / 32] = s;
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_lambda_in_a_body_that_waits(device, rng):
+    k = kjit.metal_kernel(name="lambda_waits", input_names=["inp"], output_names=["out"],
+                          source=LAMBDA_IN_A_WAITING_BODY)
+    n = 256
+    x = rng.standard_normal(n).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[(n // 32,)], output_dtypes=[np.float32],
+               outputs=[poisoned((n // 32,), np.float32)], grid=(n, 1, 1),
+               threadgroup=(128, 1, 1), device=device)
+    np.testing.assert_allclose(out, (x.astype(np.float64) ** 2).reshape(-1, 32).sum(1),
+                               rtol=1e-5)
+
+
 # The kernels above, compiled by NVRTC for sm_90 wherever NVRTC loads (CI has no GPU).
 GPU_KERNELS = [
     (kjit.cuda_kernel, dict(name="block_sum", input_names=["inp"], output_names=["out", "count"],
