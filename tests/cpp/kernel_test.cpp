@@ -113,6 +113,48 @@ TEST(Kernel, CudaExp) {
   EXPECT_LT(worst_exp_error(values(a), out[0]), 1e-6);
 }
 
+// Block sums of 256 threads through group memory, barriers and warp operations: cooperative
+// mode on the CPU, in both dialects.
+const char* kMetalBlockSum = R"(
+    threadgroup float warp_sums[8];
+    const uint i = thread_position_in_grid.x;
+    const float s = simd_sum(inp[i]);
+    if (thread_index_in_simdgroup == 0) warp_sums[simdgroup_index_in_threadgroup] = s;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (thread_index_in_threadgroup != 0) return;
+    float total = 0;
+    for (uint w = 0; w < simdgroups_per_threadgroup; ++w) total += warp_sums[w];
+    out[threadgroup_position_in_grid.x] = total;
+)";
+
+const char* kCudaBlockSum = R"(
+    __shared__ float warp_sums[8];
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = inp[i];
+    for (int d = 16; d > 0; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    float total = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += warp_sums[w];
+    out[blockIdx.x] = total;
+)";
+
+TEST(Kernel, CooperativeBlockSumsOnTheCpu) {
+  const int64_t n = 4096, group = 256;
+  Array a = random_floats({n}, 7);
+  std::vector<double> expected(n / group, 0.0);
+  for (int64_t i = 0; i < n; ++i) expected[i / group] += floats(a)[i];
+  for (Kernel k : {metal_kernel("block_sum", {"inp"}, {"out"}, kMetalBlockSum),
+                   cuda_kernel("block_sum", {"inp"}, {"out"}, kCudaBlockSum)}) {
+    auto out = k({a}, {{n / group}}, {Dtype::Float32}, {n, 1, 1}, {group, 1, 1});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t b = 0; b < n / group; ++b) {
+      EXPECT_NEAR(floats(out[0])[b], expected[b], 1e-4) << k.api() << " block " << b;
+    }
+  }
+}
+
 TEST(Kernel, NonContiguousInputIsCopiedFirst) {
   Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
   Array base = random_floats({4, 6}, 3);
