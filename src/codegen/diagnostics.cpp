@@ -52,6 +52,15 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
   std::stringstream in(log);
   std::string line;
   while (std::getline(in, line)) {
+    // The prelude's static assertions are written for users (as_type of two sizes, a tile of 3
+    // threads): their message joins the user's lines that required them.
+    const size_t assertion = line.find("static assertion failed");
+    if (assertion != std::string::npos && line.rfind(kSourceFile, 0) != 0 &&
+        line.rfind(kHeaderFile, 0) != 0) {
+      out.text += line.substr(assertion) + "\n";
+      ++out.count;
+      continue;
+    }
     for (auto [file, label, text] :
          {std::tuple{kSourceFile, "source", std::string_view(spec.source)},
           std::tuple{kHeaderFile, "header", std::string_view(spec.header)}}) {

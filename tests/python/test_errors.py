@@ -602,6 +602,26 @@ def test_a_kernel_the_loader_refuses_raises_with_the_loader_message():
         k(**call_args(device="cpu"))
 
 
+PRELUDE_ASSERTIONS = [
+    ("cuda", "auto tile = cg::tiled_partition<3>(cg::this_thread_block());\n"
+             "out[0] = inp[0] + tile.thread_rank();\n",
+     1, "the size must be a power of two up to 32"),
+    ("metal", "uint i = thread_position_in_grid.x;\nout[i] = inp[i] + as_type<uint>(half(1));\n",
+     2, "as_type: the two types differ in size"),
+]
+
+
+@pytest.mark.parametrize("api,body,line,reason", PRELUDE_ASSERTIONS,
+                         ids=["tile-of-3", "as_type-sizes"])
+def test_prelude_assertions_reach_the_user(api, body, line, reason):
+    k = make(api, name="asserting", input_names=["inp"], output_names=["out"], source=body)
+    with pytest.raises(kjit.CompileError, match=rf"source line {line}: [^\n]*\n.*\n.*{reason}"):
+        k.build(inputs=[("float32", 1)], output_dtypes=["float32"])
+    if kjit._kjit.cuda_status()["nvrtc"] is not None:
+        with pytest.raises(kjit.CompileError, match=reason):
+            k.build(inputs=[("float32", 1)], output_dtypes=["float32"], target="sm_90")
+
+
 def test_compile_error_is_a_runtime_error():
     assert issubclass(kjit.CompileError, RuntimeError)
     k = make("cuda", name="bad_build", input_names=["inp"], output_names=["out"],
