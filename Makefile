@@ -48,7 +48,7 @@ demo: $(SETUP) build
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) examples/invert_3x3.py
 	$(BUILD)/myexp_cpp
 
-.venv/.bench:
+.venv/.bench: .venv/.done
 	.venv/bin/python -m pip install --quiet $(BENCH_PACKAGES)
 	touch $@
 
