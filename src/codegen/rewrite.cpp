@@ -249,13 +249,24 @@ size_t index_after(const std::vector<Token>& t, size_t k) {
   return p ? size_t(p - t.data()) : t.size();
 }
 
-// The index of the bracket that closes the one at |open|, or t.size().
+// The index of the bracket that closes the one at |open| ('(', '{' or '['), or t.size().
 size_t closing(const std::vector<Token>& t, size_t open) {
   const std::string_view o = t[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
   int depth = 0;
   for (size_t k = open; k < t.size(); ++k) {
     if (t[k].text == o) ++depth;
     if (t[k].text == c && --depth == 0) return k;
+  }
+  return t.size();
+}
+
+// The index of the bracket that opens the one at |close| (')', ']' or '>'), or t.size().
+size_t opening(const std::vector<Token>& t, size_t close) {
+  const std::string_view c = t[close].text, o = c == ")" ? "(" : c == "]" ? "[" : "<";
+  int depth = 0;
+  for (size_t k = close; k != t.size(); k = index_before(t, k)) {
+    if (t[k].text == c) ++depth;
+    if (t[k].text == o && --depth == 0) return k;
   }
   return t.size();
 }
@@ -271,19 +282,12 @@ bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
     j = index_before(t, j);
   }
   if (j != t.size() && t[j].text == "->") k = index_before(t, j);
-  auto skip_specifiers = [&] {
-    while (k != t.size() &&
-           (t[k].text == "mutable" || t[k].text == "noexcept" || t[k].text == "constexpr")) {
-      k = index_before(t, k);
-    }
-  };
-  skip_specifiers();
+  while (k != t.size() &&
+         (t[k].text == "mutable" || t[k].text == "noexcept" || t[k].text == "constexpr")) {
+    k = index_before(t, k);
+  }
   if (k != t.size() && t[k].text == ")") {
-    int depth = 0;
-    for (; k != t.size(); k = index_before(t, k)) {
-      if (t[k].text == ")") ++depth;
-      if (t[k].text == "(" && --depth == 0) break;
-    }
+    k = opening(t, k);
     if (k == t.size()) return false;
     k = index_before(t, k);
   }
@@ -303,12 +307,7 @@ size_t declaration_start(const std::vector<Token>& t, size_t name) {
       continue;
     }
     if (text != ">") return start;
-    int depth = 0;
-    size_t q = p;
-    for (; q != t.size(); q = index_before(t, q)) {
-      if (t[q].text == ">") ++depth;
-      if (t[q].text == "<" && --depth == 0) break;
-    }
+    const size_t q = opening(t, p);
     if (q == t.size()) return start;
     const size_t before_open = index_before(t, q);
     if (before_open != t.size() && t[before_open].text == "template") return start;
@@ -319,36 +318,20 @@ size_t declaration_start(const std::vector<Token>& t, size_t name) {
 // The first token of the postfix expression that ends with the name at token |i|: the whole of
 // a qualified name (metal::simd_sum) or of a member call's object (cg::this_thread_block().sync).
 size_t expression_start(const std::vector<Token>& t, size_t i) {
-  auto before = [&](size_t k) -> size_t {
-    const Token* p = prev_significant(t, k);
-    return p ? size_t(p - t.data()) : t.size();
-  };
-  auto opener = [](std::string_view close) {
-    return close == ")" ? "(" : close == "]" ? "[" : close == ">" ? "<" : "";
-  };
   size_t start = i;
   for (;;) {
-    size_t link = before(start);
+    size_t link = index_before(t, start);
     if (link == t.size()) return start;
     std::string_view op = t[link].text;
     if (op != "::" && op != "." && op != "->") return start;
-    size_t k = before(link);
+    size_t k = index_before(t, link);
     size_t opened = t.size();  // the last bracket skipped
     // Skip calls, subscripts and template arguments back to the name they follow.
-    while (k != t.size() && *opener(t[k].text)) {
-      const size_t closer = k;
-      std::string_view close = t[k].text, open = opener(close);
-      int depth = 0;
-      for (; k != t.size(); k = before(k)) {
-        if (t[k].text == close) ++depth;
-        if (t[k].text == open && --depth == 0) break;
-      }
-      if (k == t.size()) {  // unmatched: a '>' that compares, as in a > (b).sync()
-        k = closer;
-        break;
-      }
-      opened = k;
-      k = before(k);
+    while (k != t.size() && (t[k].text == ")" || t[k].text == "]" || t[k].text == ">")) {
+      const size_t open = opening(t, k);
+      if (open == t.size()) break;  // unmatched: a '>' that compares, as in a > (b).sync()
+      opened = open;
+      k = index_before(t, open);
     }
     if (k == t.size() || t[k].kind != TokenKind::Identifier) {
       if (op == "::") return link;  // ::name names the global namespace
@@ -475,7 +458,7 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
                    &helpers.names);
     done = d.body_end + 1;
   }
-  out += rewrite(slice(done, tokens.size()), dialect, target, false, 0, &helpers.names);
+  out += rewrite(slice(done, tokens.size()), dialect, target);
   return out;
 }
 
@@ -489,28 +472,26 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   for (size_t i = 0; i < tokens.size(); ++i) {
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
-    if (coroutine && t.kind == TokenKind::Punct) {
-      if (t.text == "{" && ++depth && opens_lambda_body(tokens, i)) lambda_depths.push_back(depth);
-      if (t.text == "}") {
-        if (!lambda_depths.empty() && lambda_depths.back() == depth) lambda_depths.pop_back();
-        --depth;
-      }
+    if (coroutine && t.text == "{") {
+      ++depth;
+      if (opens_lambda_body(tokens, i)) lambda_depths.push_back(depth);
+    }
+    if (coroutine && t.text == "}") {
+      if (!lambda_depths.empty() && lambda_depths.back() == depth) lambda_depths.pop_back();
+      --depth;
     }
     if (coroutine && t.kind == TokenKind::Identifier) {
       // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
-      // returning ends the coroutine.
-      // A lambda's return stays: the lambda is a function of its own.
+      // returning ends the coroutine (a lambda's return stays: the lambda is a function of its
+      // own).
       if (t.text == "return" && lambda_depths.empty()) {
         out += "co_return";
         continue;
       }
-      const Token* next = next_significant(tokens, i);
-      if (suspends(tokens, i, dialect, helpers) && next && next->text == "(") {
-        size_t depth = 0, k = i + 1;
-        for (; k < tokens.size(); ++k) {
-          if (tokens[k].text == "(") ++depth;
-          if (tokens[k].text == ")" && --depth == 0) break;
-        }
+      const size_t open = index_after(tokens, i);
+      if (suspends(tokens, i, dialect, helpers) && open != tokens.size() &&
+          tokens[open].text == "(") {
+        const size_t k = closing(tokens, open);
         // A helper's call also records its line, which orders the helper's meeting points.
         const bool helper = names_helper(helpers, t.text);
         const size_t start = expression_start(tokens, i);
