@@ -19,8 +19,8 @@ struct simd_request {
   unsigned char value[32];
   unsigned site;  // source line of the operation
   // Combines the operands of |n| lanes of one simdgroup (|lanes| in lane order, |ids| their
-  // lane numbers) into each lane's result.
-  void (*combine)(lane** lanes, const unsigned* ids, int n, unsigned arg);
+  // lane numbers) into each lane's result, reading |arg| and |width| from the first lane.
+  void (*combine)(lane** lanes, const unsigned* ids, int n);
   unsigned arg;    // a lane number or distance, for shuffles
   unsigned width;  // the lanes that exchange values: segments of |width| consecutive lanes
 };
@@ -59,7 +59,6 @@ using thread_handle = std::coroutine_handle<task::promise_type>;
 template <class T>
 struct subtask;
 
-template <class T>
 struct subtask_promise_base {
   lane* me = nullptr;
   std::coroutine_handle<> caller;
@@ -79,13 +78,13 @@ struct subtask_promise_base {
   void unhandled_exception() { __builtin_trap(); }
 };
 template <class T>
-struct subtask_promise : subtask_promise_base<T> {
+struct subtask_promise : subtask_promise_base {
   T value;
   subtask<T> get_return_object();
   void return_value(T v) { value = v; }
 };
 template <>
-struct subtask_promise<void> : subtask_promise_base<void> {
+struct subtask_promise<void> : subtask_promise_base {
   subtask<void> get_return_object();
   void return_void() {}
 };
@@ -197,8 +196,7 @@ struct simd_wait {
 
 // A SIMD-group operation on |x|, whose result is a T.
 template <class T>
-KJIT_INLINE simd_wait<T> simd_op(T x, unsigned site,
-                                 void (*combine)(lane**, const unsigned*, int, unsigned),
+KJIT_INLINE simd_wait<T> simd_op(T x, unsigned site, void (*combine)(lane**, const unsigned*, int),
                                  unsigned arg = 0, unsigned width = 32) {
   static_assert(sizeof(T) <= sizeof(simd_request::value),
                 "operand too large for a SIMD-group operation");
@@ -222,14 +220,17 @@ KJIT_INLINE void set_result(lane* l, T v) {
   __builtin_memcpy(l->result, &v, sizeof(T));
 }
 
+// A meeting and nothing more: a simdgroup barrier, __syncwarp.
+inline void combine_meet(lane**, const unsigned*, int) {}
+
 template <class T, class Op>
-void combine_reduce(lane** lanes, const unsigned*, int n, unsigned) {
+void combine_reduce(lane** lanes, const unsigned*, int n) {
   T acc = operand<T>(lanes[0]);
   for (int i = 1; i < n; ++i) acc = Op{}(acc, operand<T>(lanes[i]));
   for (int i = 0; i < n; ++i) set_result(lanes[i], acc);
 }
 template <class T, class Op, bool Inclusive>
-void combine_scan(lane** lanes, const unsigned*, int n, unsigned) {
+void combine_scan(lane** lanes, const unsigned*, int n) {
   T acc = Op::template identity<T>();
   for (int i = 0; i < n; ++i) {
     T v = operand<T>(lanes[i]);
@@ -257,7 +258,7 @@ inline unsigned from_xor(unsigned id, unsigned mask, unsigned w) {
 // Shuffles read the operand of lane |source(id, arg, width)| among those present, else keep
 // their own.
 template <class T, unsigned (*Source)(unsigned, unsigned, unsigned)>
-void combine_shuffle(lane** lanes, const unsigned* ids, int n, unsigned arg) {
+void combine_shuffle(lane** lanes, const unsigned* ids, int n) {
   T values[32];
   bool present[32] = {};
   for (int i = 0; i < n; ++i) {
@@ -265,7 +266,7 @@ void combine_shuffle(lane** lanes, const unsigned* ids, int n, unsigned arg) {
     present[ids[i]] = true;
   }
   for (int i = 0; i < n; ++i) {
-    const unsigned src = Source(ids[i], arg, lanes[0]->request.width);
+    const unsigned src = Source(ids[i], lanes[0]->request.arg, lanes[0]->request.width);
     set_result(lanes[i], src < 32 && present[src] ? values[src] : values[ids[i]]);
   }
 }
@@ -310,8 +311,8 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
           --live;
         }
       }
-      // Every live thread waits. In each simdgroup, the operation on the earliest source line
-      // resolves first, among the lanes waiting there; the others wait on, so that lanes that
+      // Every live thread waits. In each simdgroup, the operation earliest in the body resolves
+      // first, among the lanes waiting there; the others wait on, so that lanes that
       // ran ahead past a branch ("if (lane < 10) ...; ballot(...)") meet the rest at the join.
       // Only when no SIMD-group operation waits does the barrier open.
       bool resolved = false;
@@ -333,7 +334,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
           ids[count++] = i - s;
         }
         if (count == 0) continue;
-        group[0]->request.combine(group, ids, count, group[0]->request.arg);
+        group[0]->request.combine(group, ids, count);
         for (int k = 0; k < count; ++k) group[k]->waiting = wait::none;
         resolved = true;
       }

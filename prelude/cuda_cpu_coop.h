@@ -8,8 +8,6 @@ namespace coop_detail {
 
 using ::kjit::coop::lane;
 
-inline void meet(lane**, const unsigned*, int, unsigned) {}
-
 // The votes of each segment of |width| lanes (a whole warp, or a cooperative-groups tile): the
 // lanes present, and those whose predicate holds, as bits in the segment's lane order.
 struct segment_votes {
@@ -22,19 +20,19 @@ struct segment_votes {
     }
   }
 };
-inline void ballot(lane** lanes, const unsigned* ids, int n, unsigned) {
+inline void ballot(lane** lanes, const unsigned* ids, int n) {
   const segment_votes v(lanes, ids, n);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v.yes[ids[i] / v.width]);
 }
-inline void active(lane** lanes, const unsigned* ids, int n, unsigned) {
+inline void active(lane** lanes, const unsigned* ids, int n) {
   const segment_votes v(lanes, ids, n);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v.present[ids[i] / v.width]);
 }
-inline void any_of(lane** lanes, const unsigned* ids, int n, unsigned) {
+inline void any_of(lane** lanes, const unsigned* ids, int n) {
   const segment_votes v(lanes, ids, n);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], int(v.yes[ids[i] / v.width] != 0));
 }
-inline void all_of(lane** lanes, const unsigned* ids, int n, unsigned) {
+inline void all_of(lane** lanes, const unsigned* ids, int n) {
   const segment_votes v(lanes, ids, n);
   for (int i = 0; i < n; ++i) {
     const unsigned s = ids[i] / v.width;
@@ -57,7 +55,7 @@ KJIT_CUDA_TALLY(__syncthreads_or, [](::kjit::coop::barrier_tally t) { return int
 #undef KJIT_CUDA_TALLY
 
 KJIT_INLINE ::kjit::coop::simd_wait<int> __syncwarp(unsigned = 0xffffffffu, KJIT_SITE) {
-  return ::kjit::coop::simd_op(0, kjit_line, coop_detail::meet);
+  return ::kjit::coop::simd_op(0, kjit_line, ::kjit::coop::combine_meet);
 }
 
 // The width of a shuffle must be a power of two up to 32. CUDA leaves other widths undefined;

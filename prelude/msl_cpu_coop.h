@@ -59,27 +59,26 @@ struct xor_op {
   }
 };
 
-inline void meet(lane**, const unsigned*, int, unsigned) {}
-inline void first_present(lane** lanes, const unsigned*, int n, unsigned) {
+inline void first_present(lane** lanes, const unsigned*, int n) {
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], i == 0);
 }
 template <class T>
-void broadcast_first(lane** lanes, const unsigned*, int n, unsigned) {
+void broadcast_first(lane** lanes, const unsigned*, int n) {
   const T v = ::kjit::coop::operand<T>(lanes[0]);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v);
 }
-inline void all_of(lane** lanes, const unsigned*, int n, unsigned) {
+inline void all_of(lane** lanes, const unsigned*, int n) {
   bool r = true;
   for (int i = 0; i < n; ++i) r = r && ::kjit::coop::operand<bool>(lanes[i]);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
 }
-inline void any_of(lane** lanes, const unsigned*, int n, unsigned) {
+inline void any_of(lane** lanes, const unsigned*, int n) {
   bool r = false;
   for (int i = 0; i < n; ++i) r = r || ::kjit::coop::operand<bool>(lanes[i]);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
 }
 
-inline void ballot(lane** lanes, const unsigned* ids, int n, unsigned);
+inline void ballot(lane** lanes, const unsigned* ids, int n);
 
 }  // namespace coop_detail
 
@@ -92,7 +91,7 @@ struct simd_vote {
   KJIT_INLINE bool any() const { return bits != 0; }
 };
 
-inline void coop_detail::ballot(lane** lanes, const unsigned* ids, int n, unsigned) {
+inline void coop_detail::ballot(lane** lanes, const unsigned* ids, int n) {
   simd_vote vote = {0, 0};
   for (int i = 0; i < n; ++i) {
     vote.bits |= simd_vote::vote_t(::kjit::coop::operand<bool>(lanes[i])) << ids[i];
@@ -110,7 +109,7 @@ KJIT_INLINE ::kjit::coop::barrier_wait threadgroup_barrier(mem_flags = mem_flags
 // A simdgroup barrier is a meeting of the simdgroup's lanes only.
 KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags::mem_none,
                                                            KJIT_SITE) {
-  return ::kjit::coop::simd_op(0, KJIT_AT, coop_detail::meet);
+  return ::kjit::coop::simd_op(0, KJIT_AT, ::kjit::coop::combine_meet);
 }
 
 #define KJIT_SIMD_REDUCTION(name, op)                                              \
