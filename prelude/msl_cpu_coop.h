@@ -67,16 +67,6 @@ void broadcast_first(lane** lanes, const unsigned*, int n) {
   const T v = ::kjit::coop::operand<T>(lanes[0]);
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v);
 }
-inline void all_of(lane** lanes, const unsigned*, int n) {
-  bool r = true;
-  for (int i = 0; i < n; ++i) r = r && ::kjit::coop::operand<bool>(lanes[i]);
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
-}
-inline void any_of(lane** lanes, const unsigned*, int n) {
-  bool r = false;
-  for (int i = 0; i < n; ++i) r = r || ::kjit::coop::operand<bool>(lanes[i]);
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], r);
-}
 
 inline void ballot(lane** lanes, const unsigned* ids, int n);
 
@@ -154,10 +144,10 @@ KJIT_INLINE ::kjit::coop::simd_wait<T> simd_broadcast_first(T x, KJIT_SITE) {
   return ::kjit::coop::simd_op(x, KJIT_AT, coop_detail::broadcast_first<T>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_all(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op(b, KJIT_AT, coop_detail::all_of);
+  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, coop_detail::and_op>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_any(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op(b, KJIT_AT, coop_detail::any_of);
+  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, coop_detail::or_op>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<simd_vote> simd_ballot(bool b, KJIT_SITE) {
   return {::kjit::coop::simd_op(b, KJIT_AT, coop_detail::ballot).request, {}};

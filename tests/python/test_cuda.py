@@ -562,7 +562,8 @@ METAL_VOTES = """
     const simd_vote positive = simd_ballot(x > 0.0f);
     const simd_vote everyone = simd_ballot(x > -100.0f);
     votes[i] = uint(simd_vote::vote_t(positive));
-    flags[i] = (positive.any() ? 1 : 0) + (everyone.all() ? 2 : 0) + (positive.all() ? 4 : 0);
+    flags[i] = (positive.any() ? 1 : 0) + (everyone.all() ? 2 : 0) + (positive.all() ? 4 : 0) +
+               (simd_any(x > 1.5f) ? 8 : 0) + (simd_all(x > 0.0f) ? 16 : 0);
     both[i] = metal::simd_sum(x) + 1000.0 * metal::simd_max(x);
 """
 
@@ -581,9 +582,10 @@ def test_simd_ballot_and_two_simd_operations_in_one_expression(device, rng):
     warps = x.astype(np.float64).reshape(-1, 32)
     bits = ((warps > 0).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(1)
     np.testing.assert_array_equal(votes, np.repeat(bits, 32))
-    expected = (warps > 0).any(1) + 2 + 4 * (warps > 0).all(1)
+    expected = ((warps > 0).any(1) + 2 + 4 * (warps > 0).all(1) + 8 * (warps > 1.5).any(1) +
+                16 * (warps > 0).all(1))
     np.testing.assert_array_equal(flags, np.repeat(expected, 32))
-    assert expected[1] == 7
+    assert expected[1] == 1 + 2 + 4 + 8 * (warps[1] > 1.5).any() + 16
     np.testing.assert_allclose(both, np.repeat(warps.sum(1) + 1000 * warps.max(1), 32),
                                rtol=1e-6)
 
