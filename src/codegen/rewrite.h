@@ -42,7 +42,7 @@ struct WaitingHelpers {
 };
 WaitingHelpers find_waiting_helpers(const std::vector<Token>& header, Dialect dialect);
 
-/// The header rewritten for the CPU's cooperative mode: each waiting helper returns
+/// The header rewritten for |target|; in the CPU's cooperative mode each of |helpers| returns
 /// kjit::coop::subtask<T> instead of T and its body is a coroutine. Throws kjit::ValueError for a
 /// waiting helper whose return type is deduced.
 std::string rewrite_header(const std::vector<Token>& header, Dialect dialect, Target target,

@@ -168,9 +168,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   w << "namespace kjit_user {\n";
   if (!spec.header.empty()) {
     w << "#line 1 \"" << kHeaderFile << "\"\n";
-    w << (helpers.names.empty()
-              ? rewrite(spec.header_tokens, spec.dialect, target)
-              : rewrite_header(spec.header_tokens, spec.dialect, target, helpers));
+    w << rewrite_header(spec.header_tokens, spec.dialect, target, helpers);
     w.resume_generated();
   }
 
@@ -200,10 +198,12 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
       }
     }
   }
-  if (target == Target::Cpu && (has_identifier(spec.source_tokens, "this_grid") ||
-                                has_identifier(spec.source_tokens, "this_thread_block") ||
-                                has_identifier(spec.header_tokens, "this_grid") ||
-                                has_identifier(spec.header_tokens, "this_thread_block"))) {
+  // Cooperative mode sets it for each thread it resumes.
+  if (target == Target::Cpu && !coroutine &&
+      (has_identifier(spec.source_tokens, "this_grid") ||
+       has_identifier(spec.source_tokens, "this_thread_block") ||
+       has_identifier(spec.header_tokens, "this_grid") ||
+       has_identifier(spec.header_tokens, "this_thread_block"))) {
     w << "  ::kjit::current_thread = &kjit_thread;\n";
   }
   w << "  (void)kjit_thread;\n";
