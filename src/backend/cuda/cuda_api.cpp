@@ -58,17 +58,19 @@ void load(Api& api, const std::vector<std::string>& files, Resolve resolve) {
   api.error = "not found (tried " + tried + ")";
 }
 
+// Resolves one function of an X-macro list into |a| from the library handle |h|, or returns its
+// name from the loader's callback when the library lacks it.
+#define KJIT_RESOLVE(name, ret, args)                      \
+  a.name = reinterpret_cast<ret(*) args>(dlsym(h, #name)); \
+  if (!a.name) return #name;
+
 }  // namespace
 
 const DriverApi& driver() {
   static const DriverApi api = [] {
     DriverApi a;
     load(a, {"libcuda.so.1", "libcuda.so"}, [&](void* h) -> std::string {
-#define KJIT_RESOLVE(name, ret, args)                                     \
-  a.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));                \
-  if (!a.name) return #name;
       KJIT_CUDA_DRIVER_FUNCTIONS(KJIT_RESOLVE)
-#undef KJIT_RESOLVE
       return {};
     });
     if (a.loaded) {
@@ -111,20 +113,17 @@ const std::string& nvrtc_file_identity() {
 const NvrtcApi& nvrtc() {
   static const NvrtcApi api = [] {
     NvrtcApi a;
-    load(a, nvrtc_candidates(),
-         [&](void* h) -> std::string {
-#define KJIT_RESOLVE(name, ret, args)                                     \
-  a.name = reinterpret_cast<ret(*) args>(dlsym(h, #name));                \
-  if (!a.name) return #name;
-           KJIT_NVRTC_FUNCTIONS(KJIT_RESOLVE)
-#undef KJIT_RESOLVE
-           return {};
-         });
+    load(a, nvrtc_candidates(), [&](void* h) -> std::string {
+      KJIT_NVRTC_FUNCTIONS(KJIT_RESOLVE)
+      return {};
+    });
     if (a.loaded) a.nvrtcVersion(&a.major, &a.minor);
     return a;
   }();
   return api;
 }
+
+#undef KJIT_RESOLVE
 
 void check(CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return;
