@@ -18,9 +18,7 @@ namespace {
 constexpr int64_t kMaxThreadsPerGroup = 1024;
 constexpr int64_t kMaxGridDim = 0xffffffffll;
 
-std::string prefix(const KernelSpec& spec) {
-  return "[kjit." + std::string(spec.api()) + "] ";
-}
+std::string prefix(const KernelSpec& spec) { return "[kjit." + std::string(spec.api()) + "] "; }
 std::string prefix_named(const KernelSpec& spec) {
   return prefix(spec) + "kernel '" + spec.name + "': ";
 }
@@ -37,13 +35,31 @@ bool is_reserved_name(const std::string& n) {
     if (n == a.name) return true;
   }
   static const std::set<std::string> kOthers = {
-      "device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "ray_data",
-      "object_data", "kernel", "vertex", "fragment",
-      "threadIdx", "blockIdx", "blockDim", "gridDim", "uint", "ushort", "uchar", "ulong",
-      "half", "bfloat", "float16_t", "bfloat16_t", "complex64_t", "metal", "cooperative_groups",
-      "cg", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
-      "uint64_t", "size_t", "WARP_SIZE", "MAX_NDIM"};
+      "device",    "constant",    "thread",      "threadgroup", "threadgroup_imageblock",
+      "ray_data",  "object_data", "kernel",      "vertex",      "fragment",
+      "threadIdx", "blockIdx",    "blockDim",    "gridDim",     "uint",
+      "ushort",    "uchar",       "ulong",       "half",        "bfloat",
+      "float16_t", "bfloat16_t",  "complex64_t", "metal",       "cooperative_groups",
+      "cg",        "int8_t",      "int16_t",     "int32_t",     "int64_t",
+      "uint8_t",   "uint16_t",    "uint32_t",    "uint64_t",    "size_t",
+      "WARP_SIZE", "MAX_NDIM"};
   return kOthers.count(n) > 0;
+}
+
+// Throws unless |n| can name a parameter or template argument; |where| is the message's prefix
+// and the argument's name.
+void check_usable_name(const std::string& where, const std::string& n) {
+  if (!codegen::is_identifier(n)) {
+    throw ValueError(where + ": '" + n + "' is not a valid identifier");
+  }
+  if (n.rfind("kjit_", 0) == 0) {
+    throw ValueError(where + ": '" + n + "' uses the reserved prefix 'kjit_'");
+  }
+  if (is_reserved_name(n)) {
+    throw ValueError(where + ": '" + n +
+                     "' is a name kernel bodies already have (a thread attribute, index "
+                     "variable or type); choose another");
+  }
 }
 
 std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& name,
@@ -59,20 +75,10 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
     throw ValueError(p + "name: '" + name + "' is not a valid identifier");
   }
   std::set<std::string> seen;
-  for (auto [list, param] : {std::pair{&input_names, "input_names"},
-                             std::pair{&output_names, "output_names"}}) {
+  for (auto [list, param] :
+       {std::pair{&input_names, "input_names"}, std::pair{&output_names, "output_names"}}) {
     for (const std::string& n : *list) {
-      if (!codegen::is_identifier(n)) {
-        throw ValueError(p + param + ": '" + n + "' is not a valid identifier");
-      }
-      if (n.rfind("kjit_", 0) == 0) {
-        throw ValueError(p + param + ": '" + n + "' uses the reserved prefix 'kjit_'");
-      }
-      if (is_reserved_name(n)) {
-        throw ValueError(p + param + ": '" + n +
-                         "' is a name kernel bodies already have (a thread attribute, index "
-                         "variable or type); choose another");
-      }
+      check_usable_name(p + param, n);
       if (!seen.insert(n).second) {
         throw ValueError(p + param + ": the name '" + n +
                          "' is used more than once across input_names and output_names");
@@ -120,9 +126,7 @@ struct Plan {
   std::shared_ptr<const cuda::Module> cuda_module;
 };
 
-bool same_template_args(const TemplateArgs& a, const TemplateArgs& b) {
-  return a == b;
-}
+bool same_template_args(const TemplateArgs& a, const TemplateArgs& b) { return a == b; }
 
 }  // namespace
 
@@ -177,22 +181,10 @@ namespace {
 void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
   std::set<std::string> seen;
   for (const auto& [name, value] : args) {
-    if (!codegen::is_identifier(name)) {
-      throw ValueError(prefix_named(spec) + "template: '" + name +
-                       "' is not a valid identifier");
-    }
+    check_usable_name(prefix_named(spec) + "template", name);
     if (!seen.insert(name).second) {
       throw ValueError(prefix_named(spec) + "template: the name '" + name +
                        "' is given more than once");
-    }
-    if (name.rfind("kjit_", 0) == 0) {
-      throw ValueError(prefix_named(spec) + "template: '" + name +
-                       "' uses the reserved prefix 'kjit_'");
-    }
-    if (is_reserved_name(name)) {
-      throw ValueError(prefix_named(spec) + "template: '" + name +
-                       "' is a name kernel bodies already have (a thread attribute, index "
-                       "variable or type); choose another");
     }
     auto clash = [&](const std::vector<std::string>& v) {
       return std::find(v.begin(), v.end(), name) != v.end();
@@ -217,8 +209,8 @@ void check_atomic_outputs(const KernelSpec& spec, const std::vector<Dtype>& outp
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Dtype d = outputs[o];
     if (d != Dtype::Int32 && d != Dtype::UInt32 && d != Dtype::Float32) {
-      throw ValueError(prefix_named(spec) + "output_dtypes[" + std::to_string(o) + "]: " +
-                       std::string(dtype_name(d)) +
+      throw ValueError(prefix_named(spec) + "output_dtypes[" + std::to_string(o) +
+                       "]: " + std::string(dtype_name(d)) +
                        " outputs cannot be atomic (atomic_outputs=True needs int32, uint32 or "
                        "float32, as on Metal)");
     }
@@ -228,8 +220,8 @@ void check_atomic_outputs(const KernelSpec& spec, const std::vector<Dtype>& outp
 void check_cuda_device(const KernelSpec& spec, const Device& device) {
   std::string reason = cuda::unavailable_reason();
   if (!reason.empty()) {
-    throw ValueError(prefix_named(spec) + "device: " + device.str() + " is not available: " +
-                     reason);
+    throw ValueError(prefix_named(spec) + "device: " + device.str() +
+                     " is not available: " + reason);
   }
   if (device.index >= cuda::device_count()) {
     throw ValueError(prefix_named(spec) + "device: " + device.str() +
@@ -266,9 +258,8 @@ Device resolve_device(const KernelSpec& spec, const std::vector<Array>& inputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].ndim() == 0) continue;  // scalars go wherever the kernel runs
     if (found && !(*found == inputs[i].device())) {
-      throw ValueError(prefix_named(spec) + "inputs: arrays on different devices (" +
-                       found->str() + " and " + inputs[i].device().str() + " for '" +
-                       spec.input_names[i] + "')");
+      throw ValueError(prefix_named(spec) + "inputs: arrays on different devices (" + found->str() +
+                       " and " + inputs[i].device().str() + " for '" + spec.input_names[i] + "')");
     }
     found = inputs[i].device();
   }
@@ -339,8 +330,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   const KernelSpec& spec = *spec_;
   const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
   if (inputs.size() != n_in) {
-    throw ValueError(prefix_named(spec) + "inputs: expected " + std::to_string(n_in) +
-                     " (" + join(spec.input_names) + "), got " + std::to_string(inputs.size()));
+    throw ValueError(prefix_named(spec) + "inputs: expected " + std::to_string(n_in) + " (" +
+                     join(spec.input_names) + "), got " + std::to_string(inputs.size()));
   }
   if (output_shapes.size() != n_out) {
     throw ValueError(prefix_named(spec) + "output_shapes: expected " + std::to_string(n_out) +
@@ -356,9 +347,9 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   const int64_t t[3] = {threadgroup.x, threadgroup.y, threadgroup.z};
   for (int d = 0; d < 3; ++d) {
     if (g[d] < 0 || g[d] > kMaxGridDim) {
-      throw ValueError(prefix_named(spec) + "grid: each size must be in [0, 2^32-1] threads, got (" +
-                       std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " +
-                       std::to_string(g[2]) + ")");
+      throw ValueError(
+          prefix_named(spec) + "grid: each size must be in [0, 2^32-1] threads, got (" +
+          std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " + std::to_string(g[2]) + ")");
     }
     if (t[d] < 1 || t[d] > kMaxThreadsPerGroup) {
       throw ValueError(prefix_named(spec) + "threadgroup: each size must be in [1, 1024], got (" +
@@ -373,9 +364,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   if (t[0] * t[1] * t[2] > max_threads) {
     throw ValueError(prefix_named(spec) + "threadgroup: (" + std::to_string(t[0]) + ", " +
                      std::to_string(t[1]) + ", " + std::to_string(t[2]) + ") has " +
-                     std::to_string(t[0] * t[1] * t[2]) +
-                     " threads; at most " + std::to_string(max_threads) +
-                     " are allowed per threadgroup");
+                     std::to_string(t[0] * t[1] * t[2]) + " threads; at most " +
+                     std::to_string(max_threads) + " are allowed per threadgroup");
   }
   for (size_t i = 0; i < n_in; ++i) {
     if (!inputs[i].valid()) {
@@ -426,8 +416,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   std::vector<Array> outputs;
   if (options.outputs) {
     if (options.outputs->size() != n_out) {
-      throw ValueError(prefix_named(spec) + "outputs: expected " + std::to_string(n_out) +
-                       " (" + join(spec.output_names) + "), got " +
+      throw ValueError(prefix_named(spec) + "outputs: expected " + std::to_string(n_out) + " (" +
+                       join(spec.output_names) + "), got " +
                        std::to_string(options.outputs->size()));
     }
     for (size_t o = 0; o < n_out; ++o) {
@@ -472,8 +462,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     for (int d = 0; d < a.ndim(); ++d) {
       if (a.shape(d) > 0x7fffffff && spec.input_uses[i].shape) {
         throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) +
-                         "]: a dimension over 2^31-1 cannot be passed as " +
-                         spec.input_names[i] + "_shape");
+                         "]: a dimension over 2^31-1 cannot be passed as " + spec.input_names[i] +
+                         "_shape");
       }
     }
   }
@@ -487,9 +477,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   if (device.type == DeviceType::CPU) {
     cpu::launch(*plan->cpu_module, staged, outputs, dims);
   } else {
-    cuda::launch(*plan->cuda_module,
-                 {plan->layout, staged, outputs, dims, spec.shared_memory, options.stream,
-                  device.index});
+    cuda::launch(*plan->cuda_module, {plan->layout, staged, outputs, dims, spec.shared_memory,
+                                      options.stream, device.index});
   }
   if (options.outputs) {
     for (size_t o = 0; o < n_out; ++o) {
