@@ -72,31 +72,25 @@ struct numeric_limits<bfloat, false>
 template <class T, int N>
 struct packed_vec;
 template <class T>
-struct packed_vec<T, 2> : ::kjit::swizzles<packed_vec<T, 2>, T> {
+struct packed_vec<T, 2> : ::kjit::vector_access<packed_vec<T, 2>, T, 2> {
   T x, y;
   packed_vec() = default;
   KJIT_INLINE packed_vec(const vec<T, 2>& v) : x(v.x), y(v.y) {}
   KJIT_INLINE operator vec<T, 2>() const { return {x, y}; }
-  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : y; }
-  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : y; }
 };
 template <class T>
-struct packed_vec<T, 3> : ::kjit::swizzles<packed_vec<T, 3>, T> {
+struct packed_vec<T, 3> : ::kjit::vector_access<packed_vec<T, 3>, T, 3> {
   T x, y, z;
   packed_vec() = default;
   KJIT_INLINE packed_vec(const vec<T, 3>& v) : x(v.x), y(v.y), z(v.z) {}
   KJIT_INLINE operator vec<T, 3>() const { return {x, y, z}; }
-  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : z; }
-  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : z; }
 };
 template <class T>
-struct packed_vec<T, 4> : ::kjit::swizzles<packed_vec<T, 4>, T> {
+struct packed_vec<T, 4> : ::kjit::vector_access<packed_vec<T, 4>, T, 4> {
   T x, y, z, w;
   packed_vec() = default;
   KJIT_INLINE packed_vec(const vec<T, 4>& v) : x(v.x), y(v.y), z(v.z), w(v.w) {}
   KJIT_INLINE operator vec<T, 4>() const { return {x, y, z, w}; }
-  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
-  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
 };
 
 }  // namespace metal

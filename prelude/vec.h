@@ -32,9 +32,15 @@ struct swizzle_view {
 #undef KJIT_SWIZZLE_COMPOUND
 };
 
-template <class V, class T>
-struct swizzles {
+// What every short vector type (vec, and Metal's packed vectors) has over its members x, y, z,
+// w: element access by index and the swizzles. Access by index selects a member (never pointer
+// arithmetic across members), so that vectors stay in registers once loops over their elements
+// are unrolled.
+template <class V, class T, int N>
+struct vector_access {
   using element_type = T;
+  KJIT_INLINE T& operator[](int i) { return element(static_cast<V&>(*this), i); }
+  KJIT_INLINE const T& operator[](int i) const { return element(static_cast<const V&>(*this), i); }
   template <int... I>
   KJIT_INLINE vec<T, sizeof...(I)> swizzle() const {
     const V& v = static_cast<const V&>(*this);
@@ -44,24 +50,32 @@ struct swizzles {
   KJIT_INLINE swizzle_view<V, I...> swizzle_ref() {
     return {static_cast<V&>(*this)};
   }
+
+ private:
+  template <class W>
+  KJIT_INLINE static auto& element(W& v, int i) {
+    if constexpr (N == 2) {
+      return i == 0 ? v.x : v.y;
+    } else if constexpr (N == 3) {
+      return i == 0 ? v.x : i == 1 ? v.y : v.z;
+    } else {
+      return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+    }
+  }
 };
 
 template <class T>
-struct alignas(2 * sizeof(T)) vec<T, 2> : swizzles<vec<T, 2>, T> {
+struct alignas(2 * sizeof(T)) vec<T, 2> : vector_access<vec<T, 2>, T, 2> {
   T x, y;
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s) {}
   KJIT_INLINE constexpr vec(T a, T b) : x(a), y(b) {}
   template <class U>
   KJIT_INLINE constexpr explicit vec(const vec<U, 2>& v) : x(T(v.x)), y(T(v.y)) {}
-  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : y; }
-  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : y; }
 };
 
-// Element access by index selects a member (never pointer arithmetic across members), so that
-// vectors stay in registers once loops over their elements are unrolled.
 template <class T>
-struct alignas(4 * sizeof(T)) vec<T, 3> : swizzles<vec<T, 3>, T> {
+struct alignas(4 * sizeof(T)) vec<T, 3> : vector_access<vec<T, 3>, T, 3> {
   T x, y, z;
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s) {}
@@ -77,12 +91,10 @@ struct alignas(4 * sizeof(T)) vec<T, 3> : swizzles<vec<T, 3>, T> {
     return ::make_uint3(unsigned(x), unsigned(y), unsigned(z));
   }
 #endif
-  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : z; }
-  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : z; }
 };
 
 template <class T>
-struct alignas(4 * sizeof(T)) vec<T, 4> : swizzles<vec<T, 4>, T> {
+struct alignas(4 * sizeof(T)) vec<T, 4> : vector_access<vec<T, 4>, T, 4> {
   T x, y, z, w;
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s), w(s) {}
@@ -94,8 +106,6 @@ struct alignas(4 * sizeof(T)) vec<T, 4> : swizzles<vec<T, 4>, T> {
   template <class U>
   KJIT_INLINE constexpr explicit vec(const vec<U, 4>& v)
       : x(T(v.x)), y(T(v.y)), z(T(v.z)), w(T(v.w)) {}
-  KJIT_INLINE T& operator[](int i) { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
-  KJIT_INLINE const T& operator[](int i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
 };
 
 template <class T>
