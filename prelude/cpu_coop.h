@@ -194,13 +194,25 @@ struct simd_wait {
   }
 };
 
-// A SIMD-group operation on |x|, whose result is a T.
+// The result type of a SIMD-group operation: its operand's, unless given (a ballot of ints is a
+// mask).
+template <class Result, class T>
+struct op_result {
+  using type = Result;
+};
 template <class T>
-KJIT_INLINE simd_wait<T> simd_op(T x, unsigned site, void (*combine)(lane**, const unsigned*, int),
-                                 unsigned arg = 0, unsigned width = 32) {
+struct op_result<void, T> {
+  using type = T;
+};
+
+// A SIMD-group operation on |x|, whose result is a Result (by default, of x's type).
+template <class Result = void, class T>
+KJIT_INLINE simd_wait<typename op_result<Result, T>::type> simd_op(
+    T x, unsigned site, void (*combine)(lane**, const unsigned*, int), unsigned arg = 0,
+    unsigned width = 32) {
   static_assert(sizeof(T) <= sizeof(simd_request::value),
                 "operand too large for a SIMD-group operation");
-  simd_wait<T> w;
+  simd_wait<typename op_result<Result, T>::type> w;
   __builtin_memcpy(w.request.value, &x, sizeof(T));
   w.request.site = site;
   w.request.combine = combine;

@@ -78,17 +78,17 @@ KJIT_CUDA_SHUFFLE(__shfl_xor_sync, ::kjit::coop::from_xor)
 #undef KJIT_CUDA_SHUFFLE
 
 // Votes over segments of |width| lanes: 32 for the warp functions, N for a tile's.
-#define KJIT_CUDA_VOTE(name, T, combine)                                                 \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, int predicate, KJIT_SITE,        \
-                                              unsigned width = 32) {                     \
-    return {::kjit::coop::simd_op(predicate, kjit_line, combine, 0, width).request, {}}; \
+#define KJIT_CUDA_VOTE(name, T, combine)                                          \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, int predicate, KJIT_SITE, \
+                                              unsigned width = 32) {              \
+    return ::kjit::coop::simd_op<T>(predicate, kjit_line, combine, 0, width);     \
   }
 KJIT_CUDA_VOTE(__ballot_sync, unsigned, coop_detail::ballot)
 KJIT_CUDA_VOTE(__any_sync, int, coop_detail::any_of)
 KJIT_CUDA_VOTE(__all_sync, int, coop_detail::all_of)
 #undef KJIT_CUDA_VOTE
 KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __activemask(KJIT_SITE) {
-  return {::kjit::coop::simd_op(0, kjit_line, coop_detail::active).request, {}};
+  return ::kjit::coop::simd_op<unsigned>(0, kjit_line, coop_detail::active);
 }
 
 }  // namespace kjit::cuda_dialect

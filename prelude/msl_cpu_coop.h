@@ -150,7 +150,7 @@ KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_any(bool b, KJIT_SITE) {
   return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, coop_detail::or_op>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<simd_vote> simd_ballot(bool b, KJIT_SITE) {
-  return {::kjit::coop::simd_op(b, KJIT_AT, coop_detail::ballot).request, {}};
+  return ::kjit::coop::simd_op<simd_vote>(b, KJIT_AT, coop_detail::ballot);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_is_first(KJIT_SITE) {
   return ::kjit::coop::simd_op(false, KJIT_AT, coop_detail::first_present);
