@@ -94,6 +94,61 @@ namespace precise {
 KJIT_MSL_MATH
 }
 
+// How the SIMD-group reductions and scans combine values (each target's simd_sum, simd_max...
+// apply them over a simdgroup); sums and products know their identity, for scans.
+namespace simd_ops {
+struct add_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a + b);
+  }
+  template <class T>
+  static T identity() {
+    return T(0);
+  }
+};
+struct mul_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a * b);
+  }
+  template <class T>
+  static T identity() {
+    return T(1);
+  }
+};
+struct max_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return ::kjit::max(a, b);
+  }
+};
+struct min_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return ::kjit::min(a, b);
+  }
+};
+struct and_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a & b);
+  }
+};
+struct or_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a | b);
+  }
+};
+struct xor_op {
+  template <class T>
+  KJIT_INLINE T operator()(T a, T b) const {
+    return T(a ^ b);
+  }
+};
+}  // namespace simd_ops
+
 }  // namespace metal
 
 // The barriers and SIMD-group operations, which each target defines (msl_cuda.h on the GPU,

@@ -8,57 +8,6 @@ namespace coop_detail {
 
 using ::kjit::coop::lane;
 
-struct add_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a + b);
-  }
-  template <class T>
-  static T identity() {
-    return T(0);
-  }
-};
-struct mul_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a * b);
-  }
-  template <class T>
-  static T identity() {
-    return T(1);
-  }
-};
-struct max_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return ::kjit::max(a, b);
-  }
-};
-struct min_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return ::kjit::min(a, b);
-  }
-};
-struct and_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a & b);
-  }
-};
-struct or_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a | b);
-  }
-};
-struct xor_op {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a ^ b);
-  }
-};
-
 inline void first_present(lane** lanes, const unsigned*, int n) {
   for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], i == 0);
 }
@@ -107,13 +56,13 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                    \
     return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_reduce<T, op>); \
   }
-KJIT_SIMD_REDUCTION(simd_sum, coop_detail::add_op)
-KJIT_SIMD_REDUCTION(simd_product, coop_detail::mul_op)
-KJIT_SIMD_REDUCTION(simd_max, coop_detail::max_op)
-KJIT_SIMD_REDUCTION(simd_min, coop_detail::min_op)
-KJIT_SIMD_REDUCTION(simd_and, coop_detail::and_op)
-KJIT_SIMD_REDUCTION(simd_or, coop_detail::or_op)
-KJIT_SIMD_REDUCTION(simd_xor, coop_detail::xor_op)
+KJIT_SIMD_REDUCTION(simd_sum, simd_ops::add_op)
+KJIT_SIMD_REDUCTION(simd_product, simd_ops::mul_op)
+KJIT_SIMD_REDUCTION(simd_max, simd_ops::max_op)
+KJIT_SIMD_REDUCTION(simd_min, simd_ops::min_op)
+KJIT_SIMD_REDUCTION(simd_and, simd_ops::and_op)
+KJIT_SIMD_REDUCTION(simd_or, simd_ops::or_op)
+KJIT_SIMD_REDUCTION(simd_xor, simd_ops::xor_op)
 #undef KJIT_SIMD_REDUCTION
 
 #define KJIT_SIMD_SCAN(name, op, inclusive)                                                 \
@@ -121,10 +70,10 @@ KJIT_SIMD_REDUCTION(simd_xor, coop_detail::xor_op)
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                             \
     return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_scan<T, op, inclusive>); \
   }
-KJIT_SIMD_SCAN(simd_prefix_inclusive_sum, coop_detail::add_op, true)
-KJIT_SIMD_SCAN(simd_prefix_exclusive_sum, coop_detail::add_op, false)
-KJIT_SIMD_SCAN(simd_prefix_inclusive_product, coop_detail::mul_op, true)
-KJIT_SIMD_SCAN(simd_prefix_exclusive_product, coop_detail::mul_op, false)
+KJIT_SIMD_SCAN(simd_prefix_inclusive_sum, simd_ops::add_op, true)
+KJIT_SIMD_SCAN(simd_prefix_exclusive_sum, simd_ops::add_op, false)
+KJIT_SIMD_SCAN(simd_prefix_inclusive_product, simd_ops::mul_op, true)
+KJIT_SIMD_SCAN(simd_prefix_exclusive_product, simd_ops::mul_op, false)
 #undef KJIT_SIMD_SCAN
 
 #define KJIT_SIMD_SHUFFLE(name, source)                                                      \
@@ -144,10 +93,10 @@ KJIT_INLINE ::kjit::coop::simd_wait<T> simd_broadcast_first(T x, KJIT_SITE) {
   return ::kjit::coop::simd_op(x, KJIT_AT, coop_detail::broadcast_first<T>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_all(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, coop_detail::and_op>);
+  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, simd_ops::and_op>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_any(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, coop_detail::or_op>);
+  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, simd_ops::or_op>);
 }
 KJIT_INLINE ::kjit::coop::simd_wait<simd_vote> simd_ballot(bool b, KJIT_SITE) {
   return ::kjit::coop::simd_op<simd_vote>(b, KJIT_AT, coop_detail::ballot);

@@ -81,45 +81,31 @@ KJIT_INLINE T scan(T x, Op op, T identity) {
 
 }  // namespace simd_detail
 
-// Each reduction: its combining operation (simd_detail::<name>_op) and the function.
-#define KJIT_SIMD_REDUCTION(name, combine)                   \
-  namespace simd_detail {                                    \
-  struct name##_op {                                         \
-    template <class T>                                       \
-    KJIT_INLINE T operator()(T a, T b) const {               \
-      return combine;                                        \
-    }                                                        \
-  };                                                         \
-  }                                                          \
-  template <class T>                                         \
-  KJIT_INLINE T name(T x) {                                  \
-    return simd_detail::reduce(x, simd_detail::name##_op{}); \
+#define KJIT_SIMD_REDUCTION(name, op)    \
+  template <class T>                     \
+  KJIT_INLINE T name(T x) {              \
+    return simd_detail::reduce(x, op{}); \
   }
-KJIT_SIMD_REDUCTION(simd_sum, T(a + b))
-KJIT_SIMD_REDUCTION(simd_product, T(a* b))
-KJIT_SIMD_REDUCTION(simd_max, ::kjit::max(a, b))
-KJIT_SIMD_REDUCTION(simd_min, ::kjit::min(a, b))
-KJIT_SIMD_REDUCTION(simd_and, T(a& b))
-KJIT_SIMD_REDUCTION(simd_or, T(a | b))
-KJIT_SIMD_REDUCTION(simd_xor, T(a ^ b))
+KJIT_SIMD_REDUCTION(simd_sum, simd_ops::add_op)
+KJIT_SIMD_REDUCTION(simd_product, simd_ops::mul_op)
+KJIT_SIMD_REDUCTION(simd_max, simd_ops::max_op)
+KJIT_SIMD_REDUCTION(simd_min, simd_ops::min_op)
+KJIT_SIMD_REDUCTION(simd_and, simd_ops::and_op)
+KJIT_SIMD_REDUCTION(simd_or, simd_ops::or_op)
+KJIT_SIMD_REDUCTION(simd_xor, simd_ops::xor_op)
 #undef KJIT_SIMD_REDUCTION
 
-template <class T>
-KJIT_INLINE T simd_prefix_inclusive_sum(T x) {
-  return simd_detail::scan<true>(x, simd_detail::simd_sum_op{}, T(0));
-}
-template <class T>
-KJIT_INLINE T simd_prefix_exclusive_sum(T x) {
-  return simd_detail::scan<false>(x, simd_detail::simd_sum_op{}, T(0));
-}
-template <class T>
-KJIT_INLINE T simd_prefix_inclusive_product(T x) {
-  return simd_detail::scan<true>(x, simd_detail::simd_product_op{}, T(1));
-}
-template <class T>
-KJIT_INLINE T simd_prefix_exclusive_product(T x) {
-  return simd_detail::scan<false>(x, simd_detail::simd_product_op{}, T(1));
-}
+#define KJIT_SIMD_SCAN(name, op, inclusive)                                   \
+  template <class T>                                                          \
+  KJIT_INLINE T name(T x) {                                                   \
+    return simd_detail::scan<inclusive>(x, op{}, op::template identity<T>()); \
+  }
+KJIT_SIMD_SCAN(simd_prefix_inclusive_sum, simd_ops::add_op, true)
+KJIT_SIMD_SCAN(simd_prefix_exclusive_sum, simd_ops::add_op, false)
+KJIT_SIMD_SCAN(simd_prefix_inclusive_product, simd_ops::mul_op, true)
+KJIT_SIMD_SCAN(simd_prefix_exclusive_product, simd_ops::mul_op, false)
+#undef KJIT_SIMD_SCAN
+
 // Shuffles: a lane out of range keeps its own value (CUDA's rule and Metal's).
 template <class T>
 KJIT_INLINE T simd_shuffle(T x, unsigned short lane) {
