@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/device_ops.h"
+#include "core/shape_check.h"
 
 namespace kjit {
 namespace {
@@ -14,15 +15,7 @@ void check_shape(const Shape& shape, const char* what) {
     throw ValueError(std::string(what) + ": " + std::to_string(shape.size()) +
                      " dimensions; at most " + std::to_string(kMaxNdim) + " are supported");
   }
-  int64_t elements = 1;
-  for (int64_t d : shape) {
-    if (d < 0) {
-      throw ValueError(std::string(what) + ": dimensions must be >= 0, got " + std::to_string(d));
-    }
-    if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 56)) {
-      throw ValueError(std::string(what) + ": too many elements (more than 2^56)");
-    }
-  }
+  check_dimensions(shape, what);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "codegen/source.h"
 #include "core/device_ops.h"
 #include "core/kernel_spec.h"
+#include "core/shape_check.h"
 
 namespace kjit {
 namespace {
@@ -379,17 +380,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(output_shapes[o].size()) +
                        " dimensions; at most 10 are supported");
     }
-    int64_t elements = 1;
-    for (int64_t d : output_shapes[o]) {
-      if (d < 0) {
-        throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) +
-                         "]: dimensions must be >= 0, got " + std::to_string(d));
-      }
-      if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 56)) {
-        throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) +
-                         "]: too many elements (more than 2^56)");
-      }
-    }
+    check_dimensions(output_shapes[o],
+                     prefix_named(spec) + "output_shapes[" + std::to_string(o) + "]");
   }
   std::shared_ptr<const Plan> plan = state_->find(inputs, output_dtypes, template_args, device);
   if (!plan) {

@@ -1,0 +1,25 @@
+// The checks every shape a caller gives goes through: no negative dimension, and a number of
+// elements that fits comfortably in 64-bit byte offsets.
+#pragma once
+
+#include <kjit/array.h>
+#include <kjit/errors.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kjit {
+
+/// Throws kjit::ValueError, prefixed by |what|, for a negative dimension or more than 2^56
+/// elements.
+inline void check_dimensions(const Shape& shape, const std::string& what) {
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw ValueError(what + ": dimensions must be >= 0, got " + std::to_string(d));
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 56)) {
+      throw ValueError(what + ": too many elements (more than 2^56)");
+    }
+  }
+}
+
+}  // namespace kjit
