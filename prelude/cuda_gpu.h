@@ -1,14 +1,18 @@
-// cooperative_groups basics on the GPU (no toolkit header needed). The launch is a 1-D grid of
-// blocks, so the native indices give CUDA's ranks directly.
+// cooperative_groups basics on the GPU (no toolkit header needed). Blocks are numbered x-fastest
+// over the launch's grid of blocks, which is the kernel's grid of groups or its flattening.
 namespace cooperative_groups {
 
 struct grid_group {
   KJIT_INLINE unsigned long long thread_rank() const {
-    return static_cast<unsigned long long>(blockIdx.x) * (blockDim.x * blockDim.y * blockDim.z) +
+    const unsigned long long block =
+        blockIdx.x +
+        static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
+    return block * (blockDim.x * blockDim.y * blockDim.z) +
            (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
   }
   KJIT_INLINE unsigned long long size() const {
-    return static_cast<unsigned long long>(gridDim.x) * (blockDim.x * blockDim.y * blockDim.z);
+    return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z *
+           (blockDim.x * blockDim.y * blockDim.z);
   }
   KJIT_INLINE unsigned long long num_threads() const { return size(); }
 };

@@ -1,5 +1,6 @@
-// How the CUDA backend runs a launch: a 1-D grid of blocks (gridDim.y and .z are capped at
-// 65535, grids in threads are not), each block one group of the kernel's 3-D grid; threads of an
+// How the CUDA backend runs a launch: each block is one group of the kernel's 3-D grid of groups.
+// A grid of groups that fits the driver's caps (65535 in y and z) is launched as it is; a taller
+// one is launched as a 1-D grid of blocks and each block decodes its 3-D group id. Threads of an
 // edge group that fall outside the grid return before the body runs.
 #include "thread_ctx.h"
 
@@ -26,7 +27,11 @@ KJIT_INLINE thread_ctx make_thread_ctx(const kjit_cuda_launch& L) {
     t.group_size = uint3(left < L.group[0] ? left : L.group[0], 1u, 1u);
     t.global_id = uint3(t.origin.x + threadIdx.x, 0u, 0u);
   } else {
-    t.enter_group(blockIdx.x);
+    if (gridDim.y == 1 && gridDim.z == 1) {
+      t.enter_group(blockIdx.x);  // flattened (or a single row of groups): decoded
+    } else {
+      t.enter_group_at(uint3(blockIdx.x, blockIdx.y, blockIdx.z));
+    }
     t.global_id = t.origin + uint3(threadIdx.x, threadIdx.y, threadIdx.z);
   }
   return t;

@@ -20,12 +20,17 @@ struct thread_ctx {
   template <class G>
   KJIT_INLINE void enter_group(G g) {
     if (groups.y == 1 && groups.z == 1) {
-      group_id = uint3(static_cast<unsigned>(g), 0u, 0u);
+      enter_group_at(uint3(static_cast<unsigned>(g), 0u, 0u));
     } else {
       const G gx = groups.x, gxy = gx * groups.y;
-      group_id = uint3(static_cast<unsigned>(g % gx), static_cast<unsigned>((g % gxy) / gx),
-                       static_cast<unsigned>(g / gxy));
+      enter_group_at(uint3(static_cast<unsigned>(g % gx), static_cast<unsigned>((g % gxy) / gx),
+                           static_cast<unsigned>(g / gxy)));
     }
+  }
+
+  // Sets everything but global_id for the group at |id|.
+  KJIT_INLINE void enter_group_at(uint3 id) {
+    group_id = id;
     origin = uint3(group_id.x * group.x, group_id.y * group.y, group_id.z * group.z);
     const uint3 left = grid - origin;
     group_size = uint3(left.x < group.x ? left.x : group.x, left.y < group.y ? left.y : group.y,

@@ -323,14 +323,23 @@ void launch(const Module& module, const LaunchArgs& a) {
   put(&record, sizeof record);
   const uint64_t blocks = uint64_t{a.dims.groups[0]} * a.dims.groups[1] * a.dims.groups[2];
   if (blocks == 0) return;
-  if (blocks > 0x7fffffffull) {
-    throw ValueError("grid: " + std::to_string(blocks) +
+  // A grid of groups within the driver's caps launches as it is, so blocks know their 3-D id
+  // without dividing; a taller one is flattened to x and decoded in the kernel.
+  unsigned launch_grid[3] = {a.dims.groups[0], a.dims.groups[1], a.dims.groups[2]};
+  const bool flatten = a.dims.groups[1] > 65535 || a.dims.groups[2] > 65535;
+  if (flatten) {
+    launch_grid[0] = static_cast<unsigned>(blocks);
+    launch_grid[1] = launch_grid[2] = 1;
+  }
+  const uint64_t blocks_in_x = flatten ? blocks : a.dims.groups[0];
+  if (blocks_in_x > 0x7fffffffull) {
+    throw ValueError("grid: " + std::to_string(blocks_in_x) +
                      " threadgroups are more than CUDA launches at once (2^31-1)");
   }
   make_current(a.device);
   const bool one_d = a.dims.grid[1] == 1 && a.dims.grid[2] == 1;
-  KJIT_CU(cuLaunchKernel, module.entry(one_d), static_cast<unsigned>(blocks), 1, 1, a.dims.group[0],
-          a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
+  KJIT_CU(cuLaunchKernel, module.entry(one_d), launch_grid[0], launch_grid[1], launch_grid[2],
+          a.dims.group[0], a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
           as_stream(a.stream), params.data(), nullptr);
 }
 
