@@ -167,15 +167,45 @@ bool is_python_scalar(nb::handle obj) {
   return PyBool_Check(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyFloat_CheckExact(obj.ptr());
 }
 
+namespace {
+
+// Dtype objects of other libraries are long-lived singletons: what each one means is remembered.
+struct KnownDtypes {
+  std::mutex mutex;
+  std::unordered_map<PyObject*, Dtype> map;
+};
+
+KnownDtypes& known_dtypes() {
+  static KnownDtypes known;
+  return known;
+}
+
+}  // namespace
+
+bool is_immutable(nb::handle obj) {
+  PyObject* o = obj.ptr();
+  if (PyLong_CheckExact(o) || PyBool_Check(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o)) {
+    return true;
+  }
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i) {
+      if (!is_immutable(PyTuple_GET_ITEM(o, i))) return false;
+    }
+    return true;
+  }
+  if (nb::isinstance<Dtype>(obj)) return true;
+  KnownDtypes& known = known_dtypes();
+  std::lock_guard lock(known.mutex);
+  return known.map.count(o) != 0;
+}
+
 Dtype to_dtype(nb::handle obj, const Param& param) {
   if (nb::isinstance<Dtype>(obj)) return nb::cast<Dtype>(obj);
-  // Dtype objects of other libraries are long-lived singletons: remember what each one means.
-  static std::mutex mutex;
-  static std::unordered_map<PyObject*, Dtype> known;
+  KnownDtypes& known = known_dtypes();
   {
-    std::lock_guard lock(mutex);
-    auto it = known.find(obj.ptr());
-    if (it != known.end()) return it->second;
+    std::lock_guard lock(known.mutex);
+    auto it = known.map.find(obj.ptr());
+    if (it != known.map.end()) return it->second;
   }
   std::string name;
   if (nb::isinstance<nb::str>(obj)) {
@@ -204,8 +234,8 @@ Dtype to_dtype(nb::handle obj, const Param& param) {
     throw TypeError(param.str() + e.what());
   }
   if (!nb::isinstance<nb::str>(obj)) {
-    std::lock_guard lock(mutex);
-    if (known.emplace(obj.ptr(), d).second) Py_INCREF(obj.ptr());  // kept for the cache key
+    std::lock_guard lock(known.mutex);
+    if (known.map.emplace(obj.ptr(), d).second) Py_INCREF(obj.ptr());  // kept for the cache key
   }
   return d;
 }
@@ -215,25 +245,42 @@ namespace {
 // A torch.Tensor read through its own accessors: torch's __dlpack__ is Python code and costs
 // several microseconds a call, the accessors a fraction of one.
 Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner) {
+  // Interned once: attribute lookups by a ready name skip making a string per call.
+  static PyObject* const kDtype = PyUnicode_InternFromString("dtype");
+  static PyObject* const kGetDevice = PyUnicode_InternFromString("get_device");
+  static PyObject* const kShape = PyUnicode_InternFromString("shape");
+  static PyObject* const kStride = PyUnicode_InternFromString("stride");
+  static PyObject* const kDataPtr = PyUnicode_InternFromString("data_ptr");
+  auto get = [](nb::handle obj, PyObject* name) {
+    nb::object r = nb::steal(PyObject_GetAttr(obj.ptr(), name));
+    if (!r.is_valid()) throw nb::python_error();
+    return r;
+  };
+  auto call = [](nb::handle obj, PyObject* name) {
+    nb::object r = nb::steal(PyObject_CallMethodNoArgs(obj.ptr(), name));
+    if (!r.is_valid()) throw nb::python_error();
+    return r;
+  };
   nb::object t = nb::borrow(tensor);
-  const Dtype dtype = to_dtype(t.attr("dtype"), param);
+  const Dtype dtype = to_dtype(get(t, kDtype), param);
   // A lazily conjugated complex view holds unconjugated data: materialise it.
   if (dtype == Dtype::Complex64 && nb::cast<bool>(t.attr("is_conj")())) {
     t = t.attr("resolve_conj")();
   }
-  const int device = nb::cast<int>(t.attr("get_device")());  // -1 on the CPU
-  nb::object shape_obj = t.attr("shape"), strides_obj = t.attr("stride")();
-  const size_t ndim = nb::len(shape_obj);
-  if (ndim > static_cast<size_t>(kMaxNdim)) {
+  const long device = PyLong_AsLong(call(t, kGetDevice).ptr());  // -1 on the CPU
+  nb::object shape_obj = get(t, kShape), strides_obj = call(t, kStride);
+  const Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj.ptr());
+  if (ndim > kMaxNdim) {
     throw ValueError(param.str() + ": " + std::to_string(ndim) + " dimensions; at most 10 are supported");
   }
-  Shape shape(ndim), strides(ndim);
-  for (size_t i = 0; i < ndim; ++i) {
-    shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj.ptr(), i));
-    strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides_obj.ptr(), i));
+  Shape shape(static_cast<size_t>(ndim)), strides(static_cast<size_t>(ndim));
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    shape[static_cast<size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj.ptr(), i));
+    strides[static_cast<size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides_obj.ptr(), i));
   }
-  void* data = PyLong_AsVoidPtr(nb::object(t.attr("data_ptr")()).ptr());
-  return Array::borrow(data, shape, strides, dtype, device < 0 ? Device::cpu() : Device::cuda(device),
+  void* data = PyLong_AsVoidPtr(call(t, kDataPtr).ptr());
+  return Array::borrow(data, shape, strides, dtype,
+                       device < 0 ? Device::cpu() : Device::cuda(static_cast<int>(device)),
                        std::move(owner));
 }
 

@@ -57,6 +57,10 @@ Framework framework_of(nb::handle obj);
 /// A dtype from a kjit.Dtype, a string, a NumPy dtype or type, or a torch dtype.
 Dtype to_dtype(nb::handle obj, const Param& param);
 
+/// True when |obj| cannot change its value: an exact int, bool, float or str, a dtype object
+/// to_dtype has seen (those are singletons), or a tuple of such.
+bool is_immutable(nb::handle obj);
+
 /// True for Python bool, int and float objects (kernel scalars).
 bool is_python_scalar(nb::handle obj);
 

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "call_memo.h"
 #include "convert.h"
 
 namespace nb = nanobind;
@@ -14,6 +15,12 @@ using namespace nb::literals;
 
 namespace kjit::python {
 namespace {
+
+// The Python kernel object: a kernel and what its calls remember.
+struct PyKernel : Kernel {
+  explicit PyKernel(Kernel k) : Kernel(std::move(k)) {}
+  CallMemo memo;
+};
 
 std::vector<std::string> to_names(nb::handle obj, const char* api, const char* param) {
   std::string p = std::string("[kjit.") + api + "] " + param;
@@ -168,7 +175,7 @@ std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handl
   return out;
 }
 
-nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
+nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup,
                 nb::handle template_args, nb::handle init_value, nb::handle verbose,
                 nb::handle stream, nb::handle device, nb::handle outputs) {
@@ -190,11 +197,17 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
     arrays.push_back(to_array(item, input_param.at(index, name), false));
     if (framework == Framework::None && !is_python_scalar(item)) framework = framework_of(item);
   }
-  std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
-  std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
-  Dim3 g = to_dim3(grid, t / "grid");
-  Dim3 tg = to_dim3(threadgroup, t / "threadgroup");
-  TemplateArgs targs = to_template_args(t / "template", template_args);
+  const std::vector<Shape>& shapes = k.memo.output_shapes.get(output_shapes, [&](nb::handle o) {
+    return to_list(o, t / "output_shapes", to_shape);
+  });
+  const std::vector<Dtype>& dtypes = k.memo.output_dtypes.get(output_dtypes, [&](nb::handle o) {
+    return to_list(o, t / "output_dtypes", to_dtype);
+  });
+  const Dim3 g = k.memo.grid.get(grid, [&](nb::handle o) { return to_dim3(o, t / "grid"); });
+  const Dim3 tg = k.memo.threadgroup.get(
+      threadgroup, [&](nb::handle o) { return to_dim3(o, t / "threadgroup"); });
+  const TemplateArgs& targs = k.memo.template_args.get(
+      template_args, [&](nb::handle o) { return to_template_args(t / "template", o); });
   std::optional<double> init;
   if (!init_value.is_none()) {
     if (!PyFloat_Check(init_value.ptr()) && !PyLong_Check(init_value.ptr())) {
@@ -252,11 +265,11 @@ nb::object call(const Kernel& k, nb::handle inputs, nb::handle output_shapes,
 }  // namespace
 
 void init_kernel(nb::module_& m) {
-  nb::class_<Kernel>(m, "Kernel",
+  nb::class_<PyKernel>(m, "Kernel",
                      "A kernel built from a body string. Call it with keyword arguments to run.")
-      .def_prop_ro("name", &Kernel::name)
-      .def_prop_ro("input_names", &Kernel::input_names)
-      .def_prop_ro("output_names", &Kernel::output_names)
+      .def_prop_ro("name", [](const PyKernel& k) { return k.name(); })
+      .def_prop_ro("input_names", [](const PyKernel& k) { return k.input_names(); })
+      .def_prop_ro("output_names", [](const PyKernel& k) { return k.output_names(); })
       .def("__call__", &call, nb::kw_only(), "inputs"_a.none(), "output_shapes"_a.none(),
            "output_dtypes"_a.none(), "grid"_a.none(), "threadgroup"_a.none(),
            "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
@@ -276,7 +289,7 @@ void init_kernel(nb::module_& m) {
            "outputs= writes into preallocated arrays; verbose prints the generated source.")
       .def(
           "build",
-          [](const Kernel& k, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
+          [](const PyKernel& k, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
              nb::handle target) {
             const Param t = Param::of_kernel(k);
             std::vector<std::pair<Dtype, int>> sig = to_list(
@@ -319,12 +332,12 @@ void init_kernel(nb::module_& m) {
          nb::handle header, nb::handle ensure_row_contiguous, nb::handle atomic_outputs,
          nb::handle compile_options) {
         const char* api = "metal_kernel";
-        return metal_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
+        return PyKernel(metal_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
                             to_names(output_names, api, "output_names"),
                             to_text(source, api, "source"), to_text(header, api, "header"),
                             to_bool(ensure_row_contiguous, api, "ensure_row_contiguous"),
                             to_bool(atomic_outputs, api, "atomic_outputs"),
-                            to_compile_options(compile_options, api));
+                            to_compile_options(compile_options, api)));
       },
       "name"_a.none(), "input_names"_a.none(), "output_names"_a.none(), "source"_a.none(),
       "header"_a.none() = "", "ensure_row_contiguous"_a.none() = true,
@@ -351,12 +364,12 @@ void init_kernel(nb::module_& m) {
           throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
                            nb::cast<std::string>(nb::repr(shared_memory)));
         }
-        return cuda_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
+        return PyKernel(cuda_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
                            to_names(output_names, api, "output_names"),
                            to_text(source, api, "source"), to_text(header, api, "header"),
                            to_bool(ensure_row_contiguous, api, "ensure_row_contiguous"),
                            static_cast<int>(smem), to_compile_options(compile_options, api),
-                           to_bool(atomic_outputs, api, "atomic_outputs"));
+                           to_bool(atomic_outputs, api, "atomic_outputs")));
       },
       "name"_a.none(), "input_names"_a.none(), "output_names"_a.none(), "source"_a.none(),
       "header"_a.none() = "", "ensure_row_contiguous"_a.none() = true,

@@ -15,7 +15,7 @@ void check_shape(const Shape& shape, const char* what) {
     throw ValueError(std::string(what) + ": " + std::to_string(shape.size()) +
                      " dimensions; at most " + std::to_string(kMaxNdim) + " are supported");
   }
-  check_dimensions(shape, what);
+  check_dimensions(shape, [what] { return std::string(what); });
 }
 
 }  // namespace

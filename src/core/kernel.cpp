@@ -380,8 +380,9 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(output_shapes[o].size()) +
                        " dimensions; at most 10 are supported");
     }
-    check_dimensions(output_shapes[o],
-                     prefix_named(spec) + "output_shapes[" + std::to_string(o) + "]");
+    check_dimensions(output_shapes[o], [&] {
+      return prefix_named(spec) + "output_shapes[" + std::to_string(o) + "]";
+    });
   }
   std::shared_ptr<const Plan> plan = state_->find(inputs, output_dtypes, template_args, device);
   if (!plan) {
@@ -414,19 +415,21 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     }
     for (size_t o = 0; o < n_out; ++o) {
       const Array& a = (*options.outputs)[o];
-      std::string what = "outputs[" + std::to_string(o) + "] ('" + spec.output_names[o] + "')";
+      auto what = [&] {
+        return "outputs[" + std::to_string(o) + "] ('" + spec.output_names[o] + "')";
+      };
       if (a.dtype() != output_dtypes[o]) {
-        throw ValueError(prefix_named(spec) + what + " has dtype " +
+        throw ValueError(prefix_named(spec) + what() + " has dtype " +
                          std::string(dtype_name(a.dtype())) + " but output_dtypes says " +
                          std::string(dtype_name(output_dtypes[o])));
       }
       if (!std::equal(a.shape().begin(), a.shape().end(), output_shapes[o].begin(),
                       output_shapes[o].end())) {
-        throw ValueError(prefix_named(spec) + what + " does not have the shape output_shapes[" +
+        throw ValueError(prefix_named(spec) + what() + " does not have the shape output_shapes[" +
                          std::to_string(o) + "] gives");
       }
       if (!a.is_row_contiguous()) {
-        throw ValueError(prefix_named(spec) + what + " must be row-contiguous");
+        throw ValueError(prefix_named(spec) + what() + " must be row-contiguous");
       }
     }
     // Outputs elsewhere (NumPy arrays for a GPU kernel) are copied over and back.

@@ -230,6 +230,47 @@ def test_init_value_fills_before_launch(every_other, preallocated, rng):
     np.testing.assert_array_equal(untouched, np.full((3, 5), int(init), np.int64))
 
 
+def test_reused_argument_objects_follow_their_changes(rng):
+    # Loops pass the same argument objects call after call; what they hold now is what counts.
+    kernel = kjit.metal_kernel(name="scaled_copy", input_names=["x"], output_names=["y"],
+                               source="""
+        uint i = thread_position_in_grid.x;
+        y[i] = T(x[i] * S);
+    """)
+    x = rng.standard_normal(64).astype(np.float32)
+    shapes, dtypes = [(64,)], [np.float32]
+    grid, group = [64, 1, 1], [16, 1, 1]
+    template = [("T", np.float32), ("S", 2)]
+    kw = dict(inputs=[x], output_shapes=shapes, output_dtypes=dtypes, grid=grid,
+              threadgroup=group, template=template)
+    for _ in range(2):
+        (y,) = kernel(**kw)
+        np.testing.assert_array_equal(y, x * 2)
+    template[1] = ("S", 3)  # an item replaced
+    (y,) = kernel(**kw)
+    np.testing.assert_array_equal(y, x * 3)
+    grid[0] = 32  # a list of sizes changed in place: half the threads
+    shapes[0] = (32,)
+    (y,) = kernel(**kw)
+    np.testing.assert_array_equal(y, x[:32] * 3)
+    dtypes[0] = np.float64
+    template[0] = ("T", np.float64)
+    (y,) = kernel(**kw)
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, (x[:32] * 3).astype(np.float64))
+    shape = [32]  # a mutable shape inside the list: changing it counts too
+    shapes[0] = shape
+    (y,) = kernel(**kw)
+    assert y.shape == (32,)
+    shape.append(1)
+    (y,) = kernel(**kw)
+    assert y.shape == (32, 1)
+    np.testing.assert_array_equal(y[:, 0], (x[:32] * 3).astype(np.float64))
+    shapes.append((1,))  # one output too many: still an error
+    with pytest.raises(ValueError, match="output_shapes"):
+        kernel(**kw)
+
+
 def test_outputs_in_place(rng):
     kernel = kjit.metal_kernel(name="in_place", input_names=["x", "y"],
                                output_names=["s", "p"], source="""
