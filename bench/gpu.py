@@ -21,6 +21,7 @@ import time
 import warnings
 from typing import Callable
 
+import numpy as np
 import torch
 
 import kjit

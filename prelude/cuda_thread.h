@@ -1,7 +1,11 @@
 // How the CUDA backend runs a launch: each block is one group of the kernel's 3-D grid of groups.
-// A grid of groups that fits the driver's caps (65535 in y and z) is launched as it is; a taller
-// one is launched as a 1-D grid of blocks and each block decodes its 3-D group id. Threads of an
-// edge group that fall outside the grid return before the body runs.
+// The driver caps a grid of blocks at 65535 in y and z, so the grid of groups is laid out as
+// (kjit_cuda_launch::layout):
+//   0: as it is;
+//   1: a single column of groups (groups.x == 1) taller than the caps: groups y and z as blocks
+//      x and y (the common "one group per row" launch);
+//   2: any other grid beyond the caps: flattened to blocks in x, decoded in the kernel.
+// Threads of an edge group that fall outside the grid return before the body runs.
 #include "thread_ctx.h"
 
 // The launch record, passed by value as the kernel's last parameter.
@@ -9,9 +13,18 @@ struct kjit_cuda_launch {
   unsigned grid[3];
   unsigned group[3];
   unsigned groups[3];
+  unsigned layout;
+  // For layout 2: division by groups.x and by groups.x * groups.y as a multiply-high,
+  // an add and a shift ({multiplier, shift} each; see cuda::DivisionMagic).
+  unsigned by_x[2], by_xy[2];
 };
 
 namespace kjit {
+
+// n / d for n < 2^31, with |magic| = {multiplier, shift} precomputed for d on the host.
+KJIT_INLINE unsigned divide(unsigned n, const unsigned (&magic)[2]) {
+  return (__umulhi(n, magic[0]) + n) >> magic[1];
+}
 
 // The thread's context. |OneD| launches (grid in x only) know y and z without looking.
 template <bool OneD>
@@ -27,10 +40,15 @@ KJIT_INLINE thread_ctx make_thread_ctx(const kjit_cuda_launch& L) {
     t.group_size = uint3(left < L.group[0] ? left : L.group[0], 1u, 1u);
     t.global_id = uint3(t.origin.x + threadIdx.x, 0u, 0u);
   } else {
-    if (gridDim.y == 1 && gridDim.z == 1) {
-      t.enter_group(blockIdx.x);  // flattened (or a single row of groups): decoded
-    } else {
+    if (L.layout == 0) {
       t.enter_group_at(uint3(blockIdx.x, blockIdx.y, blockIdx.z));
+    } else if (L.layout == 1) {
+      t.enter_group_at(uint3(0u, blockIdx.x, blockIdx.y));
+    } else {
+      const unsigned g = blockIdx.x, z = divide(g, L.by_xy);
+      const unsigned in_plane = g - z * (L.groups[0] * L.groups[1]);
+      const unsigned y = divide(in_plane, L.by_x);
+      t.enter_group_at(uint3(in_plane - y * L.groups[0], y, z));
     }
     t.global_id = t.origin + uint3(threadIdx.x, threadIdx.y, threadIdx.z);
   }

@@ -104,12 +104,19 @@ KJIT_BINARY_BUILTIN(remainder)
 KJIT_BINARY_BUILTIN(fdim)
 #undef KJIT_BINARY_BUILTIN
 
-// fmax/fmin as selects (a NaN operand yields the other one), which vectorise where the
-// builtins do not.
+// fmax/fmin: a NaN operand yields the other one. The GPU has an instruction for each; on the
+// CPU selects vectorise where the builtins do not.
+#ifdef KJIT_CUDA
+KJIT_INLINE float fmax(float a, float b) { return ::fmaxf(a, b); }
+KJIT_INLINE double fmax(double a, double b) { return ::fmax(a, b); }
+KJIT_INLINE float fmin(float a, float b) { return ::fminf(a, b); }
+KJIT_INLINE double fmin(double a, double b) { return ::fmin(a, b); }
+#else
 KJIT_INLINE float fmax(float a, float b) { return a >= b || b != b ? a : b; }
 KJIT_INLINE double fmax(double a, double b) { return a >= b || b != b ? a : b; }
 KJIT_INLINE float fmin(float a, float b) { return a <= b || b != b ? a : b; }
 KJIT_INLINE double fmin(double a, double b) { return a <= b || b != b ? a : b; }
+#endif
 
 KJIT_INLINE float fma(float a, float b, float c) { return KJIT_MATHF(fma)(a, b, c); }
 KJIT_INLINE double fma(double a, double b, double c) { return KJIT_MATH(fma)(a, b, c); }

@@ -14,15 +14,13 @@ struct thread_ctx {
   uint3 global_id;   // thread_position_in_grid
   uint3 group_size;  // the group's extent: partial at the grid's edge
 
-  // Sets everything but global_id for group |g| (numbered x-fastest). The CPU numbers groups in
-  // 64 bits; a CUDA launch has at most 2^31-1 blocks, so the GPU divides in 32 bits. A 1-D grid
-  // of groups needs no division at all.
-  template <class G>
-  KJIT_INLINE void enter_group(G g) {
+  // Sets everything but global_id for group |g| of the CPU's 64-bit group numbering (x-fastest).
+  // A 1-D grid of groups needs no division at all.
+  KJIT_INLINE void enter_group(unsigned long long g) {
     if (groups.y == 1 && groups.z == 1) {
       enter_group_at(uint3(static_cast<unsigned>(g), 0u, 0u));
     } else {
-      const G gx = groups.x, gxy = gx * groups.y;
+      const unsigned long long gx = groups.x, gxy = gx * groups.y;
       enter_group_at(uint3(static_cast<unsigned>(g % gx), static_cast<unsigned>((g % gxy) / gx),
                            static_cast<unsigned>(g / gxy)));
     }

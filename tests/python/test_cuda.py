@@ -176,6 +176,30 @@ def test_grid_beyond_65535_groups_in_y(rng):
     np.testing.assert_array_equal(out, x + np.arange(rows, dtype=np.float32)[:, None])
 
 
+@needs_gpu
+@pytest.mark.parametrize("grid,threadgroup", [
+    ((13, 3, 70001), (4, 2, 1)),      # more than 65535 groups in z, partial groups in x and y
+    ((7, 131071, 2), (3, 1, 2)),      # more than 65535 groups in y, several in x
+    ((5, 70000, 3), (8, 1, 2)),       # one column of groups, more than 65535 in y, two in z
+])
+def test_tall_grids_decode_every_group(grid, threadgroup):
+    kernel = kjit.metal_kernel(name="where_am_i", input_names=[], output_names=["out"], source="""
+        const uint3 p = thread_position_in_grid, n = threads_per_grid;
+        const ulong i = (ulong(p.z) * n.y + p.y) * n.x + p.x;
+        out[6 * i + 0] = p.x; out[6 * i + 1] = p.y; out[6 * i + 2] = p.z;
+        const uint3 g = threadgroup_position_in_grid;
+        out[6 * i + 3] = g.x; out[6 * i + 4] = g.y; out[6 * i + 5] = g.z;
+    """)
+    gx, gy, gz = grid
+    (out,) = kernel(inputs=[], output_shapes=[(gz, gy, gx, 6)], output_dtypes=[np.uint32],
+                    grid=grid, threadgroup=threadgroup, device="cuda", init_value=0xFFFFFFF9)
+    out = out.to("cpu").numpy()  # no input to follow: a kjit.Array on the GPU
+    z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+    pos = np.stack([x, y, z], axis=-1).astype(np.uint32)
+    np.testing.assert_array_equal(out[..., 0:3], pos)
+    np.testing.assert_array_equal(out[..., 3:6], pos // np.array(threadgroup, np.uint32))
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
 def test_dynamic_shared_memory_above_48_kb(device, rng):
     words = 20_000  # 80 KB

@@ -244,14 +244,53 @@ void build_offline(const KernelSpec& spec, const std::string& source, int cc) {
   image_for(disk_key(spec, source, cc), spec, source, cc);
 }
 
+namespace {
+
+// {multiplier, shift} such that n / d == (umulhi(n, multiplier) + n) >> shift for every n < 2^31
+// (Granlund and Montgomery's division by invariant integers, round-up variant).
+void division_magic(uint64_t d, unsigned magic[2]) {
+  unsigned shift = 0;
+  while ((uint64_t{1} << shift) < d) ++shift;
+  magic[0] = static_cast<unsigned>((((uint64_t{1} << shift) - d) << 32) / d + 1);
+  magic[1] = shift;
+}
+
+}  // namespace
+
 void launch(const Module& module, const LaunchArgs& a) {
+  const uint64_t blocks = uint64_t{a.dims.groups[0]} * a.dims.groups[1] * a.dims.groups[2];
+  if (blocks == 0) return;
+  // The grid of blocks for the grid of groups (layouts described in prelude/cuda_thread.h): as it
+  // is within the driver's caps, so that blocks know their group without arithmetic; a tall
+  // single column of groups turned on its side; anything else flattened and decoded.
+  constexpr unsigned kCap = 65535;
+  const unsigned* groups = a.dims.groups;
+  unsigned layout = 0;
+  unsigned launch_grid[3] = {groups[0], groups[1], groups[2]};
+  if (groups[1] > kCap || groups[2] > kCap) {
+    layout = groups[0] == 1 && groups[2] <= kCap ? 1 : 2;
+    launch_grid[0] = layout == 1 ? groups[1] : static_cast<unsigned>(blocks);
+    launch_grid[1] = layout == 1 ? groups[2] : 1;
+    launch_grid[2] = 1;
+  }
+  const uint64_t blocks_in_x = layout == 2 ? blocks : launch_grid[0];
+  if (blocks_in_x > 0x7fffffffull) {
+    throw ValueError("grid: " + std::to_string(blocks_in_x) +
+                     " threadgroups are more than CUDA launches at once (2^31-1)");
+  }
   // Kernel parameters, each at an 8-byte aligned offset of one buffer.
   struct Launch {
-    unsigned grid[3], group[3], groups[3];
-  } record;
+    unsigned grid[3], group[3], groups[3], layout;
+    unsigned by_x[2], by_xy[2];
+  } record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
   std::memcpy(record.group, a.dims.group, sizeof record.group);
   std::memcpy(record.groups, a.dims.groups, sizeof record.groups);
+  record.layout = layout;
+  if (layout == 2) {
+    division_magic(groups[0], record.by_x);
+    division_magic(uint64_t{groups[0]} * groups[1], record.by_xy);
+  }
   alignas(16) unsigned char buffer[4096];
   std::vector<unsigned char> spill;
   size_t needed = 0;
@@ -321,21 +360,6 @@ void launch(const Module& module, const LaunchArgs& a) {
     }
   }
   put(&record, sizeof record);
-  const uint64_t blocks = uint64_t{a.dims.groups[0]} * a.dims.groups[1] * a.dims.groups[2];
-  if (blocks == 0) return;
-  // A grid of groups within the driver's caps launches as it is, so blocks know their 3-D id
-  // without dividing; a taller one is flattened to x and decoded in the kernel.
-  unsigned launch_grid[3] = {a.dims.groups[0], a.dims.groups[1], a.dims.groups[2]};
-  const bool flatten = a.dims.groups[1] > 65535 || a.dims.groups[2] > 65535;
-  if (flatten) {
-    launch_grid[0] = static_cast<unsigned>(blocks);
-    launch_grid[1] = launch_grid[2] = 1;
-  }
-  const uint64_t blocks_in_x = flatten ? blocks : a.dims.groups[0];
-  if (blocks_in_x > 0x7fffffffull) {
-    throw ValueError("grid: " + std::to_string(blocks_in_x) +
-                     " threadgroups are more than CUDA launches at once (2^31-1)");
-  }
   make_current(a.device);
   const bool one_d = a.dims.grid[1] == 1 && a.dims.grid[2] == 1;
   KJIT_CU(cuLaunchKernel, module.entry(one_d), launch_grid[0], launch_grid[1], launch_grid[2],
