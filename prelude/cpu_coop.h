@@ -7,6 +7,7 @@
 #include <coroutine>
 
 #include "cpu_thread.h"
+#include "lanes.h"
 
 namespace kjit::coop {
 
@@ -235,36 +236,50 @@ KJIT_INLINE void set_result(lane* l, T v) {
 // A meeting and nothing more: a simdgroup barrier, __syncwarp.
 inline void combine_meet(lane**, const unsigned*, int) {}
 
-template <class T, class Op>
-void combine_reduce(lane** lanes, const unsigned*, int n) {
-  T acc = operand<T>(lanes[0]);
-  for (int i = 1; i < n; ++i) acc = Op{}(acc, operand<T>(lanes[i]));
-  for (int i = 0; i < n; ++i) set_result(lanes[i], acc);
-}
-template <class T, class Op, bool Inclusive>
-void combine_scan(lane** lanes, const unsigned*, int n) {
-  T acc = Op::template identity<T>();
-  for (int i = 0; i < n; ++i) {
-    T v = operand<T>(lanes[i]);
-    if (Inclusive) acc = Op{}(acc, v);
-    set_result(lanes[i], acc);
-    if (!Inclusive) acc = Op{}(acc, v);
+// Calls f(first, end) for each segment of |width| lanes among the |n| present, which come in
+// lane order: lanes[first..end) are one segment's.
+template <class F>
+void for_each_segment(lane** lanes, const unsigned* ids, int n, F f) {
+  const unsigned w = lanes[0]->request.width;
+  for (int first = 0, end = 0; first < n; first = end) {
+    while (end < n && ids[end] / w == ids[first] / w) ++end;
+    f(first, end);
   }
 }
-// The lane a shuffle reads, as CUDA defines it for segments of |w| lanes (Metal's are the
-// whole simdgroup): lanes that would read outside their segment keep their own value.
-inline unsigned from_lane(unsigned id, unsigned src, unsigned w) {
-  return (id & ~(w - 1)) + src % w;
+
+template <class T, class Op>
+void combine_reduce(lane** lanes, const unsigned* ids, int n) {
+  for_each_segment(lanes, ids, n, [&](int first, int end) {
+    T acc = operand<T>(lanes[first]);
+    for (int i = first + 1; i < end; ++i) acc = Op{}(acc, operand<T>(lanes[i]));
+    for (int i = first; i < end; ++i) set_result(lanes[i], acc);
+  });
 }
-inline unsigned from_below(unsigned id, unsigned d, unsigned w) {
-  return id % w >= d ? id - d : id;
+template <class T, class Op, bool Inclusive>
+void combine_scan(lane** lanes, const unsigned* ids, int n) {
+  for_each_segment(lanes, ids, n, [&](int first, int end) {
+    T acc = Op::template identity<T>();
+    for (int i = first; i < end; ++i) {
+      T v = operand<T>(lanes[i]);
+      if (Inclusive) acc = Op{}(acc, v);
+      set_result(lanes[i], acc);
+      if (!Inclusive) acc = Op{}(acc, v);
+    }
+  });
 }
-inline unsigned from_above(unsigned id, unsigned d, unsigned w) {
-  return id % w + d < w ? id + d : id;
+// The segment's first present lane's operand, to every lane of the segment.
+template <class T>
+void combine_broadcast_first(lane** lanes, const unsigned* ids, int n) {
+  for_each_segment(lanes, ids, n, [&](int first, int end) {
+    const T v = operand<T>(lanes[first]);
+    for (int i = first; i < end; ++i) set_result(lanes[i], v);
+  });
 }
-inline unsigned from_xor(unsigned id, unsigned mask, unsigned w) {
-  const unsigned src = id ^ mask;
-  return src < (id & ~(w - 1)) + w ? src : id;
+// True for the segment's first present lane.
+inline void combine_is_first(lane** lanes, const unsigned* ids, int n) {
+  for_each_segment(lanes, ids, n, [&](int first, int end) {
+    for (int i = first; i < end; ++i) set_result(lanes[i], i == first);
+  });
 }
 
 // Shuffles read the operand of lane |source(id, arg, width)| among those present, else keep
@@ -280,6 +295,29 @@ void combine_shuffle(lane** lanes, const unsigned* ids, int n) {
   for (int i = 0; i < n; ++i) {
     const unsigned src = Source(ids[i], lanes[0]->request.arg, lanes[0]->request.width);
     set_result(lanes[i], src < 32 && present[src] ? values[src] : values[ids[i]]);
+  }
+}
+
+// Metal's shuffle-and-fill: the operand is {x, fill}; within segments of |width| lanes, a lane
+// reads x from |arg| lanes away (up: below; down: above), or fill from the lane the read wraps
+// around to when it leaves the segment; a lane whose source is absent keeps its own x.
+template <class T, bool Up>
+void combine_shuffle_and_fill(lane** lanes, const unsigned* ids, int n) {
+  struct pair {
+    T x, fill;
+  };
+  pair values[32];
+  bool present[32] = {};
+  for (int i = 0; i < n; ++i) {
+    values[ids[i]] = operand<pair>(lanes[i]);
+    present[ids[i]] = true;
+  }
+  const unsigned d = lanes[0]->request.arg, w = lanes[0]->request.width;
+  for (int i = 0; i < n; ++i) {
+    const unsigned id = ids[i], k = id % w;
+    const unsigned src = Up ? lanes::rotated_up(id, d, w) : lanes::rotated_down(id, d, w);
+    const bool own = Up ? k >= d : k + d < w;
+    set_result(lanes[i], !present[src] ? values[id].x : own ? values[src].x : values[src].fill);
   }
 }
 

@@ -71,10 +71,10 @@ KJIT_INLINE unsigned shuffle_width(int width) {
     return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_shuffle<T, source>, arg, \
                                  shuffle_width(width));                                       \
   }
-KJIT_CUDA_SHUFFLE(__shfl_sync, ::kjit::coop::from_lane)
-KJIT_CUDA_SHUFFLE(__shfl_up_sync, ::kjit::coop::from_below)
-KJIT_CUDA_SHUFFLE(__shfl_down_sync, ::kjit::coop::from_above)
-KJIT_CUDA_SHUFFLE(__shfl_xor_sync, ::kjit::coop::from_xor)
+KJIT_CUDA_SHUFFLE(__shfl_sync, ::kjit::lanes::from_lane)
+KJIT_CUDA_SHUFFLE(__shfl_up_sync, ::kjit::lanes::from_below)
+KJIT_CUDA_SHUFFLE(__shfl_down_sync, ::kjit::lanes::from_above)
+KJIT_CUDA_SHUFFLE(__shfl_xor_sync, ::kjit::lanes::from_xor)
 #undef KJIT_CUDA_SHUFFLE
 
 // Votes over segments of |width| lanes: 32 for the warp functions, N for a tile's.

@@ -4,9 +4,8 @@ namespace cooperative_groups {
 
 struct grid_group {
   KJIT_INLINE unsigned long long thread_rank() const {
-    const unsigned long long block =
-        blockIdx.x +
-        static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
+    const unsigned long long block = blockIdx.x + static_cast<unsigned long long>(gridDim.x) *
+                                                      (blockIdx.y + gridDim.y * blockIdx.z);
     return block * (blockDim.x * blockDim.y * blockDim.z) +
            (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
   }

@@ -149,6 +149,23 @@ struct xor_op {
 };
 }  // namespace simd_ops
 
+// The lanes of the simdgroup (or quad, as its four low bits) that voted true, and those that
+// voted.
+struct simd_vote {
+  typedef unsigned long vote_t;
+  vote_t bits, active;
+  KJIT_INLINE explicit operator vote_t() const { return bits; }
+  KJIT_INLINE bool all() const { return bits == active; }
+  KJIT_INLINE bool any() const { return bits != 0; }
+};
+struct quad_vote {
+  typedef unsigned short vote_t;
+  vote_t bits, active;
+  KJIT_INLINE explicit operator vote_t() const { return bits; }
+  KJIT_INLINE bool all() const { return bits == active; }
+  KJIT_INLINE bool any() const { return bits != 0; }
+};
+
 }  // namespace metal
 
 // The barriers and SIMD-group operations, which each target defines (msl_cuda.h on the GPU,
@@ -160,7 +177,17 @@ struct xor_op {
       metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product,                 \
       metal::simd_shuffle, metal::simd_broadcast, metal::simd_broadcast_first,                    \
       metal::simd_shuffle_down, metal::simd_shuffle_up, metal::simd_shuffle_xor, metal::simd_all, \
-      metal::simd_any, metal::simd_is_first, metal::simd_vote, metal::simd_ballot
+      metal::simd_any, metal::simd_is_first, metal::simd_vote, metal::simd_ballot,                \
+      metal::simd_shuffle_rotate_up, metal::simd_shuffle_rotate_down,                             \
+      metal::simd_shuffle_and_fill_up, metal::simd_shuffle_and_fill_down, metal::quad_sum,        \
+      metal::quad_product, metal::quad_max, metal::quad_min, metal::quad_and, metal::quad_or,     \
+      metal::quad_xor, metal::quad_prefix_inclusive_sum, metal::quad_prefix_exclusive_sum,        \
+      metal::quad_prefix_inclusive_product, metal::quad_prefix_exclusive_product,                 \
+      metal::quad_shuffle, metal::quad_broadcast, metal::quad_broadcast_first,                    \
+      metal::quad_shuffle_down, metal::quad_shuffle_up, metal::quad_shuffle_xor,                  \
+      metal::quad_shuffle_rotate_up, metal::quad_shuffle_rotate_down,                             \
+      metal::quad_shuffle_and_fill_up, metal::quad_shuffle_and_fill_down, metal::quad_all,        \
+      metal::quad_any, metal::quad_is_first, metal::quad_vote, metal::quad_ballot
 
 // A body sees the Metal names through using-declarations: on CUDA they must hide the global
 // names of CUDA's own headers (uint3, max, exp...), which a using-directive would make ambiguous.

@@ -8,36 +8,22 @@ namespace coop_detail {
 
 using ::kjit::coop::lane;
 
-inline void first_present(lane** lanes, const unsigned*, int n) {
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], i == 0);
+// The votes of each segment of |width| lanes, as bits of the segment's lanes.
+template <class Vote>
+void ballot(lane** lanes, const unsigned* ids, int n) {
+  ::kjit::coop::for_each_segment(lanes, ids, n, [&](int first, int end) {
+    const unsigned w = lanes[0]->request.width;
+    Vote vote = {0, 0};
+    for (int i = first; i < end; ++i) {
+      const auto bit = typename Vote::vote_t(1) << ids[i] % w;
+      if (::kjit::coop::operand<bool>(lanes[i])) vote.bits |= bit;
+      vote.active |= bit;
+    }
+    for (int i = first; i < end; ++i) ::kjit::coop::set_result(lanes[i], vote);
+  });
 }
-template <class T>
-void broadcast_first(lane** lanes, const unsigned*, int n) {
-  const T v = ::kjit::coop::operand<T>(lanes[0]);
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v);
-}
-
-inline void ballot(lane** lanes, const unsigned* ids, int n);
 
 }  // namespace coop_detail
-
-// The lanes of a simdgroup that voted true, and those that voted.
-struct simd_vote {
-  typedef unsigned long vote_t;
-  vote_t bits, active;
-  KJIT_INLINE explicit operator vote_t() const { return bits; }
-  KJIT_INLINE bool all() const { return bits == active; }
-  KJIT_INLINE bool any() const { return bits != 0; }
-};
-
-inline void coop_detail::ballot(lane** lanes, const unsigned* ids, int n) {
-  simd_vote vote = {0, 0};
-  for (int i = 0; i < n; ++i) {
-    vote.bits |= simd_vote::vote_t(::kjit::coop::operand<bool>(lanes[i])) << ids[i];
-    vote.active |= simd_vote::vote_t(1) << ids[i];
-  }
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], vote);
-}
 
 #define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
 #define KJIT_AT kjit_line
@@ -51,59 +37,79 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
   return ::kjit::coop::simd_op(0, KJIT_AT, ::kjit::coop::combine_meet);
 }
 
-#define KJIT_SIMD_REDUCTION(name, op)                                              \
-  template <class T>                                                               \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                    \
-    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_reduce<T, op>); \
+// The operations of SIMD-groups (W = 32) and quad-groups (W = 4) under their two prefixes.
+#define KJIT_REDUCTION(name, op, W)                                                      \
+  template <class T>                                                                     \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                          \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_reduce<T, op>, 0, W); \
   }
-KJIT_SIMD_REDUCTION(simd_sum, simd_ops::add_op)
-KJIT_SIMD_REDUCTION(simd_product, simd_ops::mul_op)
-KJIT_SIMD_REDUCTION(simd_max, simd_ops::max_op)
-KJIT_SIMD_REDUCTION(simd_min, simd_ops::min_op)
-KJIT_SIMD_REDUCTION(simd_and, simd_ops::and_op)
-KJIT_SIMD_REDUCTION(simd_or, simd_ops::or_op)
-KJIT_SIMD_REDUCTION(simd_xor, simd_ops::xor_op)
-#undef KJIT_SIMD_REDUCTION
-
-#define KJIT_SIMD_SCAN(name, op, inclusive)                                                 \
-  template <class T>                                                                        \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                             \
-    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_scan<T, op, inclusive>); \
+#define KJIT_SCAN(name, op, inclusive, W)                                                         \
+  template <class T>                                                                              \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                                   \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_scan<T, op, inclusive>, 0, W); \
   }
-KJIT_SIMD_SCAN(simd_prefix_inclusive_sum, simd_ops::add_op, true)
-KJIT_SIMD_SCAN(simd_prefix_exclusive_sum, simd_ops::add_op, false)
-KJIT_SIMD_SCAN(simd_prefix_inclusive_product, simd_ops::mul_op, true)
-KJIT_SIMD_SCAN(simd_prefix_exclusive_product, simd_ops::mul_op, false)
-#undef KJIT_SIMD_SCAN
-
-#define KJIT_SIMD_SHUFFLE(name, source)                                                      \
-  template <class T>                                                                         \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {          \
-    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_shuffle<T, source>, arg); \
+#define KJIT_SHUFFLE(name, source, W)                                                           \
+  template <class T>                                                                            \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {             \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_shuffle<T, source>, arg, W); \
   }
-KJIT_SIMD_SHUFFLE(simd_shuffle, ::kjit::coop::from_lane)
-KJIT_SIMD_SHUFFLE(simd_broadcast, ::kjit::coop::from_lane)
-KJIT_SIMD_SHUFFLE(simd_shuffle_up, ::kjit::coop::from_below)
-KJIT_SIMD_SHUFFLE(simd_shuffle_down, ::kjit::coop::from_above)
-KJIT_SIMD_SHUFFLE(simd_shuffle_xor, ::kjit::coop::from_xor)
-#undef KJIT_SIMD_SHUFFLE
+#define KJIT_SHUFFLE_AND_FILL(name, up, W)                                                     \
+  template <class T>                                                                           \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, T fill, unsigned short d,                   \
+                                              unsigned short modulo = W, KJIT_SITE) {          \
+    struct pair {                                                                              \
+      T x, fill;                                                                               \
+    };                                                                                         \
+    return ::kjit::coop::simd_op<T>(pair{x, fill}, KJIT_AT,                                    \
+                                    ::kjit::coop::combine_shuffle_and_fill<T, up>, d, modulo); \
+  }
+#define KJIT_MSL_GROUP_OPS(prefix, W, vote)                                                        \
+  KJIT_REDUCTION(prefix##_sum, simd_ops::add_op, W)                                                \
+  KJIT_REDUCTION(prefix##_product, simd_ops::mul_op, W)                                            \
+  KJIT_REDUCTION(prefix##_max, simd_ops::max_op, W)                                                \
+  KJIT_REDUCTION(prefix##_min, simd_ops::min_op, W)                                                \
+  KJIT_REDUCTION(prefix##_and, simd_ops::and_op, W)                                                \
+  KJIT_REDUCTION(prefix##_or, simd_ops::or_op, W)                                                  \
+  KJIT_REDUCTION(prefix##_xor, simd_ops::xor_op, W)                                                \
+  KJIT_SCAN(prefix##_prefix_inclusive_sum, simd_ops::add_op, true, W)                              \
+  KJIT_SCAN(prefix##_prefix_exclusive_sum, simd_ops::add_op, false, W)                             \
+  KJIT_SCAN(prefix##_prefix_inclusive_product, simd_ops::mul_op, true, W)                          \
+  KJIT_SCAN(prefix##_prefix_exclusive_product, simd_ops::mul_op, false, W)                         \
+  KJIT_SHUFFLE(prefix##_shuffle, ::kjit::lanes::from_lane, W)                                      \
+  KJIT_SHUFFLE(prefix##_broadcast, ::kjit::lanes::from_lane, W)                                    \
+  KJIT_SHUFFLE(prefix##_shuffle_up, ::kjit::lanes::from_below, W)                                  \
+  KJIT_SHUFFLE(prefix##_shuffle_down, ::kjit::lanes::from_above, W)                                \
+  KJIT_SHUFFLE(prefix##_shuffle_xor, ::kjit::lanes::from_xor, W)                                   \
+  KJIT_SHUFFLE(prefix##_shuffle_rotate_up, ::kjit::lanes::rotated_up, W)                           \
+  KJIT_SHUFFLE(prefix##_shuffle_rotate_down, ::kjit::lanes::rotated_down, W)                       \
+  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)                                     \
+  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_down, false, W)                                  \
+  template <class T>                                                                               \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> prefix##_broadcast_first(T x, KJIT_SITE) {                \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_broadcast_first<T>, 0, W);      \
+  }                                                                                                \
+  KJIT_INLINE ::kjit::coop::simd_wait<bool> prefix##_all(bool b, KJIT_SITE) {                      \
+    return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, simd_ops::and_op>, \
+                                 0, W);                                                            \
+  }                                                                                                \
+  KJIT_INLINE ::kjit::coop::simd_wait<bool> prefix##_any(bool b, KJIT_SITE) {                      \
+    return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, simd_ops::or_op>,  \
+                                 0, W);                                                            \
+  }                                                                                                \
+  KJIT_INLINE ::kjit::coop::simd_wait<bool> prefix##_is_first(KJIT_SITE) {                         \
+    return ::kjit::coop::simd_op(false, KJIT_AT, ::kjit::coop::combine_is_first, 0, W);            \
+  }                                                                                                \
+  KJIT_INLINE ::kjit::coop::simd_wait<vote> prefix##_ballot(bool b, KJIT_SITE) {                   \
+    return ::kjit::coop::simd_op<vote>(b, KJIT_AT, coop_detail::ballot<vote>, 0, W);               \
+  }
 
-template <class T>
-KJIT_INLINE ::kjit::coop::simd_wait<T> simd_broadcast_first(T x, KJIT_SITE) {
-  return ::kjit::coop::simd_op(x, KJIT_AT, coop_detail::broadcast_first<T>);
-}
-KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_all(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, simd_ops::and_op>);
-}
-KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_any(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op(b, KJIT_AT, ::kjit::coop::combine_reduce<bool, simd_ops::or_op>);
-}
-KJIT_INLINE ::kjit::coop::simd_wait<simd_vote> simd_ballot(bool b, KJIT_SITE) {
-  return ::kjit::coop::simd_op<simd_vote>(b, KJIT_AT, coop_detail::ballot);
-}
-KJIT_INLINE ::kjit::coop::simd_wait<bool> simd_is_first(KJIT_SITE) {
-  return ::kjit::coop::simd_op(false, KJIT_AT, coop_detail::first_present);
-}
+KJIT_MSL_GROUP_OPS(simd, 32, simd_vote)
+KJIT_MSL_GROUP_OPS(quad, 4, quad_vote)
+#undef KJIT_MSL_GROUP_OPS
+#undef KJIT_REDUCTION
+#undef KJIT_SCAN
+#undef KJIT_SHUFFLE
+#undef KJIT_SHUFFLE_AND_FILL
 #undef KJIT_SITE
 #undef KJIT_AT
 

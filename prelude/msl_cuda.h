@@ -38,26 +38,37 @@ KJIT_INLINE ::kjit::vec<T, N> shuffle(unsigned mask, ::kjit::vec<T, N> x, unsign
   for (int i = 0; i < N; ++i) x[i] = shuffle(mask, x[i], src);
   return x;
 }
-// The butterfly step of a full-warp reduction: __shfl_xor_sync needs no lane arithmetic.
+// The active lanes of this lane's segment of W lanes (the warp, or its quad).
+template <unsigned W>
+KJIT_INLINE unsigned segment_mask() {
+  const unsigned m = __activemask();
+  return W == 32 ? m : m & (((1u << W) - 1u) << (lane() & ~(W - 1u)));
+}
+template <unsigned W>
+KJIT_INLINE unsigned full_segment() {
+  return W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (lane() & ~(W - 1u));
+}
+
+// The butterfly step of a reduction over full segments: __shfl_xor_sync needs no lane arithmetic.
 template <class T>
-KJIT_INLINE T shuffle_xor(T x, int d) {
+KJIT_INLINE T shuffle_xor(unsigned mask, T x, int d) {
   if constexpr (::kjit::is_same_v<T, float> || ::kjit::is_same_v<T, int> ||
                 ::kjit::is_same_v<T, unsigned>) {
-    return __shfl_xor_sync(0xffffffffu, x, d);
+    return __shfl_xor_sync(mask, x, d);
   } else {
-    return shuffle(0xffffffffu, x, lane() ^ unsigned(d));
+    return shuffle(mask, x, lane() ^ unsigned(d));
   }
 }
 
-// Combines every active lane's |x| with |op|; the same result on every lane.
-template <class T, class Op>
+// Combines every active lane's |x| in the segment of W lanes with |op|; the same result on each.
+template <unsigned W, class T, class Op>
 KJIT_INLINE T reduce(T x, Op op) {
-  const unsigned m = __activemask();
-  if (m == 0xffffffffu) {
-    for (int d = 16; d >= 1; d >>= 1) x = op(x, shuffle_xor(x, d));
+  const unsigned m = segment_mask<W>();
+  if (m == full_segment<W>()) {
+    for (int d = W / 2; d >= 1; d >>= 1) x = op(x, shuffle_xor(m, x, d));
     return x;
   }
-  // A partial warp: fold the active lanes in lane order.
+  // A partial segment: fold the active lanes in lane order.
   T r = shuffle(m, x, unsigned(__ffs(m) - 1));
   for (unsigned rest = m & (m - 1); rest; rest &= rest - 1) {
     r = op(r, shuffle(m, x, unsigned(__ffs(rest) - 1)));
@@ -65,10 +76,10 @@ KJIT_INLINE T reduce(T x, Op op) {
   return r;
 }
 
-// Combines the values of the active lanes up to this one (inclusive) or before it.
-template <bool Inclusive, class T, class Op>
+// Combines the values of the segment's active lanes up to this one (inclusive) or before it.
+template <unsigned W, bool Inclusive, class T, class Op>
 KJIT_INLINE T scan(T x, Op op, T identity) {
-  const unsigned m = __activemask();
+  const unsigned m = segment_mask<W>();
   const unsigned me = lane();
   T acc = identity;
   for (unsigned rest = m; rest; rest &= rest - 1) {
@@ -79,74 +90,139 @@ KJIT_INLINE T scan(T x, Op op, T identity) {
   return acc;
 }
 
+// Reads |x| from the lane |source(lane, arg, W)| gives (see lanes.h).
+template <unsigned W, unsigned (*Source)(unsigned, unsigned, unsigned), class T>
+KJIT_INLINE T exchange(T x, unsigned arg) {
+  return shuffle(segment_mask<W>(), x, Source(lane(), arg, W));
+}
+
+// Metal's shuffle-and-fill within segments of |modulo| lanes: |x| from |d| lanes away, or |fill|
+// from where the read wraps around to when it leaves the segment.
+template <unsigned W, bool Up, class T>
+KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned modulo) {
+  const unsigned me = lane(), m = segment_mask<W>();
+  const unsigned src =
+      Up ? ::kjit::lanes::rotated_up(me, d, modulo) : ::kjit::lanes::rotated_down(me, d, modulo);
+  const T own = shuffle(m, x, src), filled = shuffle(m, fill, src);
+  const unsigned i = me % modulo;
+  return (Up ? i >= d : i + d < modulo) ? own : filled;
+}
+
 }  // namespace simd_detail
 
-#define KJIT_SIMD_REDUCTION(name, op)    \
-  template <class T>                     \
-  KJIT_INLINE T name(T x) {              \
-    return simd_detail::reduce(x, op{}); \
+// The operations of SIMD-groups (W = 32) and quad-groups (W = 4) under their two prefixes.
+#define KJIT_MSL_GROUP_OPS(prefix, W)                                                  \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_sum(T x) {                                                    \
+    return simd_detail::reduce<W>(x, simd_ops::add_op{});                              \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_product(T x) {                                                \
+    return simd_detail::reduce<W>(x, simd_ops::mul_op{});                              \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_max(T x) {                                                    \
+    return simd_detail::reduce<W>(x, simd_ops::max_op{});                              \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_min(T x) {                                                    \
+    return simd_detail::reduce<W>(x, simd_ops::min_op{});                              \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_and(T x) {                                                    \
+    return simd_detail::reduce<W>(x, simd_ops::and_op{});                              \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_or(T x) {                                                     \
+    return simd_detail::reduce<W>(x, simd_ops::or_op{});                               \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_xor(T x) {                                                    \
+    return simd_detail::reduce<W>(x, simd_ops::xor_op{});                              \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_prefix_inclusive_sum(T x) {                                   \
+    return simd_detail::scan<W, true>(x, simd_ops::add_op{}, T(0));                    \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_prefix_exclusive_sum(T x) {                                   \
+    return simd_detail::scan<W, false>(x, simd_ops::add_op{}, T(0));                   \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_prefix_inclusive_product(T x) {                               \
+    return simd_detail::scan<W, true>(x, simd_ops::mul_op{}, T(1));                    \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_prefix_exclusive_product(T x) {                               \
+    return simd_detail::scan<W, false>(x, simd_ops::mul_op{}, T(1));                   \
+  }                                                                                    \
+  /* Shuffles: a lane whose source is out of the segment keeps its own value. */       \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle(T x, unsigned short i) {                              \
+    return simd_detail::exchange<W, ::kjit::lanes::from_lane>(x, i);                   \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_broadcast(T x, unsigned short i) {                            \
+    return simd_detail::exchange<W, ::kjit::lanes::from_lane>(x, i);                   \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_up(T x, unsigned short d) {                           \
+    return simd_detail::exchange<W, ::kjit::lanes::from_below>(x, d);                  \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_down(T x, unsigned short d) {                         \
+    return simd_detail::exchange<W, ::kjit::lanes::from_above>(x, d);                  \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_xor(T x, unsigned short mask) {                       \
+    return simd_detail::exchange<W, ::kjit::lanes::from_xor>(x, mask);                 \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_rotate_up(T x, unsigned short d) {                    \
+    return simd_detail::exchange<W, ::kjit::lanes::rotated_up>(x, d);                  \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_rotate_down(T x, unsigned short d) {                  \
+    return simd_detail::exchange<W, ::kjit::lanes::rotated_down>(x, d);                \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_and_fill_up(T x, T fill, unsigned short d,            \
+                                             unsigned short modulo = W) {              \
+    return simd_detail::shuffle_and_fill<W, true>(x, fill, d, modulo);                 \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_shuffle_and_fill_down(T x, T fill, unsigned short d,          \
+                                               unsigned short modulo = W) {            \
+    return simd_detail::shuffle_and_fill<W, false>(x, fill, d, modulo);                \
+  }                                                                                    \
+  template <class T>                                                                   \
+  KJIT_INLINE T prefix##_broadcast_first(T x) {                                        \
+    const unsigned m = simd_detail::segment_mask<W>();                                 \
+    return simd_detail::shuffle(m, x, unsigned(__ffs(m) - 1));                         \
+  }                                                                                    \
+  KJIT_INLINE bool prefix##_all(bool b) {                                              \
+    return __all_sync(simd_detail::segment_mask<W>(), b) != 0;                         \
+  }                                                                                    \
+  KJIT_INLINE bool prefix##_any(bool b) {                                              \
+    return __any_sync(simd_detail::segment_mask<W>(), b) != 0;                         \
+  }                                                                                    \
+  KJIT_INLINE bool prefix##_is_first() {                                               \
+    return simd_detail::lane() == unsigned(__ffs(simd_detail::segment_mask<W>()) - 1); \
   }
-KJIT_SIMD_REDUCTION(simd_sum, simd_ops::add_op)
-KJIT_SIMD_REDUCTION(simd_product, simd_ops::mul_op)
-KJIT_SIMD_REDUCTION(simd_max, simd_ops::max_op)
-KJIT_SIMD_REDUCTION(simd_min, simd_ops::min_op)
-KJIT_SIMD_REDUCTION(simd_and, simd_ops::and_op)
-KJIT_SIMD_REDUCTION(simd_or, simd_ops::or_op)
-KJIT_SIMD_REDUCTION(simd_xor, simd_ops::xor_op)
-#undef KJIT_SIMD_REDUCTION
 
-#define KJIT_SIMD_SCAN(name, op, inclusive)                                   \
-  template <class T>                                                          \
-  KJIT_INLINE T name(T x) {                                                   \
-    return simd_detail::scan<inclusive>(x, op{}, op::template identity<T>()); \
-  }
-KJIT_SIMD_SCAN(simd_prefix_inclusive_sum, simd_ops::add_op, true)
-KJIT_SIMD_SCAN(simd_prefix_exclusive_sum, simd_ops::add_op, false)
-KJIT_SIMD_SCAN(simd_prefix_inclusive_product, simd_ops::mul_op, true)
-KJIT_SIMD_SCAN(simd_prefix_exclusive_product, simd_ops::mul_op, false)
-#undef KJIT_SIMD_SCAN
+KJIT_MSL_GROUP_OPS(simd, 32)
+KJIT_MSL_GROUP_OPS(quad, 4)
+#undef KJIT_MSL_GROUP_OPS
 
-// Shuffles: a lane out of range keeps its own value (CUDA's rule and Metal's).
-template <class T>
-KJIT_INLINE T simd_shuffle(T x, unsigned short lane) {
-  return simd_detail::shuffle(__activemask(), x, lane);
-}
-template <class T>
-KJIT_INLINE T simd_broadcast(T x, unsigned short lane) {
-  return simd_detail::shuffle(__activemask(), x, lane);
-}
-template <class T>
-KJIT_INLINE T simd_broadcast_first(T x) {
+KJIT_INLINE simd_vote simd_ballot(bool b) {
   const unsigned m = __activemask();
-  return simd_detail::shuffle(m, x, unsigned(__ffs(m) - 1));
+  return {__ballot_sync(m, b), m};
 }
-template <class T>
-KJIT_INLINE T simd_shuffle_down(T x, unsigned short delta) {
-  const unsigned me = simd_detail::lane();
-  return simd_detail::shuffle(__activemask(), x, me + delta < 32 ? me + delta : me);
+KJIT_INLINE quad_vote quad_ballot(bool b) {
+  const unsigned m = simd_detail::segment_mask<4>(), shift = simd_detail::lane() & ~3u;
+  return {static_cast<unsigned short>(__ballot_sync(m, b) >> shift),
+          static_cast<unsigned short>(m >> shift)};
 }
-template <class T>
-KJIT_INLINE T simd_shuffle_up(T x, unsigned short delta) {
-  const unsigned me = simd_detail::lane();
-  return simd_detail::shuffle(__activemask(), x, me >= delta ? me - delta : me);
-}
-template <class T>
-KJIT_INLINE T simd_shuffle_xor(T x, unsigned short mask) {
-  return simd_detail::shuffle(__activemask(), x, (simd_detail::lane() ^ mask) & 31u);
-}
-KJIT_INLINE bool simd_all(bool b) { return __all_sync(__activemask(), b) != 0; }
-KJIT_INLINE bool simd_any(bool b) { return __any_sync(__activemask(), b) != 0; }
-KJIT_INLINE bool simd_is_first() {
-  return simd_detail::lane() == unsigned(__ffs(__activemask()) - 1);
-}
-struct simd_vote {
-  typedef unsigned long vote_t;
-  vote_t bits;
-  KJIT_INLINE explicit operator vote_t() const { return bits; }
-  KJIT_INLINE bool all() const { return bits == __activemask(); }
-  KJIT_INLINE bool any() const { return bits != 0; }
-};
-KJIT_INLINE simd_vote simd_ballot(bool b) { return {__ballot_sync(__activemask(), b)}; }
 
 }  // namespace metal
 

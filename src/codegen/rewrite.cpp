@@ -66,19 +66,35 @@ constexpr Unsupported kMetalSuspending[] = {
     {"simd_all", "SIMD-group operations"},
     {"simd_any", "SIMD-group operations"},
     {"simd_is_first", "SIMD-group operations"},
-};
-// Metal features no backend maps yet.
-constexpr Unsupported kMetalNotYet[] = {
-    {"quad_sum", "quad-group operations"},
-    {"quad_shuffle", "quad-group operations"},
-    {"quad_shuffle_up", "quad-group operations"},
-    {"quad_shuffle_down", "quad-group operations"},
-    {"quad_shuffle_xor", "quad-group operations"},
-    {"quad_broadcast", "quad-group operations"},
     {"simd_shuffle_rotate_up", "SIMD-group operations"},
     {"simd_shuffle_rotate_down", "SIMD-group operations"},
     {"simd_shuffle_and_fill_up", "SIMD-group operations"},
     {"simd_shuffle_and_fill_down", "SIMD-group operations"},
+    {"quad_sum", "quad-group operations"},
+    {"quad_product", "quad-group operations"},
+    {"quad_max", "quad-group operations"},
+    {"quad_min", "quad-group operations"},
+    {"quad_and", "quad-group operations"},
+    {"quad_or", "quad-group operations"},
+    {"quad_xor", "quad-group operations"},
+    {"quad_prefix_exclusive_sum", "quad-group operations"},
+    {"quad_prefix_inclusive_sum", "quad-group operations"},
+    {"quad_prefix_exclusive_product", "quad-group operations"},
+    {"quad_prefix_inclusive_product", "quad-group operations"},
+    {"quad_shuffle", "quad-group operations"},
+    {"quad_shuffle_up", "quad-group operations"},
+    {"quad_shuffle_down", "quad-group operations"},
+    {"quad_shuffle_xor", "quad-group operations"},
+    {"quad_shuffle_rotate_up", "quad-group operations"},
+    {"quad_shuffle_rotate_down", "quad-group operations"},
+    {"quad_shuffle_and_fill_up", "quad-group operations"},
+    {"quad_shuffle_and_fill_down", "quad-group operations"},
+    {"quad_broadcast", "quad-group operations"},
+    {"quad_broadcast_first", "quad-group operations"},
+    {"quad_ballot", "quad-group operations"},
+    {"quad_all", "quad-group operations"},
+    {"quad_any", "quad-group operations"},
+    {"quad_is_first", "quad-group operations"},
 };
 
 // CUDA's barriers and warp operations. On the CPU a body that calls them runs in cooperative
@@ -342,31 +358,17 @@ size_t expression_start(const std::vector<Token>& t, size_t i) {
   }
 }
 
-// The feature |word| names that no target runs yet, if any.
-const Unsupported* missing(std::string_view word, Dialect dialect) {
-  return dialect == Dialect::Metal ? find(kMetalNotYet, word) : nullptr;
-}
-
 }  // namespace
 
-void check_supported(const std::vector<Token>& tokens, Dialect dialect,
-                     std::optional<Target> target, TextOrigin origin) {
-  const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
+void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin) {
+  if (dialect != Dialect::Metal) return;
   const char* where = origin == TextOrigin::Source ? "source" : "header";
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const Token& t = tokens[i];
+  for (const Token& t : tokens) {
     if (t.kind != TokenKind::Identifier) continue;
-    const char* what = "is not supported by the Metal dialect";
-    const Unsupported* u = dialect == Dialect::Metal ? find(kMetalNever, t.text) : nullptr;
-    if (!u && target) {
-      u = missing(t.text, dialect);
-      what = *target == Target::Cpu ? "is not supported yet on the CPU backend"
-                                    : "is not supported yet on the CUDA backend";
-    }
-    if (u) {
-      throw ValueError(std::string("[kjit.") + api + "] '" + std::string(t.text) + "' (" + where +
-                       " line " + std::to_string(t.line) + ") " + what + ": " +
-                       std::string(u->reason) + ".");
+    if (const Unsupported* u = find(kMetalNever, t.text)) {
+      throw ValueError("[kjit.metal_kernel] '" + std::string(t.text) + "' (" + where + " line " +
+                       std::to_string(t.line) +
+                       ") is not supported by the Metal dialect: " + std::string(u->reason) + ".");
     }
   }
 }

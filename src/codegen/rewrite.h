@@ -2,7 +2,6 @@
 // rejects the features a target cannot run, naming the feature and its line.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,10 +16,9 @@ enum class Target { Cpu, Cuda };
 /// Where a piece of user text came from, for messages.
 enum class TextOrigin { Source, Header };
 
-/// Throws kjit::ValueError when |tokens| use a feature the dialect lacks everywhere, or, when
-/// |target| is given, one that target cannot run yet.
-void check_supported(const std::vector<Token>& tokens, Dialect dialect,
-                     std::optional<Target> target, TextOrigin origin);
+/// Throws kjit::ValueError when |tokens| use a feature the dialect lacks (textures, simdgroup
+/// matrices...), naming it and its line.
+void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
 /// The text of |tokens| rewritten for |target|. Line structure is kept exactly, so that line N of
 /// the result is line N of the input. With |coroutine| (a body in the CPU's cooperative mode),

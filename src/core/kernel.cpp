@@ -109,10 +109,10 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   for (const codegen::Attribute& a : codegen::metal_attributes()) {
     if (codegen::has_identifier(spec->source_tokens, a.name)) spec->attributes.push_back(a.name);
   }
-  // Features no target offers are rejected now; the rest when a target is chosen.
+  // Features the dialect lacks are rejected when the kernel is made.
   for (auto [tokens, origin] : {std::pair{&spec->source_tokens, codegen::TextOrigin::Source},
                                 std::pair{&spec->header_tokens, codegen::TextOrigin::Header}}) {
-    codegen::check_supported(*tokens, dialect, std::nullopt, origin);
+    codegen::check_supported(*tokens, dialect, origin);
   }
   return spec;
 }
@@ -197,13 +197,6 @@ void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
   }
 }
 
-void check_target(const KernelSpec& spec, codegen::Target target) {
-  for (auto [tokens, origin] : {std::pair{&spec.source_tokens, codegen::TextOrigin::Source},
-                                std::pair{&spec.header_tokens, codegen::TextOrigin::Header}}) {
-    codegen::check_supported(*tokens, spec.dialect, target, origin);
-  }
-}
-
 // Metal has 32-bit atomics only (int, uint, float).
 void check_atomic_outputs(const KernelSpec& spec, const std::vector<Dtype>& outputs) {
   if (!spec.atomic_outputs) return;
@@ -236,7 +229,6 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
   const bool gpu = device.type == DeviceType::CUDA;
   const codegen::Target target = gpu ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (gpu) check_cuda_device(spec, device);
-  check_target(spec, target);
   check_atomic_outputs(spec, sig.outputs);
   auto plan = std::make_shared<Plan>();
   codegen::GeneratedSource g = codegen::generate(spec, sig, target);
@@ -305,7 +297,6 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
     } catch (const std::exception&) {
     }
     if (cc < 30 || cc > 200) throw ValueError(bad_target);
-    check_target(spec, codegen::Target::Cuda);
     check_atomic_outputs(spec, sig.outputs);
     cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda).text, cc);
     return;

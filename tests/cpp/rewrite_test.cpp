@@ -20,10 +20,10 @@ std::string cuda(const std::string& text, Target target = Target::Cpu) {
 size_t newlines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
 
 // The message of the kjit::ValueError that check_supported throws, or "" when it throws none.
-std::string unsupported(const std::string& text, Dialect dialect, Target target,
+std::string unsupported(const std::string& text, Dialect dialect,
                         TextOrigin origin = TextOrigin::Source) {
   try {
-    check_supported(lex(text), dialect, target, origin);
+    check_supported(lex(text), dialect, origin);
   } catch (const ValueError& e) {
     return e.what();
   }
@@ -150,22 +150,20 @@ TEST(RewriteCuda, LeavesTextAlone) {
   EXPECT_EQ(cuda("#include <cooperative_groups.h>\n"), "\n");
 }
 
-TEST(CheckSupported, MetalFeaturesNoTargetRuns) {
-  for (Target target : {Target::Cpu, Target::Cuda}) {
-    std::string msg = unsupported("uint i = 0;\n\ntexture2d<float> tex;\n", Dialect::Metal, target);
-    EXPECT_NE(msg.find("'texture2d'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("line 3"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("metal_kernel"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("not supported"), std::string::npos) << msg;
+TEST(CheckSupported, MetalFeaturesNoBackendRuns) {
+  std::string msg = unsupported("uint i = 0;\n\ntexture2d<float> tex;\n", Dialect::Metal);
+  EXPECT_NE(msg.find("'texture2d'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("metal_kernel"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not supported"), std::string::npos) << msg;
 
-    msg = unsupported("simdgroup_matrix<float, 8, 8> m;", Dialect::Metal, target);
-    EXPECT_NE(msg.find("'simdgroup_matrix'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("line 1"), std::string::npos) << msg;
+  msg = unsupported("simdgroup_matrix<float, 8, 8> m;", Dialect::Metal);
+  EXPECT_NE(msg.find("'simdgroup_matrix'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 1"), std::string::npos) << msg;
 
-    msg = unsupported("\ntexture2d_array<half> t;", Dialect::Metal, target, TextOrigin::Header);
-    EXPECT_NE(msg.find("'texture2d_array'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("header line 2"), std::string::npos) << msg;
-  }
+  msg = unsupported("\ntexture2d_array<half> t;", Dialect::Metal, TextOrigin::Header);
+  EXPECT_NE(msg.find("'texture2d_array'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("header line 2"), std::string::npos) << msg;
 }
 
 TEST(RewriteMetal, CooperativeBodiesBecomeCoroutinesOnTheCpu) {
@@ -257,38 +255,28 @@ TEST(RewriteCuda, SharedMemoryOnTheCpu) {
 TEST(CheckSupported, SimdgroupMatrixTypedefs) {
   // MSL's own names for simdgroup matrices.
   for (std::string type : {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8"}) {
-    std::string msg = unsupported(type + " m;", Dialect::Metal, Target::Cuda);
+    std::string msg = unsupported(type + " m;", Dialect::Metal);
     EXPECT_NE(msg.find("'" + type + "'"), std::string::npos) << type << ": " << msg;
   }
 }
 
-TEST(CheckSupported, CooperativeFeaturesOnTheCpu) {
-  // Barriers, SIMD-group and warp operations run in the body and in helpers (cooperative mode).
-  EXPECT_EQ(unsupported("uint i = 0;\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n",
-                        Dialect::Metal, Target::Cpu),
-            "");
-  EXPECT_EQ(unsupported("float s = simd_sum(x);", Dialect::Metal, Target::Cpu), "");
-  EXPECT_EQ(unsupported("float f(float x) { return simd_sum(x); }", Dialect::Metal, Target::Cpu,
+TEST(CheckSupported, CooperativeFeatures) {
+  // Barriers, SIMD-group, quad-group and warp operations run in the body and in helpers.
+  for (const char* text :
+       {"uint i = 0;\nthreadgroup_barrier(mem_flags::mem_threadgroup);\n", "float s = simd_sum(x);",
+        "float q = quad_sum(x) + quad_shuffle_rotate_down(x, 1);",
+        "float r = simd_shuffle_and_fill_up(x, y, 2, 8);",
+        "atomic_fetch_add_explicit(p, 1, memory_order_relaxed);"}) {
+    EXPECT_EQ(unsupported(text, Dialect::Metal), "") << text;
+  }
+  EXPECT_EQ(
+      unsupported("float f(float x) { return simd_sum(x); }", Dialect::Metal, TextOrigin::Header),
+      "");
+  EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda), "");
+  EXPECT_EQ(unsupported("int n = __syncthreads_count(1);", Dialect::Cuda), "");
+  EXPECT_EQ(unsupported("float f(T g, float v) { return g.shfl_down(v, 1); }", Dialect::Cuda,
                         TextOrigin::Header),
             "");
-  EXPECT_EQ(unsupported("atomic_fetch_add_explicit(p, 1, memory_order_relaxed);", Dialect::Metal,
-                        Target::Cpu),
-            "");
-  EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cpu), "");
-  EXPECT_EQ(unsupported("int n = __syncthreads_count(1);", Dialect::Cuda, Target::Cpu), "");
-  EXPECT_EQ(unsupported("float f(T g, float v) { return g.shfl_down(v, 1); }", Dialect::Cuda,
-                        Target::Cpu, TextOrigin::Header),
-            "");
-  std::string msg;
-
-  // The CUDA target runs CUDA's own natively and maps Metal's, but not quad-group operations.
-  EXPECT_EQ(unsupported("__syncthreads();", Dialect::Cuda, Target::Cuda), "");
-  EXPECT_EQ(
-      unsupported("threadgroup_barrier(mem_flags::mem_threadgroup);", Dialect::Metal, Target::Cuda),
-      "");
-  EXPECT_EQ(unsupported("float s = simd_sum(x);", Dialect::Metal, Target::Cuda), "");
-  msg = unsupported("float q = quad_sum(x);", Dialect::Metal, Target::Cuda);
-  EXPECT_NE(msg.find("not supported yet on the CUDA backend"), std::string::npos) << msg;
 }
 
 TEST(CheckSupported, UserIdentifiersAreNotFeatures) {
@@ -297,12 +285,10 @@ TEST(CheckSupported, UserIdentifiersAreNotFeatures) {
       "uint my_texture2d = 1; uint simdgroup_id = 0; uint atomics = 2; uint sum_simd = 3;\n"
       "// threadgroup_barrier texture2d simd_sum\n"
       "const char* s = \"simd_sum texture2d\";\n";
-  for (Target target : {Target::Cpu, Target::Cuda}) {
-    EXPECT_EQ(unsupported(text, Dialect::Metal, target), "");
-    EXPECT_EQ(unsupported(text, Dialect::Cuda, target), "");
-  }
+  EXPECT_EQ(unsupported(text, Dialect::Metal), "");
+  EXPECT_EQ(unsupported(text, Dialect::Cuda), "");
   // Metal-only features mean nothing to the CUDA dialect.
-  EXPECT_EQ(unsupported("int texture2d = 1;", Dialect::Cuda, Target::Cpu), "");
+  EXPECT_EQ(unsupported("int texture2d = 1;", Dialect::Cuda), "");
 }
 
 }  // namespace

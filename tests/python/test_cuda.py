@@ -614,6 +614,73 @@ def test_simd_ballot_and_two_simd_operations_in_one_expression(device, rng):
                                rtol=1e-6)
 
 
+QUAD_AND_ROTATE = """
+    const uint i = thread_position_in_grid.x;
+    const float x = inp[i];
+    const int v = int(i * 7 % 23);
+    floats[3 * i + 0] = quad_sum(x);
+    floats[3 * i + 1] = quad_max(x);
+    floats[3 * i + 2] = quad_prefix_exclusive_sum(x);
+    device int* o = ints + 11 * i;
+    o[0] = quad_shuffle(v, 2);
+    o[1] = quad_shuffle_up(v, 1);
+    o[2] = quad_shuffle_down(v, 3);
+    o[3] = quad_shuffle_xor(v, 1);
+    o[4] = quad_broadcast(v, 3);
+    o[5] = quad_shuffle_rotate_up(v, 1);
+    o[6] = int(quad_vote::vote_t(quad_ballot(v % 2 == 1)));
+    o[7] = int(quad_all(v > 2)) + 2 * int(quad_any(v > 20)) + 4 * int(quad_is_first());
+    o[8] = simd_shuffle_rotate_down(v, 5);
+    o[9] = simd_shuffle_and_fill_up(v, v + 1000, 3);
+    o[10] = simd_shuffle_and_fill_down(v, v + 1000, 2, 8);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [128, 122])
+def test_quad_group_operations_and_rotating_shuffles(device, n, rng):
+    k = kjit.metal_kernel(name="quads", input_names=["inp"], output_names=["floats", "ints"],
+                          source=QUAD_AND_ROTATE)
+    x = rng.standard_normal(n).astype(np.float32)
+    floats, ints = k(inputs=[x], output_shapes=[(n, 3), (n, 11)],
+                     output_dtypes=[np.float32, np.int32], grid=(n, 1, 1),
+                     threadgroup=(64, 1, 1), device=device,
+                     outputs=[poisoned((n, 3), np.float32), poisoned((n, 11), np.int32)])
+    i = np.arange(n)
+    v = (i * 7 % 23).astype(np.int64)
+    fill = v + 1000
+    base, kq = i - i % 4, i % 4
+    wbase, lane = i - i % 32, i % 32
+    quad = [np.arange(b, min(b + 4, n)) for b in base]  # the quad's present lanes
+    xd = x.astype(np.float64)
+    np.testing.assert_allclose(floats[:, 0], [xd[q].sum() for q in quad], rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(floats[:, 1], [x[q].max() for q in quad])
+    np.testing.assert_allclose(floats[:, 2], [xd[b:j].sum() for b, j in zip(base, i)],
+                               rtol=1e-6, atol=1e-6)
+    ballot = [sum(1 << (j - b) for j in q if v[j] % 2 == 1) for q, b in zip(quad, base)]
+    np.testing.assert_array_equal(ints[:, 6], ballot)
+    flags = [int((v[q] > 2).all()) + 2 * int((v[q] > 20).any()) for q in quad] + 4 * (kq == 0)
+    np.testing.assert_array_equal(ints[:, 7], flags)
+    full_quads = base + 4 <= n  # shuffles read only lanes that are there
+    expected = np.stack([
+        v[np.minimum(base + 2, n - 1)],
+        np.where(kq >= 1, v[i - 1], v),
+        np.where(kq + 3 < 4, v[np.minimum(i + 3, n - 1)], v),
+        v[np.minimum(i ^ 1, n - 1)],
+        v[np.minimum(base + 3, n - 1)],
+        v[np.minimum(base + (kq + 3) % 4, n - 1)],
+    ], axis=1)
+    np.testing.assert_array_equal(ints[full_quads, 0:6], expected[full_quads])
+    full_warps = wbase + 32 <= n
+    m8, base8 = i % 8, i - i % 8
+    expected = np.stack([
+        v[np.minimum(wbase + (lane + 5) % 32, n - 1)],
+        np.where(lane >= 3, v[i - 3], fill[np.minimum(wbase + (lane + 29) % 32, n - 1)]),
+        np.where(m8 + 2 < 8, v[np.minimum(i + 2, n - 1)], fill[np.minimum(base8 + (m8 + 2) % 8, n - 1)]),
+    ], axis=1)
+    np.testing.assert_array_equal(ints[full_warps, 8:11], expected[full_warps])
+
+
 WAITING_HELPERS_METAL = """
 template <typename T>
 inline T warp_total(T v) {

@@ -646,10 +646,6 @@ UNSUPPORTED = [
      r"matrices"),
     ("metal-texture-in-header", "metal", "out[0] = inp[0];", "\n\ntexture2d<float> t;\n",
      r"'texture2d' \(header line 3\) is not supported by the Metal dialect"),
-    ("metal-quad", "metal",
-     "uint i = thread_position_in_grid.x;\nfloat q = quad_sum(inp[i]);\nout[i] = q;\n", "",
-     r"\[kjit\.metal_kernel\] 'quad_sum' \(source line 2\) is not supported yet on the CPU "
-     r"backend: quad-group operations"),
     ("metal-waiting-helper-with-auto", "metal", "out[0] = total(inp[0]);",
      "\nauto total(float v) {\n  return simd_sum(v);\n}\n",
      r"\[kjit\.metal_kernel\] helper 'total' \(header line 2\) waits for other threads, so on "
@@ -676,14 +672,6 @@ def test_never_supported_feature_fails_when_the_kernel_is_made(label, api, body,
     with pytest.raises(ValueError, match=pattern) as excinfo:
         make(api, name="feature", input_names=["inp"], output_names=["out"], source=body,
              header=header)
-    check_prefix(excinfo)
-
-
-def test_unsupported_feature_fails_on_call_too():
-    k = make("metal", name="feature", input_names=["inp"], output_names=["out"],
-             source=next(u[2] for u in UNSUPPORTED if u[0] == "metal-quad"))
-    with pytest.raises(ValueError, match=r"'quad_sum' \(source line 2\)") as excinfo:
-        k(**call_args(device="cpu"))
     check_prefix(excinfo)
 
 

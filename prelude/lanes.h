@@ -1,0 +1,27 @@
+// Which lane a shuffle reads: lane |id| of a simdgroup split into segments of |w| consecutive
+// lanes (w a power of two: the simdgroup, a quad, a CUDA shuffle width or tile). A source
+// outside the lane's segment gives |id| itself, so the lane keeps its own value (CUDA's rule and
+// Metal's); rotations wrap around within the segment.
+namespace kjit::lanes {
+
+KJIT_INLINE unsigned from_lane(unsigned id, unsigned src, unsigned w) {
+  return (id & ~(w - 1)) + src % w;
+}
+KJIT_INLINE unsigned from_below(unsigned id, unsigned d, unsigned w) {
+  return id % w >= d ? id - d : id;
+}
+KJIT_INLINE unsigned from_above(unsigned id, unsigned d, unsigned w) {
+  return id % w + d < w ? id + d : id;
+}
+KJIT_INLINE unsigned from_xor(unsigned id, unsigned mask, unsigned w) {
+  const unsigned src = id ^ mask;
+  return src < (id & ~(w - 1)) + w ? src : id;  // as CUDA: earlier segments can be read
+}
+KJIT_INLINE unsigned rotated_up(unsigned id, unsigned d, unsigned w) {
+  return (id & ~(w - 1)) + (id % w + w - d % w) % w;
+}
+KJIT_INLINE unsigned rotated_down(unsigned id, unsigned d, unsigned w) {
+  return (id & ~(w - 1)) + (id % w + d) % w;
+}
+
+}  // namespace kjit::lanes
