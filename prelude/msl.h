@@ -151,20 +151,16 @@ struct xor_op {
 
 // The lanes of the simdgroup (or quad, as its four low bits) that voted true, and those that
 // voted.
-struct simd_vote {
-  typedef unsigned long vote_t;
+template <class Bits>
+struct group_vote {
+  typedef Bits vote_t;
   vote_t bits, active;
   KJIT_INLINE explicit operator vote_t() const { return bits; }
   KJIT_INLINE bool all() const { return bits == active; }
   KJIT_INLINE bool any() const { return bits != 0; }
 };
-struct quad_vote {
-  typedef unsigned short vote_t;
-  vote_t bits, active;
-  KJIT_INLINE explicit operator vote_t() const { return bits; }
-  KJIT_INLINE bool all() const { return bits == active; }
-  KJIT_INLINE bool any() const { return bits != 0; }
-};
+using simd_vote = group_vote<unsigned long>;
+using quad_vote = group_vote<unsigned short>;
 
 }  // namespace metal
 

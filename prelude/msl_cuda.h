@@ -111,90 +111,48 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned modulo) {
 }  // namespace simd_detail
 
 // The operations of SIMD-groups (W = 32) and quad-groups (W = 4) under their two prefixes.
+#define KJIT_REDUCTION(name, op, W)                   \
+  template <class T>                                  \
+  KJIT_INLINE T name(T x) {                           \
+    return simd_detail::reduce<W>(x, simd_ops::op{}); \
+  }
+#define KJIT_SCAN(name, op, inclusive, identity, W)                         \
+  template <class T>                                                        \
+  KJIT_INLINE T name(T x) {                                                 \
+    return simd_detail::scan<W, inclusive>(x, simd_ops::op{}, T(identity)); \
+  }
+/* Shuffles: a lane whose source is out of the segment keeps its own value. */
+#define KJIT_SHUFFLE(name, source, W)                               \
+  template <class T>                                                \
+  KJIT_INLINE T name(T x, unsigned short arg) {                     \
+    return simd_detail::exchange<W, ::kjit::lanes::source>(x, arg); \
+  }
+#define KJIT_SHUFFLE_AND_FILL(name, up, W)                                       \
+  template <class T>                                                             \
+  KJIT_INLINE T name(T x, T fill, unsigned short d, unsigned short modulo = W) { \
+    return simd_detail::shuffle_and_fill<W, up>(x, fill, d, modulo);             \
+  }
 #define KJIT_MSL_GROUP_OPS(prefix, W)                                                  \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_sum(T x) {                                                    \
-    return simd_detail::reduce<W>(x, simd_ops::add_op{});                              \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_product(T x) {                                                \
-    return simd_detail::reduce<W>(x, simd_ops::mul_op{});                              \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_max(T x) {                                                    \
-    return simd_detail::reduce<W>(x, simd_ops::max_op{});                              \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_min(T x) {                                                    \
-    return simd_detail::reduce<W>(x, simd_ops::min_op{});                              \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_and(T x) {                                                    \
-    return simd_detail::reduce<W>(x, simd_ops::and_op{});                              \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_or(T x) {                                                     \
-    return simd_detail::reduce<W>(x, simd_ops::or_op{});                               \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_xor(T x) {                                                    \
-    return simd_detail::reduce<W>(x, simd_ops::xor_op{});                              \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_prefix_inclusive_sum(T x) {                                   \
-    return simd_detail::scan<W, true>(x, simd_ops::add_op{}, T(0));                    \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_prefix_exclusive_sum(T x) {                                   \
-    return simd_detail::scan<W, false>(x, simd_ops::add_op{}, T(0));                   \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_prefix_inclusive_product(T x) {                               \
-    return simd_detail::scan<W, true>(x, simd_ops::mul_op{}, T(1));                    \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_prefix_exclusive_product(T x) {                               \
-    return simd_detail::scan<W, false>(x, simd_ops::mul_op{}, T(1));                   \
-  }                                                                                    \
-  /* Shuffles: a lane whose source is out of the segment keeps its own value. */       \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle(T x, unsigned short i) {                              \
-    return simd_detail::exchange<W, ::kjit::lanes::from_lane>(x, i);                   \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_broadcast(T x, unsigned short i) {                            \
-    return simd_detail::exchange<W, ::kjit::lanes::from_lane>(x, i);                   \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_up(T x, unsigned short d) {                           \
-    return simd_detail::exchange<W, ::kjit::lanes::from_below>(x, d);                  \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_down(T x, unsigned short d) {                         \
-    return simd_detail::exchange<W, ::kjit::lanes::from_above>(x, d);                  \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_xor(T x, unsigned short mask) {                       \
-    return simd_detail::exchange<W, ::kjit::lanes::from_xor>(x, mask);                 \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_rotate_up(T x, unsigned short d) {                    \
-    return simd_detail::exchange<W, ::kjit::lanes::rotated_up>(x, d);                  \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_rotate_down(T x, unsigned short d) {                  \
-    return simd_detail::exchange<W, ::kjit::lanes::rotated_down>(x, d);                \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_and_fill_up(T x, T fill, unsigned short d,            \
-                                             unsigned short modulo = W) {              \
-    return simd_detail::shuffle_and_fill<W, true>(x, fill, d, modulo);                 \
-  }                                                                                    \
-  template <class T>                                                                   \
-  KJIT_INLINE T prefix##_shuffle_and_fill_down(T x, T fill, unsigned short d,          \
-                                               unsigned short modulo = W) {            \
-    return simd_detail::shuffle_and_fill<W, false>(x, fill, d, modulo);                \
-  }                                                                                    \
+  KJIT_REDUCTION(prefix##_sum, add_op, W)                                              \
+  KJIT_REDUCTION(prefix##_product, mul_op, W)                                          \
+  KJIT_REDUCTION(prefix##_max, max_op, W)                                              \
+  KJIT_REDUCTION(prefix##_min, min_op, W)                                              \
+  KJIT_REDUCTION(prefix##_and, and_op, W)                                              \
+  KJIT_REDUCTION(prefix##_or, or_op, W)                                                \
+  KJIT_REDUCTION(prefix##_xor, xor_op, W)                                              \
+  KJIT_SCAN(prefix##_prefix_inclusive_sum, add_op, true, 0, W)                         \
+  KJIT_SCAN(prefix##_prefix_exclusive_sum, add_op, false, 0, W)                        \
+  KJIT_SCAN(prefix##_prefix_inclusive_product, mul_op, true, 1, W)                     \
+  KJIT_SCAN(prefix##_prefix_exclusive_product, mul_op, false, 1, W)                    \
+  KJIT_SHUFFLE(prefix##_shuffle, from_lane, W)                                         \
+  KJIT_SHUFFLE(prefix##_broadcast, from_lane, W)                                       \
+  KJIT_SHUFFLE(prefix##_shuffle_up, from_below, W)                                     \
+  KJIT_SHUFFLE(prefix##_shuffle_down, from_above, W)                                   \
+  KJIT_SHUFFLE(prefix##_shuffle_xor, from_xor, W)                                      \
+  KJIT_SHUFFLE(prefix##_shuffle_rotate_up, rotated_up, W)                              \
+  KJIT_SHUFFLE(prefix##_shuffle_rotate_down, rotated_down, W)                          \
+  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)                         \
+  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_down, false, W)                      \
   template <class T>                                                                   \
   KJIT_INLINE T prefix##_broadcast_first(T x) {                                        \
     const unsigned m = simd_detail::segment_mask<W>();                                 \
@@ -213,6 +171,10 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned modulo) {
 KJIT_MSL_GROUP_OPS(simd, 32)
 KJIT_MSL_GROUP_OPS(quad, 4)
 #undef KJIT_MSL_GROUP_OPS
+#undef KJIT_REDUCTION
+#undef KJIT_SCAN
+#undef KJIT_SHUFFLE
+#undef KJIT_SHUFFLE_AND_FILL
 
 KJIT_INLINE simd_vote simd_ballot(bool b) {
   const unsigned m = __activemask();
