@@ -91,17 +91,89 @@ def test_torch_side_stream_orders_with_torch_ops(rng):
                                rtol=1e-6)
 
 
+class _WithCudaStream:
+    """A stream exposed through the CUDA stream protocol."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+
+class _WithPtr:
+    """A stream exposed as CuPy's are, through .ptr."""
+
+    def __init__(self, handle: int) -> None:
+        self.ptr = handle
+
+
+def _busy_then_halve(torch, stream, x):
+    """Queues a long wait and then x *= 0.5 on |stream|: a kernel ordered after them sees x / 2,
+    one on any other stream most likely sees x."""
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(50_000_000)
+        x.mul_(0.5)
+
+
 @needs_gpu
 def test_explicit_stream_argument_forms(rng):
     torch = pytest.importorskip("torch")
-    x = torch.from_numpy(rng.standard_normal(4096).astype(np.float32)).cuda()
+    cupy = pytest.importorskip("cupy")
+    host = rng.standard_normal(1 << 20).astype(np.float32)
     s = torch.cuda.Stream()
-    torch.cuda.synchronize()
-    for stream in (s, s.cuda_stream):
-        out = run_exp(x, stream=stream)
+    forms = [s, s.cuda_stream, cupy.cuda.ExternalStream(s.cuda_stream),
+             _WithCudaStream(s.cuda_stream), _WithPtr(s.cuda_stream)]
+    for form in forms:
+        x = torch.from_numpy(host).cuda()
+        torch.cuda.synchronize()
+        _busy_then_halve(torch, s, x)
+        out = run_exp(x, stream=form)  # the current stream here is the default one
         s.synchronize()
-        np.testing.assert_allclose(out.cpu().numpy(), np.exp(x.cpu().numpy().astype(np.float64)),
-                                   rtol=2e-7)
+        np.testing.assert_allclose(out.cpu().numpy(), np.exp(0.5 * host.astype(np.float64)),
+                                   rtol=2e-7, err_msg=type(form).__name__)
+
+
+@needs_gpu
+def test_cupy_current_stream_orders_the_kernel(rng):
+    torch = pytest.importorskip("torch")
+    cupy = pytest.importorskip("cupy")
+    host = rng.standard_normal(1 << 20).astype(np.float32)
+    x = torch.from_numpy(host).cuda()
+    torch.cuda.synchronize()
+    s = cupy.cuda.Stream(non_blocking=True)
+    _busy_then_halve(torch, torch.cuda.ExternalStream(s.ptr), x)
+    cx = cupy.asarray(x)
+    with s:
+        y = run_exp(cx)  # ordered on CuPy's current stream, after the halving
+        z = y * 2  # and CuPy's next operation sees the output
+    s.synchronize()
+    np.testing.assert_allclose(cupy.asnumpy(z), 2 * np.exp(0.5 * host.astype(np.float64)),
+                               rtol=2e-7)
+
+
+@needs_gpu
+def test_released_outputs_are_reused_only_on_their_stream(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(rng.standard_normal(1000).astype(np.float32)).cuda()
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(a):
+        y = run_exp(x)
+        block = y.data_ptr()
+        torch.cuda._sleep(50_000_000)  # stream a still works when y is released
+        keep = y.sum()
+        del y
+    with torch.cuda.stream(b):
+        z = run_exp(x)  # must not be handed y's memory while a may still read it
+        assert z.data_ptr() != block
+    with torch.cuda.stream(a):
+        w = run_exp(x)  # stream a itself may reuse it: its own order protects it
+    torch.cuda.synchronize()
+    ref = np.exp(x.cpu().numpy().astype(np.float64))
+    for out in (z, w):
+        np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=2e-7)
+    np.testing.assert_allclose(keep.item(), ref.sum(), rtol=1e-5)
 
 
 @needs_gpu

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backend/cuda/block_cache.h"
 #include "backend/cuda/nvrtc_compiler.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
@@ -132,22 +133,28 @@ void make_current(int device) {
 }
 
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
-  make_current(device);
-  DeviceState& s = state(device);
-  if (!s.pool_configured) {
-    // Keep freed memory in the pool: returning it to the OS makes the next allocation slow.
-    CUmemoryPool pool = nullptr;
-    CUdevice dev = 0;
-    KJIT_CU(cuDeviceGet, &dev, device);
-    if (driver().cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
-      uint64_t threshold = ~uint64_t{0};
-      driver().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+  // Never destroyed: blocks may be released while static objects are destroyed.
+  static BlockCache& kept = *new BlockCache();
+  const size_t block = BlockCache::block_size(bytes);
+  CUdeviceptr ptr = block ? kept.take(device, stream, block) : 0;
+  if (!ptr) {
+    make_current(device);
+    DeviceState& s = state(device);
+    if (!s.pool_configured) {
+      // Keep freed memory in the pool: returning it to the OS makes the next allocation slow.
+      CUmemoryPool pool = nullptr;
+      CUdevice dev = 0;
+      KJIT_CU(cuDeviceGet, &dev, device);
+      if (driver().cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
+        uint64_t threshold = ~uint64_t{0};
+        driver().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+      }
+      s.pool_configured = true;
     }
-    s.pool_configured = true;
+    KJIT_CU(cuMemAllocAsync, &ptr, block ? block : bytes ? bytes : 1, as_stream(stream));
   }
-  CUdeviceptr ptr = 0;
-  KJIT_CU(cuMemAllocAsync, &ptr, bytes ? bytes : 1, as_stream(stream));
-  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream](void* p) {
+  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, block](void* p) {
+    if (block && kept.keep(device, stream, block, as_ptr(p))) return;
     // Released in stream order; errors here cannot be reported (a destructor).
     try {
       make_current(device);

@@ -33,7 +33,9 @@ const DeviceInfo& device_info(int device);
 /// Makes |device|'s primary context current on this thread (shared with PyTorch, CuPy, JAX).
 void make_current(int device);
 
-/// Device memory from the device's stream-ordered pool, freed on |stream| when released.
+/// Device memory for use on |stream|, returned to it when released: small blocks are kept for
+/// that stream's next allocations (BlockCache), others go back to the device's stream-ordered
+/// pool.
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream);
 
 /// Copies |bytes| (any direction between host and device pointers of |device|), ordered on
