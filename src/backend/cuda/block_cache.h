@@ -1,7 +1,10 @@
-// Small device blocks kept for reuse by later allocations on the stream that released them. A
-// block comes back only to the same stream, whose own order puts the new use after every earlier
-// one, as the driver's stream-ordered pool would; it costs a lock and a vector instead of two
-// driver calls (cuMemAllocAsync and cuMemFreeAsync: about 1.6 µs per output on an H200 host).
+// Device blocks kept after release for later allocations on the stream that released them, as
+// CuPy's and PyTorch's pools do. A block comes back only to the same stream, whose own order
+// puts the new use after every earlier one. Nothing is handed back to the driver on a user's
+// stream, which may be destroyed before the arrays made on it are (freeing on a dead stream
+// crashes the driver); the blocks go back only when the device runs out of memory, after the
+// whole device has synchronised. Reuse also costs a lock and a vector instead of two driver
+// calls (cuMemAllocAsync and cuMemFreeAsync: about 1.6 µs per output on an H200 host).
 #pragma once
 
 #include <cstddef>
@@ -14,18 +17,16 @@ namespace kjit::cuda {
 
 class BlockCache {
  public:
-  /// Requests up to this size are served from blocks of power-of-two sizes from 512 bytes.
-  static constexpr size_t kLargestBlock = size_t{1} << 20;
-  /// The most the cache holds, over all devices and streams; further blocks are freed.
-  static constexpr size_t kCapacity = size_t{64} << 20;
-
-  /// The block size that serves |bytes|, or 0 for requests too large to cache.
+  /// The block size that serves |bytes|: powers of two from 512 bytes up to 1 MiB, then whole
+  /// MiB.
   static size_t block_size(size_t bytes);
 
   /// A kept block of |size| bytes released on |stream| of |device|, or 0 when there is none.
   uintptr_t take(int device, uintptr_t stream, size_t size);
-  /// Keeps a released block; false when the cache is full and the caller must free it.
-  bool keep(int device, uintptr_t stream, size_t size, uintptr_t block);
+  /// Keeps a released block.
+  void keep(int device, uintptr_t stream, size_t size, uintptr_t block);
+  /// Every block kept for |device|, no longer kept.
+  std::vector<uintptr_t> take_all(int device);
 
  private:
   struct Key {
@@ -41,7 +42,6 @@ class BlockCache {
   };
   std::mutex mutex_;
   std::unordered_map<Key, std::vector<uintptr_t>, KeyHash> blocks_;
-  size_t held_ = 0;
 };
 
 }  // namespace kjit::cuda

@@ -135,8 +135,8 @@ void make_current(int device) {
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
   // Never destroyed: blocks may be released while static objects are destroyed.
   static BlockCache& kept = *new BlockCache();
-  const size_t block = BlockCache::block_size(bytes);
-  CUdeviceptr ptr = block ? kept.take(device, stream, block) : 0;
+  const size_t size = BlockCache::block_size(bytes);
+  CUdeviceptr ptr = kept.take(device, stream, size);
   if (!ptr) {
     make_current(device);
     DeviceState& s = state(device);
@@ -151,16 +151,18 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       }
       s.pool_configured = true;
     }
-    KJIT_CU(cuMemAllocAsync, &ptr, block ? block : bytes ? bytes : 1, as_stream(stream));
-  }
-  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, block](void* p) {
-    if (block && kept.keep(device, stream, block, as_ptr(p))) return;
-    // Released in stream order; errors here cannot be reported (a destructor).
-    try {
-      make_current(device);
-      driver().cuMemFreeAsync(as_ptr(p), as_stream(stream));
-    } catch (...) {
+    if (driver().cuMemAllocAsync(&ptr, size, as_stream(stream)) != CUDA_SUCCESS) {
+      ptr = 0;
+      // Out of memory, most likely: hand the kept blocks back once every stream is done with
+      // them, and try again (reporting the error if there is still one).
+      KJIT_CU(cuCtxSynchronize);
+      for (uintptr_t block : kept.take_all(device)) driver().cuMemFreeAsync(block, nullptr);
+      KJIT_CU(cuCtxSynchronize);
     }
+    if (!ptr) KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
+  }
+  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, size](void* p) {
+    kept.keep(device, stream, size, as_ptr(p));
   });
 }
 

@@ -33,9 +33,8 @@ const DeviceInfo& device_info(int device);
 /// Makes |device|'s primary context current on this thread (shared with PyTorch, CuPy, JAX).
 void make_current(int device);
 
-/// Device memory for use on |stream|, returned to it when released: small blocks are kept for
-/// that stream's next allocations (BlockCache), others go back to the device's stream-ordered
-/// pool.
+/// Device memory for use on |stream|, kept for that stream's next allocations when released
+/// (BlockCache).
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream);
 
 /// Copies |bytes| (any direction between host and device pointers of |device|), ordered on
