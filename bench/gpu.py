@@ -3,7 +3,8 @@ measured side by side in one run.
 
   1. per-call time of a cached tiny kernel from Python with torch tensors (output allocated by
      kjit, and with outputs=), against a bare C++ cuLaunchKernel loop (bench/launch_floor.cu,
-     built by this script with nvcc), torch.exp, CuPy RawKernel with the same body, and Triton;
+     built by this script with nvcc), kjit's C++ API in the same loop (bench/cpp_call.cpp, when
+     build/libkjit.a exists), torch.exp, CuPy RawKernel with the same body, and Triton;
   2. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
      the device copy ceiling;
   3. cold compile of myexp and load from the disk cache in a fresh process, against CuPy.
@@ -53,6 +54,20 @@ def per_call(fn: Callable[[], object], calls: int = 20000, repeats: int = 5) -> 
         torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best * 1e6
+
+
+def run_cpp_call() -> dict | None:
+    """kjit's C++ API in the floor's loop (bench/cpp_call.cpp), when the library is built."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    lib = os.path.join(root, "build", "libkjit.a")
+    if not os.path.exists(lib):
+        return None
+    exe = os.path.join(tempfile.mkdtemp(), "cpp_call")
+    subprocess.run(["nvcc", "-O2", "-std=c++20", "-arch=sm_90", "-I", os.path.join(root, "include"),
+                    "-o", exe, os.path.join(root, "bench", "cpp_call.cpp"), lib, "-lcuda", "-ldl"],
+                   check=True)
+    return json.loads(subprocess.run([exe, MYEXP], check=True, capture_output=True,
+                                     text=True).stdout)
 
 
 def build_floor(path: str | None) -> dict:
@@ -106,6 +121,12 @@ def main() -> None:
     rows.append(("bare cuLaunchKernel (C++)", f"{floor['floor_us']:.2f} us", "1.00 (floor)"))
     rows.append(("  + cuMemAllocAsync/FreeAsync", f"{floor['floor_alloc_us']:.2f} us",
                  f"{floor['floor_alloc_us'] / floor['floor_us']:.2f}"))
+    cpp = run_cpp_call()
+    if cpp:
+        rows.append(("kjit C++ API, new output", f"{cpp['alloc_us']:.2f} us",
+                     f"{cpp['alloc_us'] / floor['floor_us']:.2f}"))
+        rows.append(("kjit C++ API, outputs=", f"{cpp['outputs_us']:.2f} us",
+                     f"{cpp['outputs_us'] / floor['floor_us']:.2f}"))
 
     x = torch.randn(16, device=dev)
     out = torch.empty_like(x)
