@@ -58,18 +58,12 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> __syncwarp(unsigned = 0xffffffffu, KJIT
   return ::kjit::coop::simd_op(0, kjit_line, ::kjit::coop::combine_meet);
 }
 
-// The width of a shuffle must be a power of two up to 32. CUDA leaves other widths undefined;
-// here they shuffle across the whole warp (a kernel cannot raise an error, and must not crash).
-KJIT_INLINE unsigned shuffle_width(int width) {
-  return width >= 1 && width <= 32 && (width & (width - 1)) == 0 ? unsigned(width) : 32u;
-}
-
 #define KJIT_CUDA_SHUFFLE(name, source)                                                       \
   template <class T>                                                                          \
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, unsigned arg, int width = 32,    \
                                               KJIT_SITE) {                                    \
     return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_shuffle<T, source>, arg, \
-                                 shuffle_width(width));                                       \
+                                 ::kjit::lanes::segment_width(width, 32));                    \
   }
 KJIT_CUDA_SHUFFLE(__shfl_sync, ::kjit::lanes::from_lane)
 KJIT_CUDA_SHUFFLE(__shfl_up_sync, ::kjit::lanes::from_below)

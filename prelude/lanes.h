@@ -4,6 +4,14 @@
 // Metal's); rotations wrap around within the segment.
 namespace kjit::lanes {
 
+// A segment width as given by a kernel (CUDA's shuffle width, Metal's shuffle-and-fill modulo):
+// a power of two up to |whole|. Other values are undefined in both languages; here they mean
+// the whole simdgroup or quad (a kernel cannot raise an error, and must not crash).
+KJIT_INLINE unsigned segment_width(int width, unsigned whole) {
+  return width >= 1 && unsigned(width) <= whole && (width & (width - 1)) == 0 ? unsigned(width)
+                                                                              : whole;
+}
+
 KJIT_INLINE unsigned from_lane(unsigned id, unsigned src, unsigned w) {
   return (id & ~(w - 1)) + src % w;
 }

@@ -53,15 +53,16 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {             \
     return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_shuffle<T, source>, arg, W); \
   }
-#define KJIT_SHUFFLE_AND_FILL(name, up, W)                                                     \
-  template <class T>                                                                           \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, T fill, unsigned short d,                   \
-                                              unsigned short modulo = W, KJIT_SITE) {          \
-    struct pair {                                                                              \
-      T x, fill;                                                                               \
-    };                                                                                         \
-    return ::kjit::coop::simd_op<T>(pair{x, fill}, KJIT_AT,                                    \
-                                    ::kjit::coop::combine_shuffle_and_fill<T, up>, d, modulo); \
+#define KJIT_SHUFFLE_AND_FILL(name, up, W)                                            \
+  template <class T>                                                                  \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, T fill, unsigned short d,          \
+                                              unsigned short modulo = W, KJIT_SITE) { \
+    struct pair {                                                                     \
+      T x, fill;                                                                      \
+    };                                                                                \
+    return ::kjit::coop::simd_op<T>(pair{x, fill}, KJIT_AT,                           \
+                                    ::kjit::coop::combine_shuffle_and_fill<T, up>, d, \
+                                    ::kjit::lanes::segment_width(modulo, W));         \
   }
 #define KJIT_MSL_GROUP_OPS(prefix, W, vote)                                                        \
   KJIT_REDUCTION(prefix##_sum, simd_ops::add_op, W)                                                \

@@ -99,8 +99,9 @@ KJIT_INLINE T exchange(T x, unsigned arg) {
 // Metal's shuffle-and-fill within segments of |modulo| lanes: |x| from |d| lanes away, or |fill|
 // from where the read wraps around to when it leaves the segment.
 template <unsigned W, bool Up, class T>
-KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned modulo) {
+KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_given) {
   const unsigned me = lane(), m = segment_mask<W>();
+  const unsigned modulo = ::kjit::lanes::segment_width(modulo_given, W);
   const unsigned src =
       Up ? ::kjit::lanes::rotated_up(me, d, modulo) : ::kjit::lanes::rotated_down(me, d, modulo);
   const T own = shuffle(m, x, src), filled = shuffle(m, fill, src);

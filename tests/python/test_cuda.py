@@ -693,7 +693,7 @@ QUAD_AND_ROTATE = """
     floats[3 * i + 0] = quad_sum(x);
     floats[3 * i + 1] = quad_max(x);
     floats[3 * i + 2] = quad_prefix_exclusive_sum(x);
-    device int* o = ints + 11 * i;
+    device int* o = ints + 13 * i;
     o[0] = quad_shuffle(v, 2);
     o[1] = quad_shuffle_up(v, 1);
     o[2] = quad_shuffle_down(v, 3);
@@ -705,6 +705,8 @@ QUAD_AND_ROTATE = """
     o[8] = simd_shuffle_rotate_down(v, 5);
     o[9] = simd_shuffle_and_fill_up(v, v + 1000, 3);
     o[10] = simd_shuffle_and_fill_down(v, v + 1000, 2, 8);
+    o[11] = simd_shuffle_and_fill_down(v, v + 1000, 2, 3);  // not a power of two: the simdgroup
+    o[12] = quad_shuffle_and_fill_up(v, v + 1000, 1, 0);  // 0: the quad
 """
 
 
@@ -714,10 +716,10 @@ def test_quad_group_operations_and_rotating_shuffles(device, n, rng):
     k = kjit.metal_kernel(name="quads", input_names=["inp"], output_names=["floats", "ints"],
                           source=QUAD_AND_ROTATE)
     x = rng.standard_normal(n).astype(np.float32)
-    floats, ints = k(inputs=[x], output_shapes=[(n, 3), (n, 11)],
+    floats, ints = k(inputs=[x], output_shapes=[(n, 3), (n, 13)],
                      output_dtypes=[np.float32, np.int32], grid=(n, 1, 1),
                      threadgroup=(64, 1, 1), device=device,
-                     outputs=[poisoned((n, 3), np.float32), poisoned((n, 11), np.int32)])
+                     outputs=[poisoned((n, 3), np.float32), poisoned((n, 13), np.int32)])
     i = np.arange(n)
     v = (i * 7 % 23).astype(np.int64)
     fill = v + 1000
@@ -743,14 +745,19 @@ def test_quad_group_operations_and_rotating_shuffles(device, n, rng):
         v[np.minimum(base + (kq + 3) % 4, n - 1)],
     ], axis=1)
     np.testing.assert_array_equal(ints[full_quads, 0:6], expected[full_quads])
+    expected = np.where(kq >= 1, v[i - 1], fill[np.minimum(base + 3, n - 1)])
+    np.testing.assert_array_equal(ints[full_quads, 12], expected[full_quads])
     full_warps = wbase + 32 <= n
     m8, base8 = i % 8, i - i % 8
     expected = np.stack([
         v[np.minimum(wbase + (lane + 5) % 32, n - 1)],
         np.where(lane >= 3, v[i - 3], fill[np.minimum(wbase + (lane + 29) % 32, n - 1)]),
-        np.where(m8 + 2 < 8, v[np.minimum(i + 2, n - 1)], fill[np.minimum(base8 + (m8 + 2) % 8, n - 1)]),
+        np.where(m8 + 2 < 8, v[np.minimum(i + 2, n - 1)],
+                 fill[np.minimum(base8 + (m8 + 2) % 8, n - 1)]),
+        np.where(lane + 2 < 32, v[np.minimum(i + 2, n - 1)],
+                 fill[np.minimum(wbase + (lane + 2) % 32, n - 1)]),
     ], axis=1)
-    np.testing.assert_array_equal(ints[full_warps, 8:11], expected[full_warps])
+    np.testing.assert_array_equal(ints[full_warps, 8:12], expected[full_warps])
 
 
 WAITING_HELPERS_METAL = """
