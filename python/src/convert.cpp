@@ -284,6 +284,14 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
                        std::move(owner));
 }
 
+// True when |obj| says through __dlpack_device__ that it lives on a CUDA device.
+bool on_cuda(nb::handle obj) {
+  if (!nb::hasattr(obj, "__dlpack_device__")) return false;
+  nb::object device = obj.attr("__dlpack_device__")();
+  return is_list(device) && nb::len(device) == 2 &&
+         PyLong_AsLong(nb::object(device[0]).ptr()) == nb::device::cuda::value;
+}
+
 // Imports |obj| through DLPack or the buffer protocol; false when it offers neither for this
 // access (a producer may refuse both, as NumPy's bfloat16 does).
 template <class Nd>
@@ -299,7 +307,8 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
 
 }  // namespace
 
-Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable) {
+Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable,
+               uintptr_t dlpack_stream) {
   if (is_python_scalar(obj) && writable) {
     throw TypeError(param.str() + ": a Python scalar cannot be an output; pass an array");
   }
@@ -326,6 +335,16 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
     return from_torch(obj, param, owner);
   }
   nb::ndarray<> rw;
+  if (dlpack_stream && framework_of(obj) == Framework::Jax && on_cuda(obj)) {
+    // Export for work on our stream: JAX makes it wait for the array instead of blocking the
+    // host until the array is ready.
+    try {
+      nb::object capsule = obj.attr("__dlpack__")(nb::arg("stream") = dlpack_stream);
+      if (import_ndarray(capsule, rw)) return from_ndarray(rw, std::nullopt, param, owner);
+    } catch (const nb::python_error&) {
+    }
+    // Otherwise the usual export, which waits until the array is ready.
+  }
   if (import_ndarray(obj, rw)) return from_ndarray(rw, std::nullopt, param, owner);
   nb::ndarray<nb::ro> ro;
   if (import_ndarray(obj, ro)) {

@@ -66,8 +66,11 @@ bool is_python_scalar(nb::handle obj);
 
 /// A kernel input (or, when |writable|, an output) from a Python scalar, a kjit.Array or any
 /// DLPack/buffer-protocol array. The result borrows the object's memory; |keep_alive| makes the
-/// Array own a reference to it.
-Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable = false);
+/// Array own a reference to it. A JAX array on a GPU is asked, through the DLPack stream
+/// protocol, to be ready for work queued on |dlpack_stream| (DLPack's numbering: 1 is the
+/// legacy default stream) when that is not 0.
+Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable = false,
+               uintptr_t dlpack_stream = 0);
 
 /// An Array as an object of |framework| (zero-copy); kjit.Array for None/Kjit/Other.
 nb::object from_array(const Array& array, Framework framework);

@@ -186,6 +186,10 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
                     "got " + nb::cast<std::string>(inputs.type().attr("__name__")));
   }
   const Param input_param = t / "inputs";
+  LaunchOptions options;
+  options.stream = to_stream(stream, t / "stream");
+  // The stream JAX inputs on a GPU are exported for, in DLPack's numbering (1: legacy).
+  const uintptr_t dlpack_stream = options.stream ? options.stream : 1;
   const Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs.ptr());
   std::vector<Array> arrays;
   arrays.reserve(static_cast<size_t>(n_in));
@@ -194,7 +198,7 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
     nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), i);
     const size_t index = static_cast<size_t>(i);
     const std::string* name = index < k.input_names().size() ? &k.input_names()[index] : nullptr;
-    arrays.push_back(to_array(item, input_param.at(index, name), false));
+    arrays.push_back(to_array(item, input_param.at(index, name), false, false, dlpack_stream));
     if (framework == Framework::None && !is_python_scalar(item)) framework = framework_of(item);
   }
   const std::vector<Shape>& shapes = k.memo.output_shapes.get(output_shapes, [&](nb::handle o) {
@@ -223,7 +227,6 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
     init = v;
   }
   if (!PyBool_Check(verbose.ptr())) throw TypeError((t / "verbose").str() + ": expected a bool");
-  LaunchOptions options;
   if (!device.is_none()) {
     if (!nb::isinstance<nb::str>(device)) {
       throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
@@ -235,7 +238,6 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
       return to_array(o, p, false, /*writable=*/true);
     });
   }
-  options.stream = to_stream(stream, t / "stream");
   if (verbose.ptr() == Py_True) {
     options.print = [](std::string_view text) {
       nb::gil_scoped_acquire gil;

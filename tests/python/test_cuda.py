@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -76,6 +77,21 @@ def test_jax_in_jax_out(rng):
 
 
 @needs_gpu
+def test_jax_inputs_still_being_computed(rng):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    y = jax.device_put(jnp.asarray(rng.standard_normal(1 << 22).astype(np.float32)), gpus[0])
+    for _ in range(30):
+        y = jnp.sin(y) * 1.5 + 0.25  # queued by JAX: most likely still running when kjit reads y
+    out = run_exp(y)
+    np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(y).astype(np.float64)),
+                               rtol=2e-7)
+
+
+@needs_gpu
 def test_torch_side_stream_orders_with_torch_ops(rng):
     torch = pytest.importorskip("torch")
     n = 1 << 24
@@ -122,8 +138,10 @@ def test_explicit_stream_argument_forms(rng):
     cupy = pytest.importorskip("cupy")
     host = rng.standard_normal(1 << 20).astype(np.float32)
     s = torch.cuda.Stream()
-    forms = [s, s.cuda_stream, cupy.cuda.ExternalStream(s.cuda_stream),
-             _WithCudaStream(s.cuda_stream), _WithPtr(s.cuda_stream)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # CuPy 14 on ExternalStream
+        external = cupy.cuda.ExternalStream(s.cuda_stream)
+    forms = [s, s.cuda_stream, external, _WithCudaStream(s.cuda_stream), _WithPtr(s.cuda_stream)]
     for form in forms:
         x = torch.from_numpy(host).cuda()
         torch.cuda.synchronize()
