@@ -1,4 +1,5 @@
-// The cache of released device blocks: pure bookkeeping, checked without a GPU.
+// The cache of released device blocks: pure bookkeeping (blocks, streams and events are opaque
+// numbers here), checked without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,27 +22,50 @@ TEST(BlockCache, SizesArePowersOfTwoThenWholeMebibytes) {
 
 TEST(BlockCache, BlocksComeBackOnlyToTheirStreamDeviceAndSize) {
   BlockCache cache;
-  EXPECT_EQ(cache.take(0, 7, 512), 0u);
+  EXPECT_EQ(cache.take(0, 7, 512).block, 0u);
   cache.keep(0, 7, 512, 0x1000);
   cache.keep(0, 7, 512, 0x2000);
-  EXPECT_EQ(cache.take(0, 8, 512), 0u);   // another stream
-  EXPECT_EQ(cache.take(1, 7, 512), 0u);   // another device
-  EXPECT_EQ(cache.take(0, 7, 1024), 0u);  // another size
-  const uintptr_t a = cache.take(0, 7, 512), b = cache.take(0, 7, 512);
+  EXPECT_EQ(cache.take(0, 8, 512).block, 0u);   // another stream
+  EXPECT_EQ(cache.take(1, 7, 512).block, 0u);   // another device
+  EXPECT_EQ(cache.take(0, 7, 1024).block, 0u);  // another size
+  const uintptr_t a = cache.take(0, 7, 512).block, b = cache.take(0, 7, 512).block;
   EXPECT_TRUE((a == 0x1000 && b == 0x2000) || (a == 0x2000 && b == 0x1000));
-  EXPECT_EQ(cache.take(0, 7, 512), 0u);  // each block once
+  EXPECT_EQ(cache.take(0, 7, 512).block, 0u);  // each block once
+}
+
+TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
+  BlockCache cache;
+  cache.lend(0x1000, 7);
+  EXPECT_FALSE(cache.lent_elsewhere(0x1000, 7));  // its own stream
+  EXPECT_TRUE(cache.lent_elsewhere(0x1000, 8));
+  EXPECT_FALSE(cache.lent_elsewhere(0x1004, 8));  // not the start of a block kjit lent
+  EXPECT_EQ(cache.event_for(0x1000, 8), 0u);
+  cache.add_wait(0x1000, 8, 0xe8);
+  cache.add_wait(0x1000, 9, 0xe9);
+  EXPECT_EQ(cache.event_for(0x1000, 8), 0xe8u);  // one event per stream, re-recorded
+  cache.keep(0, 7, 512, 0x1000);
+  EXPECT_FALSE(cache.lent_elsewhere(0x1000, 8));  // kept, not lent
+  BlockCache::Lent lent = cache.take(0, 7, 512);
+  EXPECT_EQ(lent.block, 0x1000u);
+  std::sort(lent.waits.begin(), lent.waits.end());
+  EXPECT_EQ(lent.waits, (std::vector<uintptr_t>{0xe8, 0xe9}));
+  EXPECT_TRUE(cache.lent_elsewhere(0x1000, 8));  // lent again, to stream 7
+  EXPECT_EQ(cache.event_for(0x1000, 8), 0u);      // the waits went with the block
 }
 
 TEST(BlockCache, TakeAllEmptiesOneDevice) {
   BlockCache cache;
   cache.keep(0, 1, 512, 0x1000);
+  cache.add_wait(0x1000, 2, 0xe2);
   cache.keep(0, 2, 1 << 20, 0x2000);
   cache.keep(1, 1, 512, 0x3000);
-  std::vector<uintptr_t> all = cache.take_all(0);
+  std::vector<uintptr_t> waits;
+  std::vector<uintptr_t> all = cache.take_all(0, waits);
   std::sort(all.begin(), all.end());
   EXPECT_EQ(all, (std::vector<uintptr_t>{0x1000, 0x2000}));
-  EXPECT_EQ(cache.take(0, 1, 512), 0u);
-  EXPECT_EQ(cache.take(1, 1, 512), 0x3000u);  // the other device's are still kept
+  EXPECT_EQ(waits, (std::vector<uintptr_t>{0xe2}));
+  EXPECT_EQ(cache.take(0, 1, 512).block, 0u);
+  EXPECT_EQ(cache.take(1, 1, 512).block, 0x3000u);  // the other device's are still kept
 }
 
 }  // namespace

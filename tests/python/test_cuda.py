@@ -195,6 +195,30 @@ def test_released_outputs_are_reused_only_on_their_stream(rng):
 
 
 @needs_gpu
+def test_a_block_used_on_another_stream_is_reused_after_that_work(rng):
+    torch = pytest.importorskip("torch")
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 16
+    x1 = rng.standard_normal(n).astype(np.float32)
+    x2 = rng.standard_normal(n).astype(np.float32)
+    k = exp_kernel()
+    kw = dict(output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+              threadgroup=(256, 1, 1))
+    (y,) = k(inputs=[kjit.array(x1, device="cuda")], stream=a.cuda_stream, **kw)
+    a.synchronize()
+    with torch.cuda.stream(b):
+        torch.cuda._sleep(100_000_000)  # stream b is busy when its kernel is queued
+    (z,) = k(inputs=[y], stream=b.cuda_stream, **kw)  # reads y's block on stream b
+    del y  # the block goes back to stream a...
+    (w,) = k(inputs=[kjit.array(x2, device="cuda")], stream=a.cuda_stream, **kw)
+    # ...whose next output may take it only after stream b's kernel has read it.
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(z.to("cpu").numpy(), np.exp(np.exp(x1.astype(np.float64))),
+                               rtol=1e-6)
+    np.testing.assert_allclose(w.to("cpu").numpy(), np.exp(x2.astype(np.float64)), rtol=2e-7)
+
+
+@needs_gpu
 def test_outputs_in_place_torch(rng):
     torch = pytest.importorskip("torch")
     x = torch.from_numpy(rng.standard_normal(3000).astype(np.float32)).cuda()

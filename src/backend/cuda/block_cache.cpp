@@ -10,27 +10,68 @@ size_t BlockCache::block_size(size_t bytes) {
   return size;
 }
 
-uintptr_t BlockCache::take(int device, uintptr_t stream, size_t size) {
+std::vector<uintptr_t> BlockCache::waits_of(uintptr_t block) {
+  if (waits_.empty()) return {};
+  auto it = waits_.find(block);
+  if (it == waits_.end()) return {};
+  std::vector<uintptr_t> events;
+  for (const Wait& w : it->second) events.push_back(w.event);
+  waits_.erase(it);
+  return events;
+}
+
+BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   std::lock_guard lock(mutex_);
-  auto it = blocks_.find({device, stream, size});
-  if (it == blocks_.end() || it->second.empty()) return 0;
+  auto it = kept_.find({device, stream, size});
+  if (it == kept_.end() || it->second.empty()) return {};
   const uintptr_t block = it->second.back();
   it->second.pop_back();
-  return block;
+  lent_[block] = stream;
+  return {block, waits_of(block)};
+}
+
+void BlockCache::lend(uintptr_t block, uintptr_t stream) {
+  std::lock_guard lock(mutex_);
+  lent_[block] = stream;
 }
 
 void BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block) {
   std::lock_guard lock(mutex_);
-  blocks_[{device, stream, size}].push_back(block);
+  lent_.erase(block);
+  kept_[{device, stream, size}].push_back(block);
 }
 
-std::vector<uintptr_t> BlockCache::take_all(int device) {
+bool BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
+  std::lock_guard lock(mutex_);
+  auto it = lent_.find(ptr);
+  return it != lent_.end() && it->second != stream;
+}
+
+uintptr_t BlockCache::event_for(uintptr_t block, uintptr_t stream) {
+  std::lock_guard lock(mutex_);
+  auto it = waits_.find(block);
+  if (it == waits_.end()) return 0;
+  for (const Wait& w : it->second) {
+    if (w.stream == stream) return w.event;
+  }
+  return 0;
+}
+
+void BlockCache::add_wait(uintptr_t block, uintptr_t stream, uintptr_t event) {
+  std::lock_guard lock(mutex_);
+  waits_[block].push_back({stream, event});
+}
+
+std::vector<uintptr_t> BlockCache::take_all(int device, std::vector<uintptr_t>& waits) {
   std::lock_guard lock(mutex_);
   std::vector<uintptr_t> all;
-  for (auto it = blocks_.begin(); it != blocks_.end();) {
+  for (auto it = kept_.begin(); it != kept_.end();) {
     if (it->first.device == device) {
-      all.insert(all.end(), it->second.begin(), it->second.end());
-      it = blocks_.erase(it);
+      for (uintptr_t block : it->second) {
+        all.push_back(block);
+        for (uintptr_t e : waits_of(block)) waits.push_back(e);
+      }
+      it = kept_.erase(it);
     } else {
       ++it;
     }

@@ -1,10 +1,12 @@
 // Device blocks kept after release for later allocations on the stream that released them, as
 // CuPy's and PyTorch's pools do. A block comes back only to the same stream, whose own order
-// puts the new use after every earlier one. Nothing is handed back to the driver on a user's
-// stream, which may be destroyed before the arrays made on it are (freeing on a dead stream
-// crashes the driver); the blocks go back only when the device runs out of memory, after the
-// whole device has synchronised. Reuse also costs a lock and a vector instead of two driver
-// calls (cuMemAllocAsync and cuMemFreeAsync: about 1.6 µs per output on an H200 host).
+// puts the new use after every earlier use on it; a kernel kjit runs on another stream with the
+// block as an argument leaves an event, which the block's next user waits for. Nothing is handed
+// back to the driver on a user's stream, which may be destroyed before the arrays made on it
+// (freeing on a dead stream crashes the driver): the blocks go back only when the device runs
+// out of memory, after the whole device has synchronised. Reuse also costs a lock and a vector
+// instead of two driver calls (cuMemAllocAsync and cuMemFreeAsync: about 1.6 µs per output on
+// an H200 host). Blocks, streams and events are opaque handles here.
 #pragma once
 
 #include <cstddef>
@@ -21,12 +23,28 @@ class BlockCache {
   /// MiB.
   static size_t block_size(size_t bytes);
 
-  /// A kept block of |size| bytes released on |stream| of |device|, or 0 when there is none.
-  uintptr_t take(int device, uintptr_t stream, size_t size);
-  /// Keeps a released block.
+  /// A block handed out for |stream|, and the events its user must wait for first.
+  struct Lent {
+    uintptr_t block = 0;
+    std::vector<uintptr_t> waits;
+  };
+  /// A kept block of |size| bytes released on |stream| of |device| (block 0 when there is none),
+  /// now lent to |stream|.
+  Lent take(int device, uintptr_t stream, size_t size);
+  /// Records a new block from the driver as lent to |stream|.
+  void lend(uintptr_t block, uintptr_t stream);
+  /// Keeps a released block for its stream.
   void keep(int device, uintptr_t stream, size_t size, uintptr_t block);
-  /// Every block kept for |device|, no longer kept.
-  std::vector<uintptr_t> take_all(int device);
+  /// True when |ptr| starts a block lent to another stream than |stream|.
+  bool lent_elsewhere(uintptr_t ptr, uintptr_t stream);
+  /// The event that marks the end of |stream|'s work on |block| so far (one per stream and
+  /// block, re-recorded after each use), or 0 when there is none yet.
+  uintptr_t event_for(uintptr_t block, uintptr_t stream);
+  /// Records |event| as that event; the block's next user waits for it.
+  void add_wait(uintptr_t block, uintptr_t stream, uintptr_t event);
+  /// Every block kept for |device|, no longer kept; |waits| receives the events still attached
+  /// to them.
+  std::vector<uintptr_t> take_all(int device, std::vector<uintptr_t>& waits);
 
  private:
   struct Key {
@@ -40,8 +58,15 @@ class BlockCache {
       return std::hash<uintptr_t>()(k.stream) ^ (k.size << 8) ^ static_cast<size_t>(k.device);
     }
   };
+  std::vector<uintptr_t> waits_of(uintptr_t block);  // with mutex_ held
+
   std::mutex mutex_;
-  std::unordered_map<Key, std::vector<uintptr_t>, KeyHash> blocks_;
+  std::unordered_map<Key, std::vector<uintptr_t>, KeyHash> kept_;
+  std::unordered_map<uintptr_t, uintptr_t> lent_;  // block -> stream
+  struct Wait {
+    uintptr_t stream, event;
+  };
+  std::unordered_map<uintptr_t, std::vector<Wait>> waits_;
 };
 
 }  // namespace kjit::cuda

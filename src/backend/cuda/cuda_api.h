@@ -18,6 +18,7 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUmemoryPool = struct CUmemPoolHandle_st*;
+using CUevent = struct CUevent_st*;
 using nvrtcResult = int;
 using nvrtcProgram = struct _nvrtcProgram*;
 
@@ -30,6 +31,7 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
+inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
 
 #define KJIT_CUDA_DRIVER_FUNCTIONS(X)                                                         \
@@ -63,6 +65,10 @@ inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
   X(cuMemsetD2D32Async, CUresult,                                                            \
     (CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height, CUstream s))    \
   X(cuStreamSynchronize, CUresult, (CUstream stream))                                        \
+  X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags))           \
+  X(cuEventCreate, CUresult, (CUevent * event, unsigned flags))                              \
+  X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                               \
+  X(cuEventDestroy_v2, CUresult, (CUevent event))                                            \
   X(cuPointerGetAttribute, CUresult, (void* data, int attribute, CUdeviceptr ptr))           \
   X(cuGetErrorName, CUresult, (CUresult error, const char** name))                           \
   X(cuGetErrorString, CUresult, (CUresult error, const char** text))

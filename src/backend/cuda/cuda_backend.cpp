@@ -71,6 +71,12 @@ DeviceState& state(int device) {
 }
 
 CUstream as_stream(uintptr_t s) { return reinterpret_cast<CUstream>(s); }
+CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
+
+BlockCache& block_cache() {
+  static auto* b = new BlockCache();  // never destroyed: blocks are released at exit too
+  return *b;
+}
 CUdeviceptr as_ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 cache::MemoryCache<const Module>& modules() {
@@ -133,10 +139,17 @@ void make_current(int device) {
 }
 
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
-  // Never destroyed: blocks may be released while static objects are destroyed.
-  static BlockCache& kept = *new BlockCache();
   const size_t size = BlockCache::block_size(bytes);
-  CUdeviceptr ptr = kept.take(device, stream, size);
+  BlockCache::Lent lent = block_cache().take(device, stream, size);
+  CUdeviceptr ptr = lent.block;
+  if (ptr && !lent.waits.empty()) {
+    // Kernels on other streams used the block: this stream's work on it comes after theirs.
+    make_current(device);
+    for (uintptr_t e : lent.waits) {
+      KJIT_CU(cuStreamWaitEvent, as_stream(stream), as_event(e), 0);
+      driver().cuEventDestroy_v2(as_event(e));
+    }
+  }
   if (!ptr) {
     make_current(device);
     DeviceState& s = state(device);
@@ -156,13 +169,18 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       // Out of memory, most likely: hand the kept blocks back once every stream is done with
       // them, and try again (reporting the error if there is still one).
       KJIT_CU(cuCtxSynchronize);
-      for (uintptr_t block : kept.take_all(device)) driver().cuMemFreeAsync(block, nullptr);
+      std::vector<uintptr_t> waits;
+      for (uintptr_t block : block_cache().take_all(device, waits)) {
+        driver().cuMemFreeAsync(block, nullptr);
+      }
+      for (uintptr_t e : waits) driver().cuEventDestroy_v2(as_event(e));
       KJIT_CU(cuCtxSynchronize);
     }
     if (!ptr) KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
+    block_cache().lend(ptr, stream);
   }
   return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, size](void* p) {
-    kept.keep(device, stream, size, as_ptr(p));
+    block_cache().keep(device, stream, size, as_ptr(p));
   });
 }
 
@@ -374,6 +392,23 @@ void launch(const Module& module, const LaunchArgs& a) {
   KJIT_CU(cuLaunchKernel, module.entry(one_d), launch_grid[0], launch_grid[1], launch_grid[2],
           a.dims.group[0], a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
           as_stream(a.stream), params.data(), nullptr);
+  // Blocks lent to other streams that this kernel uses: their next user waits for it.
+  for (const std::vector<Array>* arrays : {&a.inputs, &a.outputs}) {
+    for (const Array& x : *arrays) {
+      const uintptr_t block = as_ptr(x.data());
+      if (x.device().type != DeviceType::CUDA || !block_cache().lent_elsewhere(block, a.stream)) {
+        continue;
+      }
+      uintptr_t event = block_cache().event_for(block, a.stream);
+      if (!event) {
+        CUevent e = nullptr;
+        KJIT_CU(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+        event = reinterpret_cast<uintptr_t>(e);
+        block_cache().add_wait(block, a.stream, event);
+      }
+      KJIT_CU(cuEventRecord, as_event(event), as_stream(a.stream));
+    }
+  }
 }
 
 uint64_t memory_entries() { return modules().size(); }
