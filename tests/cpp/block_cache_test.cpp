@@ -50,7 +50,7 @@ TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
   std::sort(lent.waits.begin(), lent.waits.end());
   EXPECT_EQ(lent.waits, (std::vector<uintptr_t>{0xe8, 0xe9}));
   EXPECT_TRUE(cache.lent_elsewhere(0x1000, 8));  // lent again, to stream 7
-  EXPECT_EQ(cache.event_for(0x1000, 8), 0u);      // the waits went with the block
+  EXPECT_EQ(cache.event_for(0x1000, 8), 0u);     // the waits went with the block
 }
 
 TEST(BlockCache, TakeAllEmptiesOneDevice) {
