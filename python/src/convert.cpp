@@ -3,6 +3,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <complex>
 #include <mutex>
 #include <unordered_map>
 
@@ -242,56 +243,6 @@ Dtype to_dtype(nb::handle obj, const Param& param) {
 
 namespace {
 
-// A torch.Tensor read through its own accessors: torch's __dlpack__ is Python code and costs
-// several microseconds a call, the accessors a fraction of one.
-Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner) {
-  // Interned once: attribute lookups by a ready name skip making a string per call.
-  static PyObject* const kDtype = PyUnicode_InternFromString("dtype");
-  static PyObject* const kGetDevice = PyUnicode_InternFromString("get_device");
-  static PyObject* const kShape = PyUnicode_InternFromString("shape");
-  static PyObject* const kStride = PyUnicode_InternFromString("stride");
-  static PyObject* const kDataPtr = PyUnicode_InternFromString("data_ptr");
-  auto get = [](nb::handle obj, PyObject* name) {
-    nb::object r = nb::steal(PyObject_GetAttr(obj.ptr(), name));
-    if (!r.is_valid()) throw nb::python_error();
-    return r;
-  };
-  auto call = [](nb::handle obj, PyObject* name) {
-    nb::object r = nb::steal(PyObject_CallMethodNoArgs(obj.ptr(), name));
-    if (!r.is_valid()) throw nb::python_error();
-    return r;
-  };
-  nb::object t = nb::borrow(tensor);
-  const Dtype dtype = to_dtype(get(t, kDtype), param);
-  // A lazily conjugated complex view holds unconjugated data: materialise it.
-  if (dtype == Dtype::Complex64 && nb::cast<bool>(t.attr("is_conj")())) {
-    t = t.attr("resolve_conj")();
-  }
-  const long device = PyLong_AsLong(call(t, kGetDevice).ptr());  // -1 on the CPU
-  nb::object shape_obj = get(t, kShape), strides_obj = call(t, kStride);
-  const Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj.ptr());
-  if (ndim > kMaxNdim) {
-    throw ValueError(param.str() + ": " + std::to_string(ndim) + " dimensions; at most 10 are supported");
-  }
-  Shape shape(static_cast<size_t>(ndim)), strides(static_cast<size_t>(ndim));
-  for (Py_ssize_t i = 0; i < ndim; ++i) {
-    shape[static_cast<size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_obj.ptr(), i));
-    strides[static_cast<size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides_obj.ptr(), i));
-  }
-  void* data = PyLong_AsVoidPtr(call(t, kDataPtr).ptr());
-  return Array::borrow(data, shape, strides, dtype,
-                       device < 0 ? Device::cpu() : Device::cuda(static_cast<int>(device)),
-                       std::move(owner));
-}
-
-// True when |obj| says through __dlpack_device__ that it lives on a CUDA device.
-bool on_cuda(nb::handle obj) {
-  if (!nb::hasattr(obj, "__dlpack_device__")) return false;
-  nb::object device = obj.attr("__dlpack_device__")();
-  return is_list(device) && nb::len(device) == 2 &&
-         PyLong_AsLong(nb::object(device[0]).ptr()) == nb::device::cuda::value;
-}
-
 // Imports |obj| through DLPack or the buffer protocol; false when it offers neither for this
 // access (a producer may refuse both, as NumPy's bfloat16 does).
 template <class Nd>
@@ -303,6 +254,41 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
   }
   PyErr_Clear();
   return imported;
+}
+
+// A torch.Tensor, described by torch._C._to_dlpack: one call into torch's C++ (the tensor's
+// Python __dlpack__ costs several microseconds, its accessors a call each for the dtype, device,
+// shape, strides and address).
+Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner) {
+  // Never destroyed: Python is gone by the time static objects are.
+  static nb::object& to_dlpack =
+      *new nb::object(nb::module_::import_("torch").attr("_C").attr("_to_dlpack"));
+  nb::object capsule;
+  try {
+    capsule = to_dlpack(tensor);
+  } catch (const nb::python_error& e) {
+    throw TypeError(param.str() + ": this tensor cannot be read (" + e.what() + ")");
+  }
+  nb::ndarray<> nd;
+  if (!import_ndarray(capsule, nd)) {
+    throw TypeError(param.str() + ": this tensor cannot be read through DLPack");
+  }
+  // A lazily conjugated complex view holds unconjugated data: materialise it, and keep the
+  // result alive with the array.
+  if (nd.dtype() == nb::dtype<std::complex<float>>() &&
+      nb::cast<bool>(tensor.attr("is_conj")())) {
+    nb::object resolved = tensor.attr("resolve_conj")();
+    return from_torch(resolved, param, python_owner(resolved));
+  }
+  return from_ndarray(nd, std::nullopt, param, std::move(owner));
+}
+
+// True when |obj| says through __dlpack_device__ that it lives on a CUDA device.
+bool on_cuda(nb::handle obj) {
+  if (!nb::hasattr(obj, "__dlpack_device__")) return false;
+  nb::object device = obj.attr("__dlpack_device__")();
+  return is_list(device) && nb::len(device) == 2 &&
+         PyLong_AsLong(nb::object(device[0]).ptr()) == nb::device::cuda::value;
 }
 
 }  // namespace

@@ -366,6 +366,32 @@ def test_strided_torch_views(rng):
     np.testing.assert_allclose(out2.cpu().numpy(), ref, rtol=2e-7)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_torch_tensors_of_every_kind(device, rng):
+    torch = pytest.importorskip("torch")
+    copy = kjit.metal_kernel(name="torch_copy", input_names=["inp"], output_names=["out"],
+                             source="out[thread_position_in_grid.x] = "
+                                    "inp[thread_position_in_grid.x];")
+    values = rng.standard_normal(24)
+    complex_values = values[:12] + 1j * values[12:]
+    cases = {
+        "float32 needing grad": torch.tensor(values, dtype=torch.float32, requires_grad=True),
+        "float16": torch.tensor(values, dtype=torch.float16),
+        "bfloat16": torch.tensor(values, dtype=torch.bfloat16),
+        "bool": torch.tensor(values > 0),
+        "int64 transposed": torch.tensor((values * 100).astype(np.int64)).reshape(4, 6).t(),
+        "lazily conjugated complex64": torch.tensor(complex_values, dtype=torch.complex64).conj(),
+    }
+    for what, t in cases.items():
+        t = t.to(device)
+        expected = t.detach().resolve_conj().contiguous().cpu()
+        (out,) = copy(inputs=[t], output_shapes=[tuple(t.shape)], output_dtypes=[t.dtype],
+                      grid=(t.numel(), 1, 1), threadgroup=(32, 1, 1))
+        assert isinstance(out, torch.Tensor) and out.dtype == t.dtype, what
+        assert out.device == t.device, what
+        assert torch.equal(out.cpu(), expected), what
+
+
 @needs_gpu
 def test_inputs_on_two_devices_are_an_error(rng):
     torch = pytest.importorskip("torch")
