@@ -386,7 +386,7 @@ def test_torch_tensors_of_every_kind(device, rng):
         t = t.to(device)
         expected = t.detach().resolve_conj().contiguous().cpu()
         (out,) = copy(inputs=[t], output_shapes=[tuple(t.shape)], output_dtypes=[t.dtype],
-                      grid=(t.numel(), 1, 1), threadgroup=(32, 1, 1))
+                      grid=(t.numel(), 1, 1), threadgroup=(32, 1, 1), device=device)
         assert isinstance(out, torch.Tensor) and out.dtype == t.dtype, what
         assert out.device == t.device, what
         assert torch.equal(out.cpu(), expected), what
