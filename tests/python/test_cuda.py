@@ -62,14 +62,18 @@ def test_cupy_in_cupy_out(rng):
                                rtol=2e-7)
 
 
-@needs_gpu
-def test_jax_in_jax_out(rng):
+def jax_array_on_gpu(values: np.ndarray):
+    """JAX and |values| as a JAX array on its first GPU (the test is skipped without one)."""
     jax = pytest.importorskip("jax")
-    jnp = jax.numpy
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
     if not gpus:
         pytest.skip("JAX sees no GPU")
-    x = jax.device_put(jnp.asarray(rng.standard_normal(50_000).astype(np.float32)), gpus[0])
+    return jax, jax.device_put(jax.numpy.asarray(values), gpus[0])
+
+
+@needs_gpu
+def test_jax_in_jax_out(rng):
+    jax, x = jax_array_on_gpu(rng.standard_normal(50_000).astype(np.float32))
     out = run_exp(x)
     assert isinstance(out, jax.Array)
     np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(x).astype(np.float64)),
@@ -78,14 +82,9 @@ def test_jax_in_jax_out(rng):
 
 @needs_gpu
 def test_jax_inputs_still_being_computed(rng):
-    jax = pytest.importorskip("jax")
-    jnp = jax.numpy
-    gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    if not gpus:
-        pytest.skip("JAX sees no GPU")
-    y = jax.device_put(jnp.asarray(rng.standard_normal(1 << 22).astype(np.float32)), gpus[0])
+    jax, y = jax_array_on_gpu(rng.standard_normal(1 << 22).astype(np.float32))
     for _ in range(30):
-        y = jnp.sin(y) * 1.5 + 0.25  # queued by JAX: most likely still running when kjit reads y
+        y = jax.numpy.sin(y) * 1.5 + 0.25  # queued by JAX: most likely still running when kjit reads y
     out = run_exp(y)
     np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(y).astype(np.float64)),
                                rtol=2e-7)
