@@ -264,8 +264,9 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
         << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
     }
   } else {
-    // A 1-D grid of blocks; threads of edge groups that fall outside the grid leave at once.
-    // A second entry serves grids that extend in x only, with less index arithmetic.
+    // One block per group (laid out as prelude/cuda_thread.h describes); threads of edge groups
+    // that fall outside the grid leave at once. A second entry serves grids that extend in x
+    // only, with less index arithmetic.
     for (bool one_d : {false, true}) {
       w << "extern \"C\" __global__ void " << (one_d ? kCudaEntry1d : kCudaEntry) << "(\n";
       for (size_t k = 0; k < layout.size(); ++k) {
