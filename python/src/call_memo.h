@@ -6,6 +6,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <memory>
 #include <vector>
 
 #include "convert.h"
@@ -14,14 +15,16 @@ namespace kjit::python {
 
 /// One argument's converted value and the object it was converted from. The memo holds
 /// references to the object and its items, so an identical pointer is the same live object, and
-/// a list whose items were replaced since is converted again.
+/// a list whose items were replaced since is converted again. Used with the GIL held; the value
+/// is shared, so that a call keeps it while it runs without the GIL and another thread's call
+/// converts something else.
 template <class T>
 class Memo {
  public:
   template <class Convert>
-  const T& get(nb::handle obj, Convert&& convert) {
-    if (!unchanged(obj)) {
-      value_ = convert(obj);
+  std::shared_ptr<const T> get(nb::handle obj, Convert&& convert) {
+    if (!value_ || !unchanged(obj)) {
+      value_ = std::make_shared<const T>(convert(obj));
       remember(obj);
     }
     return value_;
@@ -57,7 +60,7 @@ class Memo {
 
   nb::object source_;
   std::vector<nb::object> items_;
-  T value_{};
+  std::shared_ptr<const T> value_;
 };
 
 /// The remembered arguments of one kernel's calls.

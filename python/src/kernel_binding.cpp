@@ -201,16 +201,17 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
     arrays.push_back(to_array(item, input_param.at(index, name), false, false, dlpack_stream));
     if (framework == Framework::None && !is_python_scalar(item)) framework = framework_of(item);
   }
-  const std::vector<Shape>& shapes = k.memo.output_shapes.get(output_shapes, [&](nb::handle o) {
+  // Shared with the memo: kept while the kernel runs without the GIL.
+  const auto shapes = k.memo.output_shapes.get(output_shapes, [&](nb::handle o) {
     return to_list(o, t / "output_shapes", to_shape);
   });
-  const std::vector<Dtype>& dtypes = k.memo.output_dtypes.get(output_dtypes, [&](nb::handle o) {
+  const auto dtypes = k.memo.output_dtypes.get(output_dtypes, [&](nb::handle o) {
     return to_list(o, t / "output_dtypes", to_dtype);
   });
-  const Dim3 g = k.memo.grid.get(grid, [&](nb::handle o) { return to_dim3(o, t / "grid"); });
-  const Dim3 tg = k.memo.threadgroup.get(
+  const auto g = k.memo.grid.get(grid, [&](nb::handle o) { return to_dim3(o, t / "grid"); });
+  const auto tg = k.memo.threadgroup.get(
       threadgroup, [&](nb::handle o) { return to_dim3(o, t / "threadgroup"); });
-  const TemplateArgs& targs = k.memo.template_args.get(
+  const auto targs = k.memo.template_args.get(
       template_args, [&](nb::handle o) { return to_template_args(t / "template", o); });
   std::optional<double> init;
   if (!init_value.is_none()) {
@@ -254,7 +255,7 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
   std::vector<Array> result;
   {
     nb::gil_scoped_release release;
-    result = k(arrays, shapes, dtypes, g, tg, targs, init, verbose.ptr() == Py_True, options);
+    result = k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, verbose.ptr() == Py_True, options);
     // JAX reads DLPack imports without waiting on the exporter's stream.
     if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
   }

@@ -2,6 +2,7 @@
 dtype, return types, verbose output, and the dialects' arithmetic and math against NumPy."""
 
 import math
+import threading
 
 import ml_dtypes
 import numpy as np
@@ -269,6 +270,34 @@ def test_reused_argument_objects_follow_their_changes(rng):
     shapes.append((1,))  # one output too many: still an error
     with pytest.raises(ValueError, match="output_shapes"):
         kernel(**kw)
+
+
+def test_one_kernel_called_from_two_threads_with_different_arguments(rng):
+    # Each call's converted arguments must stay its own while the kernel runs without the GIL.
+    kernel = kjit.metal_kernel(name="threads_scale", input_names=["x"], output_names=["y"],
+                               source="""
+        uint i = thread_position_in_grid.x;
+        y[i] = x[i] * S;
+    """)
+    inputs = {n: rng.standard_normal(n).astype(np.float32) for n in (1000, 3000)}
+    failures = []
+
+    def work(n, scale):
+        x = inputs[n]
+        kw = dict(inputs=[x], output_shapes=[(n,)], output_dtypes=[np.float32],
+                  grid=(n, 1, 1), threadgroup=(64, 1, 1), template=[("S", scale)])
+        for _ in range(200):
+            (y,) = kernel(**kw)
+            if y.shape != (n,) or not np.array_equal(y, x * scale):
+                failures.append((n, y.shape))
+                return
+
+    threads = [threading.Thread(target=work, args=a) for a in ((1000, 2), (3000, 3))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
 
 
 def test_outputs_in_place(rng):
