@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/hash.h"
+#include "core/env_bytes.h"
 #include "core/warning.h"
 
 namespace kjit::cache {
@@ -79,17 +80,7 @@ DiskCache& DiskCache::instance() {
   static DiskCache cache = [] {
     const char* off = std::getenv("KJIT_CACHE");
     bool disabled = off && (std::strcmp(off, "0") == 0 || std::strcmp(off, "off") == 0);
-    uint64_t max_bytes = 1ull << 30;
-    if (const char* m = std::getenv("KJIT_CACHE_MAX_BYTES"); m && *m) {
-      char* end = nullptr;
-      unsigned long long v = std::strtoull(m, &end, 10);
-      if (end && *end == '\0' && v > 0) {
-        max_bytes = v;
-      } else {
-        warn("KJIT_CACHE_MAX_BYTES='" + std::string(m) +
-             "' is not a positive number of bytes; using the default (1 GiB)");
-      }
-    }
+    const uint64_t max_bytes = bytes_from_env("KJIT_CACHE_MAX_BYTES", uint64_t{1} << 30, 1);
     return DiskCache(disabled ? std::string() : default_directory(), max_bytes);
   }();
   return cache;

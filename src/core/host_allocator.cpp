@@ -7,6 +7,8 @@
 #include <mutex>
 #include <new>
 
+#include "core/env_bytes.h"
+
 namespace kjit {
 namespace {
 
@@ -17,11 +19,7 @@ constexpr size_t kHugePage = size_t{1} << 21;
 
 class Pool {
  public:
-  Pool() {
-    if (const char* cap = std::getenv("KJIT_CPU_POOL_BYTES"); cap && *cap) {
-      cap_ = std::strtoull(cap, nullptr, 10);
-    }
-  }
+  Pool() : cap_(bytes_from_env("KJIT_CPU_POOL_BYTES", size_t{1} << 30)) {}
 
   void* take(size_t bytes) {
     {
@@ -56,7 +54,7 @@ class Pool {
   std::mutex mutex_;
   std::multimap<size_t, void*> free_;
   size_t held_ = 0;
-  size_t cap_ = size_t{1} << 30;
+  const size_t cap_;
 };
 
 Pool& pool() {

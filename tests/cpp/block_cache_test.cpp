@@ -21,7 +21,7 @@ TEST(BlockCache, SizesArePowersOfTwoThenWholeMebibytes) {
 }
 
 TEST(BlockCache, BlocksComeBackOnlyToTheirStreamDeviceAndSize) {
-  BlockCache cache;
+  BlockCache cache(size_t{1} << 30);
   EXPECT_EQ(cache.take(0, 7, 512).block, 0u);
   cache.keep(0, 7, 512, 0x1000);
   cache.keep(0, 7, 512, 0x2000);
@@ -34,7 +34,7 @@ TEST(BlockCache, BlocksComeBackOnlyToTheirStreamDeviceAndSize) {
 }
 
 TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
-  BlockCache cache;
+  BlockCache cache(size_t{1} << 30);
   cache.lend(0x1000, 7);
   EXPECT_FALSE(cache.lent_elsewhere(0x1000, 7));  // its own stream
   EXPECT_TRUE(cache.lent_elsewhere(0x1000, 8));
@@ -53,8 +53,23 @@ TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
   EXPECT_EQ(cache.event_for(0x1000, 8), 0u);     // the waits went with the block
 }
 
+TEST(BlockCache, ReportsADeviceHoldingMoreThanTheLimit) {
+  BlockCache cache(2560);
+  EXPECT_FALSE(cache.keep(0, 1, 1024, 0x1000));
+  EXPECT_FALSE(cache.keep(0, 2, 1024, 0x2000));
+  EXPECT_FALSE(cache.keep(1, 1, 2048, 0x3000));  // another device counts apart
+  EXPECT_FALSE(cache.keep(0, 1, 512, 0x4000));   // 2560: at the limit
+  EXPECT_TRUE(cache.keep(0, 1, 512, 0x5000));    // 3072
+  EXPECT_NE(cache.take(0, 1, 512).block, 0u);
+  EXPECT_NE(cache.take(0, 1, 512).block, 0u);   // 2048: taking gives the room back
+  EXPECT_FALSE(cache.keep(0, 1, 512, 0x4000));  // 2560
+  std::vector<uintptr_t> waits;
+  EXPECT_EQ(cache.take_all(0, waits).size(), 3u);
+  EXPECT_FALSE(cache.keep(0, 1, 2048, 0x6000));  // emptied
+}
+
 TEST(BlockCache, TakeAllEmptiesOneDevice) {
-  BlockCache cache;
+  BlockCache cache(size_t{1} << 30);
   cache.keep(0, 1, 512, 0x1000);
   cache.add_wait(0x1000, 2, 0xe2);
   cache.keep(0, 2, 1 << 20, 0x2000);

@@ -651,6 +651,17 @@ def test_disk_hit_counts_as_a_use_for_eviction(cache_dir, rng):
     check(report["results"][0], action, ref)
 
 
+@pytest.mark.parametrize("value", ["lots", "-5", "0"])
+def test_unusable_size_cap_is_named_in_a_warning(cache_dir, rng, value):
+    action, ref = linear("bad_cap", 2, 1, rng)
+    report = run_child(cache_dir, [action], KJIT_CACHE_MAX_BYTES=value)
+    check(report["results"][0], action, ref)
+    assert report["info"]["disk_limit_bytes"] == 1 << 30  # the default
+    messages = [w["message"] for w in report["warnings"]]
+    assert any(f"KJIT_CACHE_MAX_BYTES='{value}' is not a number of bytes" in m
+               for m in messages), messages
+
+
 # ---------------------------------------------------------------------------------------------
 # Turning the disk cache off, clearing it
 

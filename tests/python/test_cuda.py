@@ -217,6 +217,36 @@ def test_a_block_used_on_another_stream_is_reused_after_that_work(rng):
     np.testing.assert_allclose(w.to("cpu").numpy(), np.exp(x2.astype(np.float64)), rtol=2e-7)
 
 
+POOL_CHILD = r"""
+import json, torch, kjit
+k = kjit.metal_kernel(name="ones", input_names=[], output_names=["out"],
+                      source="out[thread_position_in_grid.x] = 1.0f;")
+n = 2 << 20  # 8 MiB outputs
+torch.cuda.init()
+free_before = torch.cuda.mem_get_info()[0]
+for _ in range(100):
+    s = torch.cuda.Stream()  # a new stream each time: its kept block is never taken again
+    (y,) = k(inputs=[], output_shapes=[(n,)], output_dtypes=["float32"], grid=(n, 1, 1),
+             threadgroup=(256, 1, 1), device="cuda", stream=s.cuda_stream)
+    s.synchronize()
+    assert y.to("cpu").numpy()[12345] == 1.0
+    del y, s
+torch.cuda.synchronize()
+print(json.dumps({"used": free_before - torch.cuda.mem_get_info()[0]}))
+"""
+
+
+@needs_gpu
+def test_kept_blocks_stay_under_the_pool_limit():
+    pytest.importorskip("torch")
+    env = dict(os.environ, KJIT_CUDA_POOL_BYTES=str(16 << 20))
+    run = subprocess.run([sys.executable, "-c", POOL_CHILD], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    used = json.loads(run.stdout)["used"]
+    assert used < 200 << 20, used  # 100 blocks of 8 MiB would be 800 MiB kept
+
+
 @needs_gpu
 def test_outputs_in_place_torch(rng):
     torch = pytest.importorskip("torch")

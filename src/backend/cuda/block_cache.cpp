@@ -26,6 +26,7 @@ BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   if (it == kept_.end() || it->second.empty()) return {};
   const uintptr_t block = it->second.back();
   it->second.pop_back();
+  held_[device] -= size;
   lent_[block] = stream;
   return {block, waits_of(block)};
 }
@@ -35,10 +36,11 @@ void BlockCache::lend(uintptr_t block, uintptr_t stream) {
   lent_[block] = stream;
 }
 
-void BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block) {
+bool BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block) {
   std::lock_guard lock(mutex_);
   lent_.erase(block);
   kept_[{device, stream, size}].push_back(block);
+  return (held_[device] += size) > limit_;
 }
 
 bool BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
@@ -65,6 +67,7 @@ void BlockCache::add_wait(uintptr_t block, uintptr_t stream, uintptr_t event) {
 std::vector<uintptr_t> BlockCache::take_all(int device, std::vector<uintptr_t>& waits) {
   std::lock_guard lock(mutex_);
   std::vector<uintptr_t> all;
+  held_[device] = 0;
   for (auto it = kept_.begin(); it != kept_.end();) {
     if (it->first.device == device) {
       for (uintptr_t block : it->second) {

@@ -3,10 +3,11 @@
 // puts the new use after every earlier use on it; a kernel kjit runs on another stream with the
 // block as an argument leaves an event, which the block's next user waits for. Nothing is handed
 // back to the driver on a user's stream, which may be destroyed before the arrays made on it
-// (freeing on a dead stream crashes the driver): the blocks go back only when the device runs
-// out of memory, after the whole device has synchronised. Reuse also costs a lock and a vector
-// instead of two driver calls (cuMemAllocAsync and cuMemFreeAsync: about 1.6 µs per output on
-// an H200 host). Blocks, streams and events are opaque handles here.
+// (freeing on a dead stream crashes the driver): the blocks go back all at once, after the whole
+// device has synchronised, when the device runs out of memory or holds more than a limit in
+// kept blocks (so that blocks kept for streams that are gone do not pile up). Reuse also costs a
+// lock and a vector instead of two driver calls (cuMemAllocAsync and cuMemFreeAsync: about 1.6 µs
+// per output on an H200 host). Blocks, streams and events are opaque handles here.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,9 @@ namespace kjit::cuda {
 
 class BlockCache {
  public:
+  /// A cache that reports a device holding more than |limit| bytes in kept blocks.
+  explicit BlockCache(size_t limit) : limit_(limit) {}
+
   /// The block size that serves |bytes|: powers of two from 512 bytes up to 1 MiB, then whole
   /// MiB.
   static size_t block_size(size_t bytes);
@@ -33,8 +37,8 @@ class BlockCache {
   Lent take(int device, uintptr_t stream, size_t size);
   /// Records a new block from the driver as lent to |stream|.
   void lend(uintptr_t block, uintptr_t stream);
-  /// Keeps a released block for its stream.
-  void keep(int device, uintptr_t stream, size_t size, uintptr_t block);
+  /// Keeps a released block for its stream; true when |device| now holds more than the limit.
+  bool keep(int device, uintptr_t stream, size_t size, uintptr_t block);
   /// True when |ptr| starts a block lent to another stream than |stream|.
   bool lent_elsewhere(uintptr_t ptr, uintptr_t stream);
   /// The event that marks the end of |stream|'s work on |block| so far (one per stream and
@@ -60,8 +64,10 @@ class BlockCache {
   };
   std::vector<uintptr_t> waits_of(uintptr_t block);  // with mutex_ held
 
+  const size_t limit_;
   std::mutex mutex_;
   std::unordered_map<Key, std::vector<uintptr_t>, KeyHash> kept_;
+  std::unordered_map<int, size_t> held_;           // bytes kept per device
   std::unordered_map<uintptr_t, uintptr_t> lent_;  // block -> stream
   struct Wait {
     uintptr_t stream, event;

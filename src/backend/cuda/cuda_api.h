@@ -55,6 +55,7 @@ inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
   X(cuMemFreeAsync, CUresult, (CUdeviceptr ptr, CUstream stream))                            \
   X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool * pool, CUdevice dev))                \
   X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, int attribute, void* value))        \
+  X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t keep))                             \
   X(cuMemcpyAsync, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))   \
   X(cuMemcpyHtoDAsync_v2, CUresult,                                                          \
     (CUdeviceptr dst, const void* src, size_t bytes, CUstream s))                            \

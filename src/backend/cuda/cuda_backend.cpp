@@ -9,6 +9,7 @@
 #include "backend/cuda/block_cache.h"
 #include "backend/cuda/nvrtc_compiler.h"
 #include "cache/disk_cache.h"
+#include "core/env_bytes.h"
 #include "cache/memory_cache.h"
 #include "cache/stats.h"
 
@@ -74,7 +75,8 @@ CUstream as_stream(uintptr_t s) { return reinterpret_cast<CUstream>(s); }
 CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 
 BlockCache& block_cache() {
-  static auto* b = new BlockCache();  // never destroyed: blocks are released at exit too
+  // Never destroyed: blocks are released at exit too.
+  static auto* b = new BlockCache(bytes_from_env("KJIT_CUDA_POOL_BYTES", size_t{1} << 30));
   return *b;
 }
 CUdeviceptr as_ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
@@ -138,6 +140,33 @@ void make_current(int device) {
   if (current != s.context) KJIT_CU(cuCtxSetCurrent, s.context);
 }
 
+namespace {
+
+// Hands every block kept for |device| back to the driver, and the driver's pool back to the
+// system, once the whole device is idle (no stream can still use a block). Never throws: it also
+// runs when an array is released.
+void drain(int device) noexcept {
+  try {
+    make_current(device);
+  } catch (...) {
+    return;
+  }
+  const DriverApi& d = driver();
+  if (d.cuCtxSynchronize() != CUDA_SUCCESS) return;
+  std::vector<uintptr_t> waits;
+  for (uintptr_t block : block_cache().take_all(device, waits)) d.cuMemFreeAsync(block, nullptr);
+  for (uintptr_t e : waits) d.cuEventDestroy_v2(as_event(e));
+  d.cuCtxSynchronize();
+  CUdevice dev = 0;
+  CUmemoryPool pool = nullptr;
+  if (d.cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
+      d.cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
+    d.cuMemPoolTrimTo(pool, 0);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
   const size_t size = BlockCache::block_size(bytes);
   BlockCache::Lent lent = block_cache().take(device, stream, size);
@@ -165,22 +194,16 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       s.pool_configured = true;
     }
     if (driver().cuMemAllocAsync(&ptr, size, as_stream(stream)) != CUDA_SUCCESS) {
+      // Out of memory, most likely: hand the kept blocks back and try again (reporting the
+      // error if there is still one).
       ptr = 0;
-      // Out of memory, most likely: hand the kept blocks back once every stream is done with
-      // them, and try again (reporting the error if there is still one).
-      KJIT_CU(cuCtxSynchronize);
-      std::vector<uintptr_t> waits;
-      for (uintptr_t block : block_cache().take_all(device, waits)) {
-        driver().cuMemFreeAsync(block, nullptr);
-      }
-      for (uintptr_t e : waits) driver().cuEventDestroy_v2(as_event(e));
-      KJIT_CU(cuCtxSynchronize);
+      drain(device);
+      KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
     }
-    if (!ptr) KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
     block_cache().lend(ptr, stream);
   }
   return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, size](void* p) {
-    block_cache().keep(device, stream, size, as_ptr(p));
+    if (block_cache().keep(device, stream, size, as_ptr(p))) drain(device);
   });
 }
 

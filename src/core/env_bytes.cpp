@@ -1,0 +1,24 @@
+#include "core/env_bytes.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "core/warning.h"
+
+namespace kjit {
+
+uint64_t bytes_from_env(const char* name, uint64_t fallback, uint64_t minimum) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno == 0 && end && *end == '\0' && text[0] != '-' && v >= minimum) return v;
+  warn(std::string(name) + "='" + text + "' is not a number of bytes" +
+       (minimum ? " of at least " + std::to_string(minimum) : std::string()) +
+       "; using the default (" + std::to_string(fallback) + ")");
+  return fallback;
+}
+
+}  // namespace kjit
