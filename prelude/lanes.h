@@ -25,6 +25,11 @@ KJIT_INLINE unsigned from_xor(unsigned id, unsigned mask, unsigned w) {
   const unsigned src = id ^ mask;
   return src < (id & ~(w - 1)) + w ? src : id;  // as CUDA: earlier segments can be read
 }
+// Metal's xor shuffles stay within the simdgroup or quad.
+KJIT_INLINE unsigned from_xor_in_segment(unsigned id, unsigned mask, unsigned w) {
+  const unsigned src = id ^ mask, base = id & ~(w - 1);
+  return src >= base && src < base + w ? src : id;
+}
 KJIT_INLINE unsigned rotated_up(unsigned id, unsigned d, unsigned w) {
   return (id & ~(w - 1)) + (id % w + w - d % w) % w;
 }

@@ -80,7 +80,7 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
   KJIT_SHUFFLE(prefix##_broadcast, ::kjit::lanes::from_lane, W)                                    \
   KJIT_SHUFFLE(prefix##_shuffle_up, ::kjit::lanes::from_below, W)                                  \
   KJIT_SHUFFLE(prefix##_shuffle_down, ::kjit::lanes::from_above, W)                                \
-  KJIT_SHUFFLE(prefix##_shuffle_xor, ::kjit::lanes::from_xor, W)                                   \
+  KJIT_SHUFFLE(prefix##_shuffle_xor, ::kjit::lanes::from_xor_in_segment, W)                        \
   KJIT_SHUFFLE(prefix##_shuffle_rotate_up, ::kjit::lanes::rotated_up, W)                           \
   KJIT_SHUFFLE(prefix##_shuffle_rotate_down, ::kjit::lanes::rotated_down, W)                       \
   KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)                                     \

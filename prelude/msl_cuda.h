@@ -149,7 +149,7 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_gi
   KJIT_SHUFFLE(prefix##_broadcast, from_lane, W)                                       \
   KJIT_SHUFFLE(prefix##_shuffle_up, from_below, W)                                     \
   KJIT_SHUFFLE(prefix##_shuffle_down, from_above, W)                                   \
-  KJIT_SHUFFLE(prefix##_shuffle_xor, from_xor, W)                                      \
+  KJIT_SHUFFLE(prefix##_shuffle_xor, from_xor_in_segment, W)                           \
   KJIT_SHUFFLE(prefix##_shuffle_rotate_up, rotated_up, W)                              \
   KJIT_SHUFFLE(prefix##_shuffle_rotate_down, rotated_down, W)                          \
   KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)                         \

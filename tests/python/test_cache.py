@@ -651,7 +651,7 @@ def test_disk_hit_counts_as_a_use_for_eviction(cache_dir, rng):
     check(report["results"][0], action, ref)
 
 
-@pytest.mark.parametrize("value", ["lots", "-5", "0"])
+@pytest.mark.parametrize("value", ["lots", "-5", " -1", "0"])
 def test_unusable_size_cap_is_named_in_a_warning(cache_dir, rng, value):
     action, ref = linear("bad_cap", 2, 1, rng)
     report = run_child(cache_dir, [action], KJIT_CACHE_MAX_BYTES=value)

@@ -790,7 +790,7 @@ QUAD_AND_ROTATE = """
     floats[3 * i + 0] = quad_sum(x);
     floats[3 * i + 1] = quad_max(x);
     floats[3 * i + 2] = quad_prefix_exclusive_sum(x);
-    device int* o = ints + 13 * i;
+    device int* o = ints + 14 * i;
     o[0] = quad_shuffle(v, 2);
     o[1] = quad_shuffle_up(v, 1);
     o[2] = quad_shuffle_down(v, 3);
@@ -804,6 +804,7 @@ QUAD_AND_ROTATE = """
     o[10] = simd_shuffle_and_fill_down(v, v + 1000, 2, 8);
     o[11] = simd_shuffle_and_fill_down(v, v + 1000, 2, 3);  // not a power of two: the simdgroup
     o[12] = quad_shuffle_and_fill_up(v, v + 1000, 1, 0);  // 0: the quad
+    o[13] = quad_shuffle_xor(v, 5);  // the source is in another quad: the lane keeps its own
 """
 
 
@@ -813,10 +814,10 @@ def test_quad_group_operations_and_rotating_shuffles(device, n, rng):
     k = kjit.metal_kernel(name="quads", input_names=["inp"], output_names=["floats", "ints"],
                           source=QUAD_AND_ROTATE)
     x = rng.standard_normal(n).astype(np.float32)
-    floats, ints = k(inputs=[x], output_shapes=[(n, 3), (n, 13)],
+    floats, ints = k(inputs=[x], output_shapes=[(n, 3), (n, 14)],
                      output_dtypes=[np.float32, np.int32], grid=(n, 1, 1),
                      threadgroup=(64, 1, 1), device=device,
-                     outputs=[poisoned((n, 3), np.float32), poisoned((n, 13), np.int32)])
+                     outputs=[poisoned((n, 3), np.float32), poisoned((n, 14), np.int32)])
     i = np.arange(n)
     v = (i * 7 % 23).astype(np.int64)
     fill = v + 1000
@@ -844,6 +845,7 @@ def test_quad_group_operations_and_rotating_shuffles(device, n, rng):
     np.testing.assert_array_equal(ints[full_quads, 0:6], expected[full_quads])
     expected = np.where(kq >= 1, v[i - 1], fill[np.minimum(base + 3, n - 1)])
     np.testing.assert_array_equal(ints[full_quads, 12], expected[full_quads])
+    np.testing.assert_array_equal(ints[:, 13], v)
     full_warps = wbase + 32 <= n
     m8, base8 = i % 8, i - i % 8
     expected = np.stack([

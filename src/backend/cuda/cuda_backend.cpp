@@ -148,20 +148,23 @@ namespace {
 void drain(int device) noexcept {
   try {
     make_current(device);
+    const DriverApi& d = driver();
+    // Out of the cache first, then the device idle: a block released meanwhile, by another
+    // thread, stays kept rather than being freed while its kernel runs.
+    std::vector<uintptr_t> waits;
+    const std::vector<uintptr_t> drained = block_cache().take_all(device, waits);
+    if (d.cuCtxSynchronize() != CUDA_SUCCESS) return;  // leaked rather than freed too soon
+    for (uintptr_t block : drained) d.cuMemFreeAsync(block, nullptr);
+    for (uintptr_t e : waits) d.cuEventDestroy_v2(as_event(e));
+    d.cuCtxSynchronize();
+    CUdevice dev = 0;
+    CUmemoryPool pool = nullptr;
+    if (d.cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
+        d.cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
+      d.cuMemPoolTrimTo(pool, 0);
+    }
   } catch (...) {
-    return;
-  }
-  const DriverApi& d = driver();
-  if (d.cuCtxSynchronize() != CUDA_SUCCESS) return;
-  std::vector<uintptr_t> waits;
-  for (uintptr_t block : block_cache().take_all(device, waits)) d.cuMemFreeAsync(block, nullptr);
-  for (uintptr_t e : waits) d.cuEventDestroy_v2(as_event(e));
-  d.cuCtxSynchronize();
-  CUdevice dev = 0;
-  CUmemoryPool pool = nullptr;
-  if (d.cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
-      d.cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
-    d.cuMemPoolTrimTo(pool, 0);
+    // Nothing to report it to: this also runs when an array is released.
   }
 }
 
@@ -203,7 +206,13 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
     block_cache().lend(ptr, stream);
   }
   return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, size](void* p) {
-    if (block_cache().keep(device, stream, size, as_ptr(p))) drain(device);
+    bool over = false;
+    try {
+      over = block_cache().keep(device, stream, size, as_ptr(p));
+    } catch (...) {
+      return;  // out of host memory: the block is lost rather than freed while in use
+    }
+    if (over) drain(device);
   });
 }
 
