@@ -259,10 +259,12 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
 // A torch.Tensor, described by torch._C._to_dlpack: one call into torch's C++ (the tensor's
 // Python __dlpack__ costs several microseconds, its accessors a call each for the dtype, device,
 // shape, strides and address).
-Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner) {
+Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner,
+                 bool writable) {
   // Never destroyed: Python is gone by the time static objects are.
   static nb::object& to_dlpack =
       *new nb::object(nb::module_::import_("torch").attr("_C").attr("_to_dlpack"));
+  static PyObject* const kIsNeg = PyUnicode_InternFromString("is_neg");
   nb::object capsule;
   try {
     capsule = to_dlpack(tensor);
@@ -273,12 +275,22 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
   if (!import_ndarray(capsule, nd)) {
     throw TypeError(param.str() + ": this tensor cannot be read through DLPack");
   }
-  // A lazily conjugated complex view holds unconjugated data: materialise it, and keep the
-  // result alive with the array.
-  if (nd.dtype() == nb::dtype<std::complex<float>>() &&
-      nb::cast<bool>(tensor.attr("is_conj")())) {
-    nb::object resolved = tensor.attr("resolve_conj")();
-    return from_torch(resolved, param, python_owner(resolved));
+  // Views with torch's lazy conjugation or negation (x.conj(), x.conj().imag) hold the data as
+  // it was. An input is materialised, the copy living as long as the array; an output would
+  // lose the kernel's writes in the copy, so it is refused.
+  nb::object is_neg = nb::steal(PyObject_CallMethodNoArgs(tensor.ptr(), kIsNeg));
+  if (!is_neg.is_valid()) throw nb::python_error();
+  const bool lazy = is_neg.ptr() == Py_True ||
+                    (nd.dtype() == nb::dtype<std::complex<float>>() &&
+                     nb::cast<bool>(tensor.attr("is_conj")()));
+  if (lazy) {
+    if (writable) {
+      throw ValueError(param.str() + ": a tensor with torch's lazy conjugation or negation "
+                       "cannot be written in place; pass a resolved tensor "
+                       "(resolve_conj(), resolve_neg())");
+    }
+    nb::object resolved = tensor.attr("resolve_conj")().attr("resolve_neg")();
+    return from_torch(resolved, param, python_owner(resolved), false);
   }
   return from_ndarray(nd, std::nullopt, param, std::move(owner));
 }
@@ -318,7 +330,7 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
   if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
   if (framework_of(obj) == Framework::Torch) {
-    return from_torch(obj, param, owner);
+    return from_torch(obj, param, owner, writable);
   }
   nb::ndarray<> rw;
   if (dlpack_stream && framework_of(obj) == Framework::Jax && on_cuda(obj)) {

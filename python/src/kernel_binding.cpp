@@ -188,18 +188,26 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
   const Param input_param = t / "inputs";
   LaunchOptions options;
   options.stream = to_stream(stream, t / "stream");
-  // The stream JAX inputs on a GPU are exported for, in DLPack's numbering (1: legacy).
-  const uintptr_t dlpack_stream = options.stream ? options.stream : 1;
   const Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs.ptr());
+  // Outputs belong to the library of the first array input.
+  Framework framework = Framework::None;
+  for (Py_ssize_t i = 0; i < n_in && framework == Framework::None; ++i) {
+    nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), i);
+    if (!is_python_scalar(item)) framework = framework_of(item);
+  }
+  // JAX inputs on a GPU are exported for the kernel's stream when it is known now (DLPack's
+  // numbering, 1: the legacy stream): the one given, or the legacy stream a JAX call runs on.
+  // Otherwise (0) their export waits until they are ready.
+  const uintptr_t dlpack_stream = !stream.is_none()             ? (options.stream ? options.stream : 1)
+                                  : framework == Framework::Jax ? 1
+                                                                : 0;
   std::vector<Array> arrays;
   arrays.reserve(static_cast<size_t>(n_in));
-  Framework framework = Framework::None;
   for (Py_ssize_t i = 0; i < n_in; ++i) {
     nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), i);
     const size_t index = static_cast<size_t>(i);
     const std::string* name = index < k.input_names().size() ? &k.input_names()[index] : nullptr;
     arrays.push_back(to_array(item, input_param.at(index, name), false, false, dlpack_stream));
-    if (framework == Framework::None && !is_python_scalar(item)) framework = framework_of(item);
   }
   // Shared with the memo: kept while the kernel runs without the GIL.
   const auto shapes = k.memo.output_shapes.get(output_shapes, [&](nb::handle o) {

@@ -410,6 +410,7 @@ def test_torch_tensors_of_every_kind(device, rng):
         "bool": torch.tensor(values > 0),
         "int64 transposed": torch.tensor((values * 100).astype(np.int64)).reshape(4, 6).t(),
         "lazily conjugated complex64": torch.tensor(complex_values, dtype=torch.complex64).conj(),
+        "lazily negated float32": torch.tensor(complex_values, dtype=torch.complex64).conj().imag,
     }
     for what, t in cases.items():
         t = t.to(device)
@@ -419,6 +420,10 @@ def test_torch_tensors_of_every_kind(device, rng):
         assert isinstance(out, torch.Tensor) and out.dtype == t.dtype, what
         assert out.device == t.device, what
         assert torch.equal(out.cpu(), expected), what
+    lazy = torch.zeros(12, dtype=torch.complex64, device=device).conj()
+    with pytest.raises(ValueError, match=r"outputs\[0\].*lazy conjugation or negation"):
+        copy(inputs=[lazy.resolve_conj()], output_shapes=[(12,)], output_dtypes=[lazy.dtype],
+             grid=(12, 1, 1), threadgroup=(32, 1, 1), device=device, outputs=[lazy])
 
 
 @needs_gpu
