@@ -35,22 +35,26 @@ TEST(BlockCache, BlocksComeBackOnlyToTheirStreamDeviceAndSize) {
 
 TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
   BlockCache cache(size_t{1} << 30);
-  cache.lend(0x1000, 7);
-  EXPECT_FALSE(cache.lent_elsewhere(0x1000, 7));  // its own stream
-  EXPECT_TRUE(cache.lent_elsewhere(0x1000, 8));
-  EXPECT_FALSE(cache.lent_elsewhere(0x1004, 8));  // not the start of a block kjit lent
+  cache.lend(0x1000, 512, 7);
+  cache.lend(0x1200, 512, 8);
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 7), 0u);  // its own stream
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0x1000u);
+  EXPECT_EQ(cache.lent_elsewhere(0x1104, 8), 0x1000u);  // a view inside the block
+  EXPECT_EQ(cache.lent_elsewhere(0x1200, 8), 0u);       // the next block, lent to stream 8
+  EXPECT_EQ(cache.lent_elsewhere(0x1400, 7), 0u);       // past every block
+  EXPECT_EQ(cache.lent_elsewhere(0x0ff0, 8), 0u);       // before every block
   EXPECT_EQ(cache.event_for(0x1000, 8), 0u);
   cache.add_wait(0x1000, 8, 0xe8);
   cache.add_wait(0x1000, 9, 0xe9);
   EXPECT_EQ(cache.event_for(0x1000, 8), 0xe8u);  // one event per stream, re-recorded
   cache.keep(0, 7, 512, 0x1000);
-  EXPECT_FALSE(cache.lent_elsewhere(0x1000, 8));  // kept, not lent
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0u);  // kept, not lent
   BlockCache::Lent lent = cache.take(0, 7, 512);
   EXPECT_EQ(lent.block, 0x1000u);
   std::sort(lent.waits.begin(), lent.waits.end());
   EXPECT_EQ(lent.waits, (std::vector<uintptr_t>{0xe8, 0xe9}));
-  EXPECT_TRUE(cache.lent_elsewhere(0x1000, 8));  // lent again, to stream 7
-  EXPECT_EQ(cache.event_for(0x1000, 8), 0u);     // the waits went with the block
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0x1000u);  // lent again, to stream 7
+  EXPECT_EQ(cache.event_for(0x1000, 8), 0u);            // the waits went with the block
 }
 
 TEST(BlockCache, ReportsADeviceHoldingMoreThanTheLimit) {

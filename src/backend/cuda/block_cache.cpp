@@ -27,13 +27,13 @@ BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   const uintptr_t block = it->second.back();
   it->second.pop_back();
   held_[device] -= size;
-  lent_[block] = stream;
+  lent_[block] = {block + size, stream};
   return {block, waits_of(block)};
 }
 
-void BlockCache::lend(uintptr_t block, uintptr_t stream) {
+void BlockCache::lend(uintptr_t block, size_t size, uintptr_t stream) {
   std::lock_guard lock(mutex_);
-  lent_[block] = stream;
+  lent_[block] = {block + size, stream};
 }
 
 bool BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block) {
@@ -43,10 +43,12 @@ bool BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block
   return (held_[device] += size) > limit_;
 }
 
-bool BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
+uintptr_t BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
   std::lock_guard lock(mutex_);
-  auto it = lent_.find(ptr);
-  return it != lent_.end() && it->second != stream;
+  auto it = lent_.upper_bound(ptr);
+  if (it == lent_.begin()) return 0;
+  --it;  // the last block starting at or before ptr
+  return ptr < it->second.end && it->second.stream != stream ? it->first : 0;
 }
 
 uintptr_t BlockCache::event_for(uintptr_t block, uintptr_t stream) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -35,12 +36,12 @@ class BlockCache {
   /// A kept block of |size| bytes released on |stream| of |device| (block 0 when there is none),
   /// now lent to |stream|.
   Lent take(int device, uintptr_t stream, size_t size);
-  /// Records a new block from the driver as lent to |stream|.
-  void lend(uintptr_t block, uintptr_t stream);
+  /// Records a new block of |size| bytes from the driver as lent to |stream|.
+  void lend(uintptr_t block, size_t size, uintptr_t stream);
   /// Keeps a released block for its stream; true when |device| now holds more than the limit.
   bool keep(int device, uintptr_t stream, size_t size, uintptr_t block);
-  /// True when |ptr| starts a block lent to another stream than |stream|.
-  bool lent_elsewhere(uintptr_t ptr, uintptr_t stream);
+  /// The block that holds |ptr| when it is lent to another stream than |stream|, else 0.
+  uintptr_t lent_elsewhere(uintptr_t ptr, uintptr_t stream);
   /// The event that marks the end of |stream|'s work on |block| so far (one per stream and
   /// block, re-recorded after each use), or 0 when there is none yet.
   uintptr_t event_for(uintptr_t block, uintptr_t stream);
@@ -67,8 +68,11 @@ class BlockCache {
   const size_t limit_;
   std::mutex mutex_;
   std::unordered_map<Key, std::vector<uintptr_t>, KeyHash> kept_;
-  std::unordered_map<int, size_t> held_;           // bytes kept per device
-  std::unordered_map<uintptr_t, uintptr_t> lent_;  // block -> stream
+  std::unordered_map<int, size_t> held_;  // bytes kept per device
+  struct Loan {
+    uintptr_t end, stream;
+  };
+  std::map<uintptr_t, Loan> lent_;  // by start, to find the block of a view
   struct Wait {
     uintptr_t stream, event;
   };

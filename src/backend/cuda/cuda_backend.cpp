@@ -74,6 +74,17 @@ DeviceState& state(int device) {
 CUstream as_stream(uintptr_t s) { return reinterpret_cast<CUstream>(s); }
 CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 
+// What identifies a stream to the block cache: its handle, except that the legacy stream has
+// two (0 and CU_STREAM_LEGACY) and the per-thread default stream (CU_STREAM_PER_THREAD) is a
+// different stream on each thread, told apart by an address unique to the thread.
+uintptr_t stream_key(uintptr_t stream) {
+  constexpr uintptr_t kLegacy = 1, kPerThread = 2;
+  if (stream == kLegacy) return 0;
+  if (stream != kPerThread) return stream;
+  static thread_local char marker;
+  return reinterpret_cast<uintptr_t>(&marker);
+}
+
 BlockCache& block_cache() {
   // Never destroyed: blocks are released at exit too.
   static auto* b = new BlockCache(bytes_from_env("KJIT_CUDA_POOL_BYTES", size_t{1} << 30));
@@ -172,7 +183,8 @@ void drain(int device) noexcept {
 
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
   const size_t size = BlockCache::block_size(bytes);
-  BlockCache::Lent lent = block_cache().take(device, stream, size);
+  const uintptr_t key = stream_key(stream);
+  BlockCache::Lent lent = block_cache().take(device, key, size);
   CUdeviceptr ptr = lent.block;
   if (ptr && !lent.waits.empty()) {
     // Kernels on other streams used the block: this stream's work on it comes after theirs.
@@ -203,12 +215,12 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       drain(device);
       KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
     }
-    block_cache().lend(ptr, stream);
+    block_cache().lend(ptr, size, key);
   }
-  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, stream, size](void* p) {
+  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, key, size](void* p) {
     bool over = false;
     try {
-      over = block_cache().keep(device, stream, size, as_ptr(p));
+      over = block_cache().keep(device, key, size, as_ptr(p));
     } catch (...) {
       return;  // out of host memory: the block is lost rather than freed while in use
     }
@@ -424,19 +436,20 @@ void launch(const Module& module, const LaunchArgs& a) {
   KJIT_CU(cuLaunchKernel, module.entry(one_d), launch_grid[0], launch_grid[1], launch_grid[2],
           a.dims.group[0], a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
           as_stream(a.stream), params.data(), nullptr);
-  // Blocks lent to other streams that this kernel uses: their next user waits for it.
+  // Blocks lent to other streams that this kernel uses (whole or through a view): their next
+  // user waits for it.
+  const uintptr_t key = stream_key(a.stream);
   for (const std::vector<Array>* arrays : {&a.inputs, &a.outputs}) {
     for (const Array& x : *arrays) {
-      const uintptr_t block = as_ptr(x.data());
-      if (x.device().type != DeviceType::CUDA || !block_cache().lent_elsewhere(block, a.stream)) {
-        continue;
-      }
-      uintptr_t event = block_cache().event_for(block, a.stream);
+      if (x.device().type != DeviceType::CUDA) continue;
+      const uintptr_t block = block_cache().lent_elsewhere(as_ptr(x.data()), key);
+      if (!block) continue;
+      uintptr_t event = block_cache().event_for(block, key);
       if (!event) {
         CUevent e = nullptr;
         KJIT_CU(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
         event = reinterpret_cast<uintptr_t>(e);
-        block_cache().add_wait(block, a.stream, event);
+        block_cache().add_wait(block, key, event);
       }
       KJIT_CU(cuEventRecord, as_event(event), as_stream(a.stream));
     }
