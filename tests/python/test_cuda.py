@@ -248,6 +248,30 @@ def test_kept_blocks_stay_under_the_pool_limit():
 
 
 @needs_gpu
+def test_a_view_used_on_another_stream_holds_its_block_too(rng):
+    torch = pytest.importorskip("torch")
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 16
+    x1 = torch.from_numpy(rng.uniform(-1, 1, n).astype(np.float32)).cuda()
+    x2 = torch.from_numpy(rng.standard_normal(n).astype(np.float32)).cuda()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(a):
+        y = run_exp(x1)  # a block kjit lent to stream a
+    a.synchronize()
+    with torch.cuda.stream(b):
+        torch.cuda._sleep(100_000_000)
+        z = run_exp(y[1:])  # a view into that block, read on stream b
+    del y
+    with torch.cuda.stream(a):
+        w = run_exp(x2)  # may take the block only after stream b's kernel
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(z.cpu().numpy(),
+                               np.exp(np.exp(x1[1:].cpu().numpy().astype(np.float64))), rtol=1e-6)
+    np.testing.assert_allclose(w.cpu().numpy(), np.exp(x2.cpu().numpy().astype(np.float64)),
+                               rtol=2e-7)
+
+
+@needs_gpu
 def test_outputs_in_place_torch(rng):
     torch = pytest.importorskip("torch")
     x = torch.from_numpy(rng.standard_normal(3000).astype(np.float32)).cuda()
