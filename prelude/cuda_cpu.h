@@ -148,12 +148,4 @@ struct thread_block_tile {
   auto all(int predicate, unsigned line = KJIT_CALL_SITE) const;
 };
 
-template <unsigned N>
-KJIT_INLINE thread_block_tile<N> tiled_partition(const thread_block&) {
-  return {};
-}
-
-KJIT_INLINE grid_group this_grid() { return {}; }
-KJIT_INLINE thread_block this_thread_block() { return {}; }
-
 }  // namespace cooperative_groups

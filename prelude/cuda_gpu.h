@@ -71,12 +71,4 @@ struct thread_block_tile {
   }
 };
 
-template <unsigned N>
-KJIT_INLINE thread_block_tile<N> tiled_partition(const thread_block&) {
-  return {};
-}
-
-KJIT_INLINE grid_group this_grid() { return {}; }
-KJIT_INLINE thread_block this_thread_block() { return {}; }
-
 }  // namespace cooperative_groups

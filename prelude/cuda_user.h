@@ -1,4 +1,16 @@
 // What a cuda_kernel body sees, on every target.
+
+// The cooperative groups a body asks for; each target defines their types (cuda_cpu.h,
+// cuda_gpu.h).
+namespace cooperative_groups {
+template <unsigned N>
+KJIT_INLINE thread_block_tile<N> tiled_partition(const thread_block&) {
+  return {};
+}
+KJIT_INLINE grid_group this_grid() { return {}; }
+KJIT_INLINE thread_block this_thread_block() { return {}; }
+}  // namespace cooperative_groups
+
 namespace kjit_user {
 using namespace ::kjit::cuda_dialect;
 namespace cg = ::cooperative_groups;
