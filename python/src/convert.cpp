@@ -164,6 +164,11 @@ Framework framework_of(nb::handle obj) {
   return f;
 }
 
+nb::object attr_or_invalid(const char* module, const char* name) {
+  nb::object m = nb::module_::import_(module);
+  return nb::hasattr(m, name) ? m.attr(name) : nb::object();
+}
+
 bool is_python_scalar(nb::handle obj) {
   return PyBool_Check(obj.ptr()) || PyLong_CheckExact(obj.ptr()) || PyFloat_CheckExact(obj.ptr());
 }
@@ -261,9 +266,7 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
 // shape, strides and address).
 Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner,
                  bool writable) {
-  // Never destroyed: Python is gone by the time static objects are.
-  static nb::object& to_dlpack =
-      *new nb::object(nb::module_::import_("torch").attr("_C").attr("_to_dlpack"));
+  static const nb::object& to_dlpack = *new nb::object(attr_or_invalid("torch._C", "_to_dlpack"));
   static PyObject* const kIsNeg = PyUnicode_InternFromString("is_neg");
   nb::object capsule;
   try {
@@ -329,11 +332,10 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
   }
   if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
-  if (framework_of(obj) == Framework::Torch) {
-    return from_torch(obj, param, owner, writable);
-  }
+  const Framework framework = framework_of(obj);
+  if (framework == Framework::Torch) return from_torch(obj, param, owner, writable);
   nb::ndarray<> rw;
-  if (dlpack_stream && framework_of(obj) == Framework::Jax && on_cuda(obj)) {
+  if (dlpack_stream && framework == Framework::Jax && on_cuda(obj)) {
     // Export for work on our stream: JAX makes it wait for the array instead of blocking the
     // host until the array is ready.
     try {
@@ -352,7 +354,7 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
   // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
   const bool has_dtype = !PyType_Check(obj.ptr()) && nb::hasattr(obj, "dtype");
   const std::string dtype = has_dtype ? str_of(obj.attr("dtype")) : "";
-  if (framework_of(obj) == Framework::Numpy && dtype == "bfloat16") {
+  if (framework == Framework::Numpy && dtype == "bfloat16") {
     nb::object view = obj.attr("view")("uint16");
     if (import_ndarray(view, rw)) return from_ndarray(rw, Dtype::BFloat16, param, owner);
     if (import_ndarray(view, ro)) {
@@ -406,11 +408,8 @@ nb::object from_array(const Array& device_array, Framework framework) {
     case Framework::Torch: {
       // torch.utils.dlpack.from_dlpack is Python code around torch._C._from_dlpack; hand the
       // capsule to the latter directly (a few microseconds less per call).
-      // Never destroyed: Python is gone by the time static objects are.
-      static nb::object& from_capsule = *new nb::object([] {
-        nb::object c = nb::module_::import_("torch").attr("_C");
-        return nb::hasattr(c, "_from_dlpack") ? c.attr("_from_dlpack") : nb::object();
-      }());
+      static const nb::object& from_capsule =
+          *new nb::object(attr_or_invalid("torch._C", "_from_dlpack"));
       if (!from_capsule.is_valid()) return export_as<nb::pytorch>(array, dtype);
       return from_capsule(export_as<nb::no_framework>(array, dtype));
     }

@@ -54,6 +54,11 @@ enum class Framework { None, Kjit, Numpy, Torch, Cupy, Jax, Other };
 
 Framework framework_of(nb::handle obj);
 
+/// |module|.|name| (e.g. torch._C's _from_dlpack), or an invalid object when the module lacks
+/// it. Hot paths keep the result in a never-destroyed static: Python is gone by the time static
+/// objects are destroyed.
+nb::object attr_or_invalid(const char* module, const char* name);
+
 /// A dtype from a kjit.Dtype, a string, a NumPy dtype or type, or a torch dtype.
 Dtype to_dtype(nb::handle obj, const Param& param);
 

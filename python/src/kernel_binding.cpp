@@ -114,6 +114,9 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
 // __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
 uintptr_t to_stream(nb::handle obj, const Param& param) {
   if (obj.is_none()) return 0;
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+    return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(obj.ptr()));
+  }
   nb::object handle = nb::borrow(obj);
   if (nb::hasattr(obj, "__cuda_stream__")) {
     nb::object pair = obj.attr("__cuda_stream__")();
@@ -137,22 +140,17 @@ uintptr_t to_stream(nb::handle obj, const Param& param) {
 // The stream a framework's work on |device| is queued on now, so that a kernel is ordered after
 // it and its outputs are ready for that framework's next operations (0: the legacy stream).
 uintptr_t current_stream(Framework framework, int device) {
+  const Param param("the current stream");
   if (framework == Framework::Torch) {
-    // Never destroyed: Python is gone by the time static objects are.
-    static nb::object& raw = *new nb::object([] {
-      nb::object c = nb::module_::import_("torch").attr("_C");
-      return nb::hasattr(c, "_cuda_getCurrentRawStream") ? c.attr("_cuda_getCurrentRawStream")
-                                                          : nb::object();
-    }());
-    nb::object handle = raw.is_valid()
-                            ? raw(device)
-                            : nb::module_::import_("torch").attr("cuda").attr("current_stream")(
-                                  device).attr("cuda_stream");
-    return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(handle.ptr()));
+    static const nb::object& raw =
+        *new nb::object(attr_or_invalid("torch._C", "_cuda_getCurrentRawStream"));
+    if (raw.is_valid()) return to_stream(raw(device), param);
+    return to_stream(nb::module_::import_("torch.cuda").attr("current_stream")(device), param);
   }
   if (framework == Framework::Cupy) {
-    nb::object s = nb::module_::import_("cupy").attr("cuda").attr("get_current_stream")();
-    return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(s.attr("ptr").ptr()));
+    static const nb::object& current =
+        *new nb::object(attr_or_invalid("cupy.cuda", "get_current_stream"));
+    return to_stream(current(), param);
   }
   return 0;
 }
@@ -180,12 +178,12 @@ nb::object call(PyKernel& k, nb::handle inputs, nb::handle output_shapes,
                 nb::handle template_args, nb::handle init_value, nb::handle verbose,
                 nb::handle stream, nb::handle device, nb::handle outputs) {
   const Param t = Param::of_kernel(k);
+  const Param input_param = t / "inputs";
   if (!is_list(inputs)) {
-    throw TypeError((t / "inputs").str() +
+    throw TypeError(input_param.str() +
                     ": expected a list of arrays or scalars (wrap a single array: inputs=[x]), "
                     "got " + nb::cast<std::string>(inputs.type().attr("__name__")));
   }
-  const Param input_param = t / "inputs";
   LaunchOptions options;
   options.stream = to_stream(stream, t / "stream");
   const Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs.ptr());
@@ -308,8 +306,7 @@ void init_kernel(nb::module_& m) {
                   if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
                     throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
                   }
-                  const std::string ndim_label = p.str() + " ndim";
-                  int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), ndim_label);
+                  int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), p / " ndim");
                   if (ndim < 0 || ndim > kMaxNdim) {
                     throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
                                      std::to_string(ndim));
