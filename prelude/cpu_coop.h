@@ -130,17 +130,6 @@ inline subtask<void> subtask_promise<void>::get_return_object() {
   return {std::coroutine_handle<subtask_promise<void>>::from_promise(*this)};
 }
 
-// CUDA's dynamic shared memory (extern __shared__) on the CPU: one buffer per worker.
-inline unsigned char* dynamic_shared(unsigned long bytes) {
-  static thread_local unsigned char* buffer = nullptr;
-  static thread_local unsigned long size = 0;
-  if (size < bytes) {
-    buffer = static_cast<unsigned char*>(__builtin_realloc(buffer, bytes));
-    size = bytes;
-  }
-  return buffer;
-}
-
 // What a barrier tells each thread when it opens: how many arrived with a non-zero predicate
 // (CUDA's __syncthreads_count/_and/_or), and how many arrived.
 struct barrier_tally {

@@ -8,6 +8,20 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 
+namespace kjit {
+// CUDA's dynamic shared memory (extern __shared__) on the CPU, in loop and cooperative mode
+// alike: one buffer per worker.
+inline unsigned char* dynamic_shared(unsigned long bytes) {
+  static thread_local unsigned char* buffer = nullptr;
+  static thread_local unsigned long size = 0;
+  if (size < bytes) {
+    buffer = static_cast<unsigned char*>(__builtin_realloc(buffer, bytes));
+    size = bytes;
+  }
+  return buffer;
+}
+}  // namespace kjit
+
 namespace kjit::cuda_dialect {
 
 typedef ::kjit::uint3 uint3;

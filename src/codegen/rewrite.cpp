@@ -551,7 +551,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         }
         while (k < tokens.size() && tokens[k].text != ";") ++k;
         out += type + "* const " + name + " = reinterpret_cast<" + type +
-               "*>(::kjit::coop::dynamic_shared(" + std::to_string(dynamic_shared) + "));";
+               "*>(::kjit::dynamic_shared(" + std::to_string(dynamic_shared) + "));";
         for (size_t j = i; j <= k && j < tokens.size(); ++j) {
           for (char c : tokens[j].text) {
             if (c == '\n') out += '\n';

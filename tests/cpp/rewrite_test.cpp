@@ -247,7 +247,7 @@ TEST(RewriteCuda, SharedMemoryOnTheCpu) {
   EXPECT_EQ(rewrite(lex("extern __shared__ unsigned int buf[];\nx;"), Dialect::Cuda, Target::Cpu,
                     false, 64),
             "unsigned int* const buf = reinterpret_cast<unsigned int*>("
-            "::kjit::coop::dynamic_shared(64));\nx;");
+            "::kjit::dynamic_shared(64));\nx;");
   EXPECT_EQ(rewrite(lex("__syncthreads();"), Dialect::Cuda, Target::Cpu, /*coroutine=*/true),
             "(co_await __syncthreads());");
 }

@@ -383,6 +383,23 @@ def test_dynamic_shared_memory_above_48_kb(device, rng):
     np.testing.assert_array_equal(out, x[::-1])
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_dynamic_shared_memory_without_barriers(device, rng):
+    # Each thread uses only its own slot: no barrier, so the CPU runs it in loop mode.
+    kernel = kjit.cuda_kernel(name="smem_own_slot", input_names=["inp"], output_names=["out"],
+                              shared_memory=256 * 4, source="""
+        extern __shared__ float slot[];
+        const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        slot[threadIdx.x] = inp[i] * 2.0f;
+        out[i] = slot[threadIdx.x] + 1.0f;
+    """)
+    x = rng.standard_normal(1000).astype(np.float32)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                    grid=(1000, 1, 1), threadgroup=(256, 1, 1), device=device,
+                    outputs=[poisoned(x.shape, np.float32)])
+    np.testing.assert_array_equal(out, x * 2 + 1)
+
+
 @needs_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex64, np.float16, np.uint8])
 def test_init_value_on_the_gpu(dtype):
