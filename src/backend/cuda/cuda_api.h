@@ -23,16 +23,13 @@ using nvrtcResult = int;
 using nvrtcProgram = struct _nvrtcProgram*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
-inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
-inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
-inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
 
 #define KJIT_CUDA_DRIVER_FUNCTIONS(X)                                                         \
   X(cuInit, CUresult, (unsigned flags))                                                      \
@@ -70,7 +67,6 @@ inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
   X(cuEventCreate, CUresult, (CUevent * event, unsigned flags))                              \
   X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                               \
   X(cuEventDestroy_v2, CUresult, (CUevent event))                                            \
-  X(cuPointerGetAttribute, CUresult, (void* data, int attribute, CUdeviceptr ptr))           \
   X(cuGetErrorName, CUresult, (CUresult error, const char** name))                           \
   X(cuGetErrorString, CUresult, (CUresult error, const char** text))
 
@@ -89,8 +85,7 @@ inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
   X(nvrtcGetCUBIN, nvrtcResult, (nvrtcProgram prog, char* cubin))                            \
   X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                        \
   X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram prog, char* ptx))                                \
-  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram * prog))                                 \
-  X(nvrtcGetErrorString, const char*, (nvrtcResult result))
+  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram * prog))
 
 #define KJIT_DECLARE_POINTER(name, ret, args) ret(*name) args = nullptr;
 

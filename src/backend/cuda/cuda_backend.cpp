@@ -59,8 +59,6 @@ DeviceState& state(int device) {
               CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
       KJIT_CU(cuDeviceGetAttribute, &info.max_shared_optin,
               CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
-      KJIT_CU(cuDeviceGetAttribute, &info.multiprocessors,
-              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     }
   });
   std::vector<DeviceState>& s = states();
@@ -121,15 +119,18 @@ std::string image_for(const std::string& key, const KernelSpec& spec, const std:
 std::string unavailable_reason() {
   const DriverApi& d = driver();
   if (!d.loaded) return "the CUDA driver is " + d.error;
-  int count = 0;
-  if (d.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device found";
+  if (device_count() == 0) return "no CUDA device found";
   return {};
 }
 
 int device_count() {
-  const DriverApi& d = driver();
-  int count = 0;
-  if (!d.loaded || d.cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
+  // Asked once: the devices the driver sees do not change while it is loaded, and launches ask.
+  static const int count = [] {
+    const DriverApi& d = driver();
+    int n = 0;
+    if (!d.loaded || d.cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+    return n;
+  }();
   return count;
 }
 

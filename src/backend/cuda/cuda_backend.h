@@ -26,7 +26,6 @@ struct DeviceInfo {
   int cc = 0;  // compute capability, e.g. 90
   int max_threads_per_block = 1024;
   int max_shared_optin = 48 * 1024;
-  int multiprocessors = 0;
 };
 const DeviceInfo& device_info(int device);
 
