@@ -6,18 +6,8 @@
 //      x and y (the common "one group per row" launch);
 //   2: any other grid beyond the caps: flattened to blocks in x, decoded in the kernel.
 // Threads of an edge group that fall outside the grid return before the body runs.
+#include "cuda_abi.h"
 #include "thread_ctx.h"
-
-// The launch record, passed by value as the kernel's last parameter.
-struct kjit_cuda_launch {
-  unsigned grid[3];
-  unsigned group[3];
-  unsigned groups[3];
-  unsigned layout;
-  // For layout 2: division by groups.x and by groups.x * groups.y as a multiply-high,
-  // an add and a shift ({multiplier, shift} each; see cuda::DivisionMagic).
-  unsigned by_x[2], by_xy[2];
-};
 
 namespace kjit {
 

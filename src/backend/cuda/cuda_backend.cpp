@@ -6,11 +6,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "../../../prelude/cuda_abi.h"
 #include "backend/cuda/block_cache.h"
 #include "backend/cuda/nvrtc_compiler.h"
 #include "cache/disk_cache.h"
-#include "core/env_bytes.h"
 #include "cache/memory_cache.h"
+#include "core/env_bytes.h"
 #include "cache/stats.h"
 
 namespace kjit::cuda {
@@ -351,10 +352,7 @@ void launch(const Module& module, const LaunchArgs& a) {
                      " threadgroups are more than CUDA launches at once (2^31-1)");
   }
   // Kernel parameters, each at an 8-byte aligned offset of one buffer.
-  struct Launch {
-    unsigned grid[3], group[3], groups[3], layout;
-    unsigned by_x[2], by_xy[2];
-  } record = {};
+  kjit_cuda_launch record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
   std::memcpy(record.group, a.dims.group, sizeof record.group);
   std::memcpy(record.groups, a.dims.groups, sizeof record.groups);
