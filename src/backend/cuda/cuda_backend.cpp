@@ -11,8 +11,8 @@
 #include "backend/cuda/nvrtc_compiler.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
-#include "core/env_bytes.h"
 #include "cache/stats.h"
+#include "core/env_bytes.h"
 
 namespace kjit::cuda {
 namespace {
