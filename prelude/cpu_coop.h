@@ -303,10 +303,11 @@ void combine_shuffle_and_fill(lane** lanes, const unsigned* ids, int n) {
   }
   const unsigned d = lanes[0]->request.arg, w = lanes[0]->request.width;
   for (int i = 0; i < n; ++i) {
-    const unsigned id = ids[i], k = id % w;
+    const unsigned id = ids[i];
     const unsigned src = Up ? lanes::rotated_up(id, d, w) : lanes::rotated_down(id, d, w);
-    const bool own = Up ? k >= d : k + d < w;
-    set_result(lanes[i], !present[src] ? values[id].x : own ? values[src].x : values[src].fill);
+    set_result(lanes[i], !present[src]                       ? values[id].x
+                         : lanes::reads_within(id, d, w, Up) ? values[src].x
+                                                             : values[src].fill);
   }
 }
 

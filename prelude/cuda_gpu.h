@@ -2,20 +2,6 @@
 // over the launch's grid of blocks, which is the kernel's grid of groups or its flattening.
 namespace cooperative_groups {
 
-struct grid_group {
-  KJIT_INLINE unsigned long long thread_rank() const {
-    const unsigned long long block = blockIdx.x + static_cast<unsigned long long>(gridDim.x) *
-                                                      (blockIdx.y + gridDim.y * blockIdx.z);
-    return block * (blockDim.x * blockDim.y * blockDim.z) +
-           (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
-  }
-  KJIT_INLINE unsigned long long size() const {
-    return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z *
-           (blockDim.x * blockDim.y * blockDim.z);
-  }
-  KJIT_INLINE unsigned long long num_threads() const { return size(); }
-};
-
 struct thread_block {
   KJIT_INLINE unsigned thread_rank() const {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -25,22 +11,31 @@ struct thread_block {
   KJIT_INLINE void sync() const { __syncthreads(); }
 };
 
+struct grid_group {
+  KJIT_INLINE unsigned long long thread_rank() const {
+    const unsigned long long block = blockIdx.x + static_cast<unsigned long long>(gridDim.x) *
+                                                      (blockIdx.y + gridDim.y * blockIdx.z);
+    return block * thread_block{}.size() + thread_block{}.thread_rank();
+  }
+  KJIT_INLINE unsigned long long size() const {
+    return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z *
+           thread_block{}.size();
+  }
+  KJIT_INLINE unsigned long long num_threads() const { return size(); }
+};
+
 // A tile of N consecutive threads of a block (N a power of two up to 32): the warp functions over
 // segments of N lanes, among the lanes that reach the call.
 template <unsigned N>
 struct thread_block_tile {
   static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
                 "thread_block_tile: the size must be a power of two up to 32");
-  KJIT_INLINE unsigned block_rank() const {
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  }
+  KJIT_INLINE unsigned block_rank() const { return thread_block{}.thread_rank(); }
   KJIT_INLINE unsigned thread_rank() const { return block_rank() % N; }
   KJIT_INLINE static constexpr unsigned size() { return N; }
   KJIT_INLINE static constexpr unsigned num_threads() { return N; }
   KJIT_INLINE unsigned meta_group_rank() const { return block_rank() / N; }
-  KJIT_INLINE unsigned meta_group_size() const {
-    return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N;
-  }
+  KJIT_INLINE unsigned meta_group_size() const { return (thread_block{}.size() + N - 1) / N; }
   KJIT_INLINE void sync() const { __syncwarp(__activemask()); }
   template <class T>
   KJIT_INLINE T shfl(T v, int src) const {

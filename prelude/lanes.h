@@ -37,4 +37,11 @@ KJIT_INLINE unsigned rotated_down(unsigned id, unsigned d, unsigned w) {
   return (id & ~(w - 1)) + (id % w + d) % w;
 }
 
+// Shuffle-and-fill: whether lane |id| reads data (true), or fill, |d| lanes up (below it) or
+// down (above it) in its segment of |w| lanes, the read staying within the segment.
+KJIT_INLINE bool reads_within(unsigned id, unsigned d, unsigned w, bool up) {
+  const unsigned k = id % w;
+  return up ? k >= d : k + d < w;
+}
+
 }  // namespace kjit::lanes

@@ -71,13 +71,7 @@ KJIT_INLINE bool atomic_compare_exchange_strong_explicit(atomic<T>* p, T* expect
                                                          memory_order a, memory_order b) {
   return atomic_compare_exchange_weak_explicit(p, expected, desired, a, b);
 }
-// min/max of floats by compare-and-swap; integers natively.
-struct float_max {
-  KJIT_INLINE float operator()(float a, float b) const { return ::kjit::max(a, b); }
-};
-struct float_min {
-  KJIT_INLINE float operator()(float a, float b) const { return ::kjit::min(a, b); }
-};
+// min/max of floats by compare-and-swap (combining as simd_max/simd_min do); integers natively.
 template <class T, class Op>
 KJIT_INLINE T atomic_float_update(atomic<T>* p, T v, Op op) {
   T seen = p->value;
@@ -89,7 +83,7 @@ KJIT_INLINE T atomic_float_update(atomic<T>* p, T v, Op op) {
 template <class T>
 KJIT_INLINE T atomic_fetch_max_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
   if constexpr (::kjit::is_same_v<T, float>) {
-    return atomic_float_update(p, v, float_max{});
+    return atomic_float_update(p, v, simd_ops::max_op{});
   } else {
     return ::kjit::atomics::max(&p->value, v);
   }
@@ -97,7 +91,7 @@ KJIT_INLINE T atomic_fetch_max_explicit(atomic<T>* p, typename same_type<T>::typ
 template <class T>
 KJIT_INLINE T atomic_fetch_min_explicit(atomic<T>* p, typename same_type<T>::type v, memory_order) {
   if constexpr (::kjit::is_same_v<T, float>) {
-    return atomic_float_update(p, v, float_min{});
+    return atomic_float_update(p, v, simd_ops::min_op{});
   } else {
     return ::kjit::atomics::min(&p->value, v);
   }

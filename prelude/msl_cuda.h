@@ -38,15 +38,15 @@ KJIT_INLINE ::kjit::vec<T, N> shuffle(unsigned mask, ::kjit::vec<T, N> x, unsign
   for (int i = 0; i < N; ++i) x[i] = shuffle(mask, x[i], src);
   return x;
 }
-// The active lanes of this lane's segment of W lanes (the warp, or its quad).
-template <unsigned W>
-KJIT_INLINE unsigned segment_mask() {
-  const unsigned m = __activemask();
-  return W == 32 ? m : m & (((1u << W) - 1u) << (lane() & ~(W - 1u)));
-}
+// The lanes of this lane's segment of W lanes (the warp, or its quad), and those of them that
+// are active.
 template <unsigned W>
 KJIT_INLINE unsigned full_segment() {
   return W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (lane() & ~(W - 1u));
+}
+template <unsigned W>
+KJIT_INLINE unsigned segment_mask() {
+  return __activemask() & full_segment<W>();
 }
 
 // The butterfly step of a reduction over full segments: __shfl_xor_sync needs no lane arithmetic.
@@ -105,8 +105,7 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_gi
   const unsigned src =
       Up ? ::kjit::lanes::rotated_up(me, d, modulo) : ::kjit::lanes::rotated_down(me, d, modulo);
   const T own = shuffle(m, x, src), filled = shuffle(m, fill, src);
-  const unsigned i = me % modulo;
-  return (Up ? i >= d : i + d < modulo) ? own : filled;
+  return ::kjit::lanes::reads_within(me, d, modulo, Up) ? own : filled;
 }
 
 }  // namespace simd_detail
@@ -117,10 +116,11 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_gi
   KJIT_INLINE T name(T x) {                           \
     return simd_detail::reduce<W>(x, simd_ops::op{}); \
   }
-#define KJIT_SCAN(name, op, inclusive, identity, W)                         \
-  template <class T>                                                        \
-  KJIT_INLINE T name(T x) {                                                 \
-    return simd_detail::scan<W, inclusive>(x, simd_ops::op{}, T(identity)); \
+#define KJIT_SCAN(name, op, inclusive, W)                                         \
+  template <class T>                                                              \
+  KJIT_INLINE T name(T x) {                                                       \
+    return simd_detail::scan<W, inclusive>(x, simd_ops::op{},                     \
+                                           simd_ops::op::template identity<T>()); \
   }
 /* Shuffles: a lane whose source is out of the segment keeps its own value. */
 #define KJIT_SHUFFLE(name, source, W)                               \
@@ -141,10 +141,10 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_gi
   KJIT_REDUCTION(prefix##_and, and_op, W)                                              \
   KJIT_REDUCTION(prefix##_or, or_op, W)                                                \
   KJIT_REDUCTION(prefix##_xor, xor_op, W)                                              \
-  KJIT_SCAN(prefix##_prefix_inclusive_sum, add_op, true, 0, W)                         \
-  KJIT_SCAN(prefix##_prefix_exclusive_sum, add_op, false, 0, W)                        \
-  KJIT_SCAN(prefix##_prefix_inclusive_product, mul_op, true, 1, W)                     \
-  KJIT_SCAN(prefix##_prefix_exclusive_product, mul_op, false, 1, W)                    \
+  KJIT_SCAN(prefix##_prefix_inclusive_sum, add_op, true, W)                            \
+  KJIT_SCAN(prefix##_prefix_exclusive_sum, add_op, false, W)                           \
+  KJIT_SCAN(prefix##_prefix_inclusive_product, mul_op, true, W)                        \
+  KJIT_SCAN(prefix##_prefix_exclusive_product, mul_op, false, W)                       \
   KJIT_SHUFFLE(prefix##_shuffle, from_lane, W)                                         \
   KJIT_SHUFFLE(prefix##_broadcast, from_lane, W)                                       \
   KJIT_SHUFFLE(prefix##_shuffle_up, from_below, W)                                     \
