@@ -164,6 +164,31 @@ using quad_vote = group_vote<unsigned short>;
 
 }  // namespace metal
 
+// The SIMD-group (W = 32) and quad-group (W = 4) operations each target defines under both
+// prefixes, as rows its own REDUCTION(name, op, W), SCAN(name, op, inclusive, W),
+// SHUFFLE(name, lane source in lanes.h, W) and SHUFFLE_AND_FILL(name, up, W) macros expand.
+#define KJIT_MSL_GROUP_OP_TABLE(prefix, W)                       \
+  KJIT_REDUCTION(prefix##_sum, add_op, W)                        \
+  KJIT_REDUCTION(prefix##_product, mul_op, W)                    \
+  KJIT_REDUCTION(prefix##_max, max_op, W)                        \
+  KJIT_REDUCTION(prefix##_min, min_op, W)                        \
+  KJIT_REDUCTION(prefix##_and, and_op, W)                        \
+  KJIT_REDUCTION(prefix##_or, or_op, W)                          \
+  KJIT_REDUCTION(prefix##_xor, xor_op, W)                        \
+  KJIT_SCAN(prefix##_prefix_inclusive_sum, add_op, true, W)      \
+  KJIT_SCAN(prefix##_prefix_exclusive_sum, add_op, false, W)     \
+  KJIT_SCAN(prefix##_prefix_inclusive_product, mul_op, true, W)  \
+  KJIT_SCAN(prefix##_prefix_exclusive_product, mul_op, false, W) \
+  KJIT_SHUFFLE(prefix##_shuffle, from_lane, W)                   \
+  KJIT_SHUFFLE(prefix##_broadcast, from_lane, W)                 \
+  KJIT_SHUFFLE(prefix##_shuffle_up, from_below, W)               \
+  KJIT_SHUFFLE(prefix##_shuffle_down, from_above, W)             \
+  KJIT_SHUFFLE(prefix##_shuffle_xor, from_xor_in_segment, W)     \
+  KJIT_SHUFFLE(prefix##_shuffle_rotate_up, rotated_up, W)        \
+  KJIT_SHUFFLE(prefix##_shuffle_rotate_down, rotated_down, W)    \
+  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)   \
+  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_down, false, W)
+
 // The barriers and SIMD-group operations, which each target defines (msl_cuda.h on the GPU,
 // msl_cpu_coop.h in the CPU's cooperative mode), for its using-declaration.
 #define KJIT_MSL_SIMD_NAMES                                                                       \

@@ -38,20 +38,22 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
 }
 
 // The operations of SIMD-groups (W = 32) and quad-groups (W = 4) under their two prefixes.
-#define KJIT_REDUCTION(name, op, W)                                                      \
-  template <class T>                                                                     \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                          \
-    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_reduce<T, op>, 0, W); \
+#define KJIT_REDUCTION(name, op, W)                                                                \
+  template <class T>                                                                               \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                                    \
+    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_reduce<T, simd_ops::op>, 0, W); \
   }
-#define KJIT_SCAN(name, op, inclusive, W)                                                         \
-  template <class T>                                                                              \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                                   \
-    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_scan<T, op, inclusive>, 0, W); \
-  }
-#define KJIT_SHUFFLE(name, source, W)                                                           \
+#define KJIT_SCAN(name, op, inclusive, W)                                                       \
   template <class T>                                                                            \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {             \
-    return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_shuffle<T, source>, arg, W); \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, KJIT_SITE) {                                 \
+    return ::kjit::coop::simd_op(x, KJIT_AT,                                                    \
+                                 ::kjit::coop::combine_scan<T, simd_ops::op, inclusive>, 0, W); \
+  }
+#define KJIT_SHUFFLE(name, source, W)                                                              \
+  template <class T>                                                                               \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(T x, unsigned short arg, KJIT_SITE) {                \
+    return ::kjit::coop::simd_op(x, KJIT_AT,                                                       \
+                                 ::kjit::coop::combine_shuffle<T, ::kjit::lanes::source>, arg, W); \
   }
 #define KJIT_SHUFFLE_AND_FILL(name, up, W)                                            \
   template <class T>                                                                  \
@@ -65,26 +67,7 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
                                     ::kjit::lanes::segment_width(modulo, W));         \
   }
 #define KJIT_MSL_GROUP_OPS(prefix, W, vote)                                                        \
-  KJIT_REDUCTION(prefix##_sum, simd_ops::add_op, W)                                                \
-  KJIT_REDUCTION(prefix##_product, simd_ops::mul_op, W)                                            \
-  KJIT_REDUCTION(prefix##_max, simd_ops::max_op, W)                                                \
-  KJIT_REDUCTION(prefix##_min, simd_ops::min_op, W)                                                \
-  KJIT_REDUCTION(prefix##_and, simd_ops::and_op, W)                                                \
-  KJIT_REDUCTION(prefix##_or, simd_ops::or_op, W)                                                  \
-  KJIT_REDUCTION(prefix##_xor, simd_ops::xor_op, W)                                                \
-  KJIT_SCAN(prefix##_prefix_inclusive_sum, simd_ops::add_op, true, W)                              \
-  KJIT_SCAN(prefix##_prefix_exclusive_sum, simd_ops::add_op, false, W)                             \
-  KJIT_SCAN(prefix##_prefix_inclusive_product, simd_ops::mul_op, true, W)                          \
-  KJIT_SCAN(prefix##_prefix_exclusive_product, simd_ops::mul_op, false, W)                         \
-  KJIT_SHUFFLE(prefix##_shuffle, ::kjit::lanes::from_lane, W)                                      \
-  KJIT_SHUFFLE(prefix##_broadcast, ::kjit::lanes::from_lane, W)                                    \
-  KJIT_SHUFFLE(prefix##_shuffle_up, ::kjit::lanes::from_below, W)                                  \
-  KJIT_SHUFFLE(prefix##_shuffle_down, ::kjit::lanes::from_above, W)                                \
-  KJIT_SHUFFLE(prefix##_shuffle_xor, ::kjit::lanes::from_xor_in_segment, W)                        \
-  KJIT_SHUFFLE(prefix##_shuffle_rotate_up, ::kjit::lanes::rotated_up, W)                           \
-  KJIT_SHUFFLE(prefix##_shuffle_rotate_down, ::kjit::lanes::rotated_down, W)                       \
-  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)                                     \
-  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_down, false, W)                                  \
+  KJIT_MSL_GROUP_OP_TABLE(prefix, W)                                                               \
   template <class T>                                                                               \
   KJIT_INLINE ::kjit::coop::simd_wait<T> prefix##_broadcast_first(T x, KJIT_SITE) {                \
     return ::kjit::coop::simd_op(x, KJIT_AT, ::kjit::coop::combine_broadcast_first<T>, 0, W);      \
@@ -107,6 +90,7 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags
 KJIT_MSL_GROUP_OPS(simd, 32, simd_vote)
 KJIT_MSL_GROUP_OPS(quad, 4, quad_vote)
 #undef KJIT_MSL_GROUP_OPS
+#undef KJIT_MSL_GROUP_OP_TABLE
 #undef KJIT_REDUCTION
 #undef KJIT_SCAN
 #undef KJIT_SHUFFLE

@@ -134,26 +134,7 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_gi
     return simd_detail::shuffle_and_fill<W, up>(x, fill, d, modulo);             \
   }
 #define KJIT_MSL_GROUP_OPS(prefix, W)                                                  \
-  KJIT_REDUCTION(prefix##_sum, add_op, W)                                              \
-  KJIT_REDUCTION(prefix##_product, mul_op, W)                                          \
-  KJIT_REDUCTION(prefix##_max, max_op, W)                                              \
-  KJIT_REDUCTION(prefix##_min, min_op, W)                                              \
-  KJIT_REDUCTION(prefix##_and, and_op, W)                                              \
-  KJIT_REDUCTION(prefix##_or, or_op, W)                                                \
-  KJIT_REDUCTION(prefix##_xor, xor_op, W)                                              \
-  KJIT_SCAN(prefix##_prefix_inclusive_sum, add_op, true, W)                            \
-  KJIT_SCAN(prefix##_prefix_exclusive_sum, add_op, false, W)                           \
-  KJIT_SCAN(prefix##_prefix_inclusive_product, mul_op, true, W)                        \
-  KJIT_SCAN(prefix##_prefix_exclusive_product, mul_op, false, W)                       \
-  KJIT_SHUFFLE(prefix##_shuffle, from_lane, W)                                         \
-  KJIT_SHUFFLE(prefix##_broadcast, from_lane, W)                                       \
-  KJIT_SHUFFLE(prefix##_shuffle_up, from_below, W)                                     \
-  KJIT_SHUFFLE(prefix##_shuffle_down, from_above, W)                                   \
-  KJIT_SHUFFLE(prefix##_shuffle_xor, from_xor_in_segment, W)                           \
-  KJIT_SHUFFLE(prefix##_shuffle_rotate_up, rotated_up, W)                              \
-  KJIT_SHUFFLE(prefix##_shuffle_rotate_down, rotated_down, W)                          \
-  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_up, true, W)                         \
-  KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_down, false, W)                      \
+  KJIT_MSL_GROUP_OP_TABLE(prefix, W)                                                   \
   template <class T>                                                                   \
   KJIT_INLINE T prefix##_broadcast_first(T x) {                                        \
     const unsigned m = simd_detail::segment_mask<W>();                                 \
@@ -172,6 +153,7 @@ KJIT_INLINE T shuffle_and_fill(T x, T fill, unsigned d, unsigned short modulo_gi
 KJIT_MSL_GROUP_OPS(simd, 32)
 KJIT_MSL_GROUP_OPS(quad, 4)
 #undef KJIT_MSL_GROUP_OPS
+#undef KJIT_MSL_GROUP_OP_TABLE
 #undef KJIT_REDUCTION
 #undef KJIT_SCAN
 #undef KJIT_SHUFFLE
