@@ -8,18 +8,6 @@
 #include "core/shape_check.h"
 
 namespace kjit {
-namespace {
-
-void check_shape(const Shape& shape, const char* what) {
-  if (shape.size() > static_cast<size_t>(kMaxNdim)) {
-    throw ValueError(std::string(what) + ": " + std::to_string(shape.size()) +
-                     " dimensions; at most " + std::to_string(kMaxNdim) + " are supported");
-  }
-  check_dimensions(shape, [what] { return std::string(what); });
-}
-
-}  // namespace
-
 int64_t Array::size() const {
   int64_t n = 1;
   for (int i = 0; i < ndim_; ++i) n *= shape_[i];

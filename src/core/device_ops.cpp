@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "core/host_allocator.h"
+#include "core/shape_check.h"
 #include "core/strided_copy.h"
 
 // The prelude's conversions, shared so that host and kernels round identically.
@@ -112,9 +113,9 @@ std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t str
 }
 
 Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_t stream) {
+  check_shape(shape, "shape");
   int64_t n = 1;
-  for (int64_t d : shape) n *= d < 0 ? 0 : d;
-  Array::borrow(nullptr, shape, {}, dtype, device);  // throws for a bad shape
+  for (int64_t d : shape) n *= d;
   std::shared_ptr<void> owner = allocate(device, static_cast<size_t>(n) * itemsize(dtype), stream);
   return Array::borrow(owner.get(), shape, {}, dtype, device, owner);
 }

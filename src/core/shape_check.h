@@ -23,4 +23,13 @@ void check_dimensions(const Shape& shape, What&& what) {
   }
 }
 
+/// check_dimensions, after checking that the shape has at most kMaxNdim dimensions.
+inline void check_shape(const Shape& shape, const char* what) {
+  if (shape.size() > static_cast<size_t>(kMaxNdim)) {
+    throw ValueError(std::string(what) + ": " + std::to_string(shape.size()) +
+                     " dimensions; at most " + std::to_string(kMaxNdim) + " are supported");
+  }
+  check_dimensions(shape, [what] { return std::string(what); });
+}
+
 }  // namespace kjit
