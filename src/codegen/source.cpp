@@ -214,7 +214,8 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   if (coroutine) w << "  co_return;\n";
   w << "}\n\n";
 
-  const std::vector<Param> layout = parameter_layout(spec, call);
+  g.layout = parameter_layout(spec, call);
+  const std::vector<Param>& layout = g.layout;
   std::string args;
   for (size_t k = 0; k < layout.size(); ++k) args += "kjit_arg" + std::to_string(k) + ", ";
   if (target == Target::Cpu) {

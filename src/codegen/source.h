@@ -19,12 +19,6 @@ struct CallSignature {
   TemplateArgs template_args;
 };
 
-struct GeneratedSource {
-  std::string text;         // the whole translation unit
-  size_t user_part = 0;     // offset where the part after the prelude begins
-  std::string kernel_name;  // custom_kernel_<name>
-};
-
 /// The symbol of the generated entry point on each target.
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
 inline constexpr const char* kCudaEntry = "kjit_cuda_entry";
@@ -36,6 +30,13 @@ struct Param {
   Kind kind;
   int index;         // which input or output
   std::string type;  // the C++ type of the parameter in the generated entry point
+};
+
+struct GeneratedSource {
+  std::string text;           // the whole translation unit
+  size_t user_part = 0;       // offset where the part after the prelude begins
+  std::string kernel_name;    // custom_kernel_<name>
+  std::vector<Param> layout;  // the entry point's parameters, as the launcher packs them
 };
 
 /// The kernel's parameters after generation: per input its data (a pointer, or the value of a

@@ -237,7 +237,7 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
   } else {
     plan->cpu_module = cpu::build(spec, g.text);
   }
-  plan->layout = codegen::parameter_layout(spec, sig);
+  plan->layout = std::move(g.layout);
   plan->signature = std::move(sig);
   plan->device = device;
   plan->source = std::move(g.text);
