@@ -19,7 +19,7 @@ import numpy as np
 import kjit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import best_of, device_time  # noqa: E402
+from timing import best_of, comparison_table, device_time  # noqa: E402
 
 BLOCK = 256
 
@@ -98,15 +98,6 @@ extern "C" __global__ void row_softmax(const float* __restrict__ inp, float* __r
 """
 
 
-def table(rows: list[tuple[str, str, str, str, str]]) -> None:
-    header = ("what", "kjit", "against", "time", "ratio (>1: kjit faster)")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
-
-
 def ms(t: float) -> str:
     return f"{t * 1e3:.2f} ms"
 
@@ -170,7 +161,7 @@ def cpu(repeats: int = 7) -> None:
     t_np = best_of(lambda: x.reshape(-1, BLOCK).sum(1, out=out), repeats)
     rows.append(("block sum 2^24 f32, cooperative", ms(t_coop), "numpy sum(axis=1)", ms(t_np),
                  ratio(t_np, t_coop)))
-    table(rows)
+    comparison_table(rows)
     print(f"\nkjit {kjit.__version__}, numpy {np.__version__}, {os.cpu_count()} cores")
 
 
@@ -241,7 +232,7 @@ def gpu() -> None:
     rows.append((what, ms(t_kjit), "torch.softmax", ms(t_torch), ratio(t_torch, t_kjit)))
     rows.append((what + ", 1-D grid", ms(t_1d), "plain CUDA, NVRTC", ms(t_plain),
                  ratio(t_plain, t_1d)))
-    table(rows)
+    comparison_table(rows)
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, cupy {cupy.__version__}, "
           f"kjit {kjit.__version__}")
 

@@ -28,7 +28,7 @@ from seed_kernels import INVERT_3X3 as INVERT  # noqa: E402
 from seed_kernels import MYEXP  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import best_of  # noqa: E402
+from timing import best_of, comparison_table  # noqa: E402
 
 
 def per_call(fn: Callable[[], object], calls: int, repeats: int = 5) -> float:
@@ -132,13 +132,7 @@ def main() -> None:
     rows.append(("tiny kernel per call, out=", f"{t_kjit*1e6:.2f} us", "goal", "5 us",
                  f"{5e-6/t_kjit:.2f}x"))
 
-    header = ("what", "kjit", "against", "time", "ratio (>1: kjit faster)")
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
-    line = " | ".join
-    print(line(h.ljust(w) for h, w in zip(header, widths)))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(line(c.ljust(w) for c, w in zip(r, widths)))
+    comparison_table(rows)
     print(f"\nkjit {kjit.__version__}, numpy {np.__version__}, {os.cpu_count()} cores")
 
 

@@ -1,4 +1,4 @@
-"""Timing helpers shared by the benchmarks."""
+"""Timing and reporting helpers shared by the benchmarks."""
 
 from __future__ import annotations
 
@@ -34,3 +34,13 @@ def device_time(fn: Callable[[], object], repeats: int = 20) -> float:
         b.synchronize()
         times.append(a.elapsed_time(b) / 1e3)
     return float(np.median(times))
+
+
+def comparison_table(rows: list[tuple[str, str, str, str, str]]) -> None:
+    """Prints rows of (what, kjit's time, what it is compared with, its time, ratio)."""
+    header = ("what", "kjit", "against", "time", "ratio (>1: kjit faster)")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
