@@ -3,6 +3,8 @@
 #include <kjit/errors.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <sstream>
 #include <string_view>
 
@@ -76,6 +78,13 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
     }
   }
   return out;
+}
+
+void assert_may_compile(const KernelSpec& spec) {
+  if (const char* a = std::getenv("KJIT_ASSERT_NO_COMPILE"); a && std::strcmp(a, "1") == 0) {
+    throw std::runtime_error("kjit: kernel '" + spec.name +
+                             "' needs compiling but KJIT_ASSERT_NO_COMPILE=1");
+  }
 }
 
 void throw_compile_error(const KernelSpec& spec, const char* target, const std::string& log,

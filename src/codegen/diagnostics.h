@@ -17,6 +17,10 @@ struct MappedDiagnostics {
 /// Understands GCC/Clang ("<source>:3:5: error: ...") and NVRTC ("<source>(3): error: ...").
 MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec);
 
+/// Throws when KJIT_ASSERT_NO_COMPILE=1 (tests use it to prove that a kernel came from a cache):
+/// every compiler calls it before it starts.
+void assert_may_compile(const KernelSpec& spec);
+
 /// The CompileError for a failed build: the mapped errors when there are any, else the log.
 [[noreturn]] void throw_compile_error(const KernelSpec& spec, const char* target,
                                       const std::string& log, const std::string& source);

@@ -165,10 +165,7 @@ const std::string& compiler_identity(MathMode mode) {
 
 std::string compile_shared_object(const std::string& source, const KernelSpec& spec,
                                   MathMode mode) {
-  if (const char* a = std::getenv("KJIT_ASSERT_NO_COMPILE"); a && std::strcmp(a, "1") == 0) {
-    throw std::runtime_error("kjit: kernel '" + spec.name +
-                             "' needs compiling but KJIT_ASSERT_NO_COMPILE=1");
-  }
+  codegen::assert_may_compile(spec);
   const Compiler& cxx = compiler();
   if (!cxx.found) {
     throw std::runtime_error("kjit: no C++ compiler found for the CPU backend (tried '" +

@@ -3,8 +3,6 @@
 #include <kjit/errors.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
@@ -68,10 +66,7 @@ std::string nvrtc_identity(MathMode mode, int cc) {
 
 CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, MathMode mode,
                            int cc) {
-  if (const char* a = std::getenv("KJIT_ASSERT_NO_COMPILE"); a && std::strcmp(a, "1") == 0) {
-    throw std::runtime_error("kjit: kernel '" + spec.name +
-                             "' needs compiling but KJIT_ASSERT_NO_COMPILE=1");
-  }
+  codegen::assert_may_compile(spec);
   const NvrtcApi& api = loaded_nvrtc();
   nvrtcProgram prog = nullptr;
   if (api.nvrtcCreateProgram(&prog, source.c_str(), "kjit_kernel.cu", 0, nullptr, nullptr) != 0) {
