@@ -351,7 +351,7 @@ void launch(const Module& module, const LaunchArgs& a) {
     throw ValueError("grid: " + std::to_string(blocks_in_x) +
                      " threadgroups are more than CUDA launches at once (2^31-1)");
   }
-  // Kernel parameters, each at an 8-byte aligned offset of one buffer.
+  // Kernel parameters, each at a 16-byte aligned offset of one buffer.
   kjit_cuda_launch record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
   std::memcpy(record.group, a.dims.group, sizeof record.group);
@@ -363,14 +363,15 @@ void launch(const Module& module, const LaunchArgs& a) {
   }
   alignas(16) unsigned char buffer[4096];
   std::vector<unsigned char> spill;
-  size_t needed = 0;
+  // Each parameter takes a 16-byte slot per 16 bytes it needs; shapes and strides are arrays of
+  // kMaxNdim, everything else fits in 8 bytes.
+  auto slot = [](size_t bytes) { return (bytes + 15) / 16 * 16; };
+  size_t needed = slot(sizeof record);
   for (const codegen::Param& p : a.layout) {
-    size_t size = p.kind == codegen::Param::Kind::Shape     ? 10 * sizeof(int)
-                  : p.kind == codegen::Param::Kind::Strides ? 10 * sizeof(int64_t)
-                                                            : 8;
-    needed += (size + 15) / 16 * 16;
+    needed += slot(p.kind == codegen::Param::Kind::Shape     ? kMaxNdim * sizeof(int)
+                   : p.kind == codegen::Param::Kind::Strides ? kMaxNdim * sizeof(int64_t)
+                                                             : 8);
   }
-  needed += sizeof record + 16;
   unsigned char* base = buffer;
   if (needed > sizeof buffer) {
     spill.resize(needed);
@@ -382,7 +383,7 @@ void launch(const Module& module, const LaunchArgs& a) {
   auto put = [&](const void* data, size_t size) {
     std::memcpy(base + offset, data, size);
     params.push_back(base + offset);
-    offset += (size + 15) / 16 * 16;
+    offset += slot(size);
   };
   for (const codegen::Param& p : a.layout) {
     switch (p.kind) {
@@ -404,14 +405,14 @@ void launch(const Module& module, const LaunchArgs& a) {
         break;
       }
       case codegen::Param::Kind::Shape: {
-        int shape[10] = {};
+        int shape[kMaxNdim] = {};
         const Array& in = a.inputs[p.index];
         for (int d = 0; d < in.ndim(); ++d) shape[d] = static_cast<int>(in.shape(d));
         put(shape, sizeof shape);
         break;
       }
       case codegen::Param::Kind::Strides: {
-        int64_t strides[10] = {};
+        int64_t strides[kMaxNdim] = {};
         const Array& in = a.inputs[p.index];
         for (int d = 0; d < in.ndim(); ++d) strides[d] = in.stride(d);
         put(strides, sizeof strides);
