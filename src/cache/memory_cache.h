@@ -45,6 +45,17 @@ class MemoryCache {
     }
   }
 
+  /// The value built for |key|, or null when there is none (yet).
+  std::shared_ptr<V> find(const std::string& key) const {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() ||
+        it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return nullptr;
+    }
+    return it->second.get();  // failed builds are not kept: a ready entry holds a value
+  }
+
   size_t size() const {
     std::lock_guard lock(mutex_);
     return entries_.size();

@@ -150,6 +150,41 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
   return layout;
 }
 
+namespace {
+
+// The entry point's call of the kernel function: its parameters, then the thread context.
+std::string arguments(const std::vector<Param>& layout) {
+  std::string args;
+  for (size_t k = 0; k < layout.size(); ++k) args += "kjit_arg" + std::to_string(k) + ", ";
+  return args;
+}
+
+}  // namespace
+
+std::string cuda_entry_name(unsigned index) {
+  return "kjit_cuda_entry_" + std::to_string(index / 2) + (index % 2 ? "_full" : "");
+}
+
+std::string cuda_entry_points(const GeneratedSource& g, unsigned mask) {
+  const std::string args = arguments(g.layout);
+  Writer w;
+  w << "namespace kjit_user {\n";
+  for (unsigned index = 0; index < kCudaEntryPoints; ++index) {
+    if (!(mask & (1u << index))) continue;
+    w << "extern \"C\" __global__ void " << cuda_entry_name(index) << "(\n";
+    for (size_t k = 0; k < g.layout.size(); ++k) {
+      w << "    " << g.layout[k].type << " kjit_arg" << std::to_string(k) << ",\n";
+    }
+    const std::string flags = std::to_string(index / 2) + (index % 2 ? "u, true" : "u, false");
+    w << "    const kjit_cuda_launch kjit_launch) {\n"
+         "  const ::kjit::thread_ctx t = ::kjit::make_thread_ctx<"
+      << flags << ">(kjit_launch);\n  if (!::kjit::in_grid<" << flags << ">(t)) return;\n  "
+      << g.kernel_name << "(" << args << "t);\n}\n\n";
+  }
+  w << "}  // namespace kjit_user\n";
+  return w.str();
+}
+
 GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target) {
   GeneratedSource g;
   g.kernel_name = "custom_kernel_" + spec.name;
@@ -216,9 +251,8 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
 
   g.layout = parameter_layout(spec, call);
   const std::vector<Param>& layout = g.layout;
-  std::string args;
-  for (size_t k = 0; k < layout.size(); ++k) args += "kjit_arg" + std::to_string(k) + ", ";
   if (target == Target::Cpu) {
+    const std::string args = arguments(layout);
     // The entry point the library calls with a range of groups. Arguments are unpacked once,
     // outside the thread loop, into locals the loop captures by value.
     w << "extern \"C\" __attribute__((visibility(\"default\"))) void " << kCpuEntry
@@ -265,20 +299,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
         << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
     }
   } else {
-    // One block per group (laid out as prelude/cuda_thread.h describes); threads of edge groups
-    // that fall outside the grid leave at once. A second entry serves grids that extend in x
-    // only, with less index arithmetic.
-    for (bool one_d : {false, true}) {
-      w << "extern \"C\" __global__ void " << (one_d ? kCudaEntry1d : kCudaEntry) << "(\n";
-      for (size_t k = 0; k < layout.size(); ++k) {
-        w << "    " << layout[k].type << " kjit_arg" << std::to_string(k) << ",\n";
-      }
-      const char* flag = one_d ? "true" : "false";
-      w << "    const kjit_cuda_launch kjit_launch) {\n"
-           "  const ::kjit::thread_ctx t = ::kjit::make_thread_ctx<"
-        << flag << ">(kjit_launch);\n  if (!::kjit::in_grid<" << flag << ">(t)) return;\n  "
-        << g.kernel_name << "(" << args << "t);\n}\n\n";
-    }
+    // The entry points are added per launch layout (cuda_entry_points).
     w << "}  // namespace kjit_user\n";
   }
   g.text = std::move(w.str());

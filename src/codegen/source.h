@@ -19,10 +19,16 @@ struct CallSignature {
   TemplateArgs template_args;
 };
 
-/// The symbol of the generated entry point on each target.
+/// The symbol of the generated entry point on the CPU.
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
-inline constexpr const char* kCudaEntry = "kjit_cuda_entry";
-inline constexpr const char* kCudaEntry1d = "kjit_cuda_entry_1d";  // grids in x only
+
+/// A CUDA kernel has an entry point per way a launch lays out its groups as blocks
+/// (kjit_cuda_layout in prelude/cuda_abi.h) and per whether every group is full; entry point
+/// |index| is layout index / 2, full when index is odd. Each is compiled when a launch first
+/// needs it: most kernels are launched one way only.
+inline constexpr unsigned kCudaEntryPoints = 8;
+inline constexpr unsigned kAllCudaEntryPoints = (1u << kCudaEntryPoints) - 1;
+std::string cuda_entry_name(unsigned index);
 
 /// One parameter of the generated kernel, in order: what it carries and its C++ type.
 struct Param {
@@ -55,8 +61,12 @@ std::string signature(const KernelSpec& spec, const CallSignature& call);
 /// Lines declaring the template arguments (using T = float; constexpr int f = 3; ...).
 std::string template_declarations(const KernelSpec& spec, const TemplateArgs& args);
 
-/// The whole translation unit. Throws kjit::ValueError for an unusable template argument.
+/// The whole translation unit (for CUDA, all but the entry points). Throws kjit::ValueError for
+/// an unusable template argument.
 GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target);
+
+/// The CUDA entry points whose bit is set in |mask|, to follow |g|'s text.
+std::string cuda_entry_points(const GeneratedSource& g, unsigned mask);
 
 /// The thread attribute names of Metal (MSL table 5.8) with their types, in MLX's order.
 struct Attribute {

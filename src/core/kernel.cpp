@@ -120,11 +120,9 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
 struct Plan {
   codegen::CallSignature signature;
   Device device;
-  std::string source;  // the generated translation unit
-  size_t user_part = 0;
-  std::vector<codegen::Param> layout;
+  codegen::GeneratedSource source;
   std::shared_ptr<const cpu::Module> cpu_module;
-  std::shared_ptr<const cuda::Module> cuda_module;
+  mutable cuda::EntryPoints cuda_entry_points;  // built as launches need them
 };
 
 bool same_template_args(const TemplateArgs& a, const TemplateArgs& b) { return a == b; }
@@ -231,17 +229,10 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
   if (gpu) check_cuda_device(spec, device);
   check_atomic_outputs(spec, sig.outputs);
   auto plan = std::make_shared<Plan>();
-  codegen::GeneratedSource g = codegen::generate(spec, sig, target);
-  if (gpu) {
-    plan->cuda_module = cuda::build(spec, g.text, device.index);
-  } else {
-    plan->cpu_module = cpu::build(spec, g.text);
-  }
-  plan->layout = std::move(g.layout);
+  plan->source = codegen::generate(spec, sig, target);
+  if (!gpu) plan->cpu_module = cpu::build(spec, plan->source.text);
   plan->signature = std::move(sig);
   plan->device = device;
-  plan->source = std::move(g.text);
-  plan->user_part = g.user_part;
   return plan;
 }
 
@@ -298,7 +289,7 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
     }
     if (cc < 30 || cc > 200) throw ValueError(bad_target);
     check_atomic_outputs(spec, sig.outputs);
-    cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda).text, cc);
+    cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda), cc);
     return;
   }
   Device device;
@@ -307,10 +298,16 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
   } catch (const ValueError&) {
     throw ValueError(bad_target);
   }
-  if (state_->find(sig, device)) return;
-  auto plan = build_plan(spec, std::move(sig), device);
-  std::lock_guard lock(state_->mutex);
-  state_->plans.push_back(std::move(plan));
+  std::shared_ptr<const Plan> plan = state_->find(sig, device);
+  if (!plan) {
+    plan = build_plan(spec, std::move(sig), device);
+    std::lock_guard lock(state_->mutex);
+    state_->plans.push_back(plan);
+  }
+  // Every way it may be launched.
+  if (device.type == DeviceType::CUDA) {
+    plan->cuda_entry_points.build_all(spec, plan->source, device.index);
+  }
 }
 
 std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
@@ -388,7 +385,7 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   }
   if (verbose) {
     std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +
-                       plan->source.substr(plan->user_part) + "```\n";
+                       plan->source.text.substr(plan->source.user_part) + "```\n";
     if (options.print) {
       options.print(text);
     } else {
@@ -463,8 +460,9 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   if (device.type == DeviceType::CPU) {
     cpu::launch(*plan->cpu_module, staged, outputs, dims);
   } else {
-    cuda::launch(*plan->cuda_module, {plan->layout, staged, outputs, dims, spec.shared_memory,
-                                      options.stream, device.index});
+    cuda::launch(
+        plan->cuda_entry_points, spec,
+        {plan->source, staged, outputs, dims, spec.shared_memory, options.stream, device.index});
   }
   if (options.outputs) {
     for (size_t o = 0; o < n_out; ++o) {

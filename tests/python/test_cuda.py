@@ -343,28 +343,79 @@ def test_grid_beyond_65535_groups_in_y(rng):
     np.testing.assert_array_equal(out, x + np.arange(rows, dtype=np.float32)[:, None])
 
 
+WHERE_AND_HOW_BIG = """
+    const uint3 p = thread_position_in_grid, n = threads_per_grid;
+    const ulong i = 10 * ((ulong(p.z) * n.y + p.y) * n.x + p.x);
+    const uint3 g = threadgroup_position_in_grid, s = threads_per_threadgroup;
+    out[i + 0] = p.x; out[i + 1] = p.y; out[i + 2] = p.z;
+    out[i + 3] = g.x; out[i + 4] = g.y; out[i + 5] = g.z;
+    out[i + 6] = s.x; out[i + 7] = s.y; out[i + 8] = s.z;
+    out[i + 9] = thread_index_in_threadgroup;
+"""
+
+# Each way a launch lays its groups out as blocks, with every group full and with partial ones.
+LAUNCH_SHAPES = [
+    ((1024, 1, 1), (256, 1, 1)),    # x only, full
+    ((1000, 1, 1), (256, 1, 1)),    # x only, partial
+    ((16, 12, 4), (4, 3, 2)),       # within the caps, full
+    ((15, 13, 5), (4, 3, 2)),       # within the caps, partial in x, y and z
+    ((4, 65537, 2), (4, 1, 2)),     # one column of groups beyond the caps, full
+    ((4, 65537, 3), (4, 1, 2)),     # one column of groups beyond the caps, partial in z
+    ((4, 65537, 1), (2, 1, 1)),     # beyond the caps and several groups wide, full
+    ((5, 65537, 1), (2, 1, 1)),     # beyond the caps and several groups wide, partial in x
+    ((3, 2, 65537), (2, 1, 1)),     # beyond the caps in z, partial in x
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_every_launch_shape_places_and_sizes_threads(device):
+    # One kernel launched every way: each launch shape gets its entry point on the GPU.
+    kernel = kjit.metal_kernel(name="where_and_how_big", input_names=[], output_names=["out"],
+                               source=WHERE_AND_HOW_BIG)
+    for grid, threadgroup in LAUNCH_SHAPES:
+        gx, gy, gz = grid
+        (out,) = kernel(inputs=[], output_shapes=[(gz, gy, gx, 10)], output_dtypes=[np.uint32],
+                        grid=grid, threadgroup=threadgroup, device=device, init_value=0xFFFFFFF9)
+        out = np.asarray(out.to("cpu"))
+        z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+        pos = np.stack([x, y, z], axis=-1)
+        tg = np.minimum(np.array(threadgroup), np.array(grid))
+        group = pos // tg
+        size = np.minimum(tg, np.array(grid) - group * tg)
+        local = pos - group * tg
+        index = local[..., 0] + size[..., 0] * (local[..., 1] + size[..., 1] * local[..., 2])
+        where = f"grid {grid}, threadgroup {threadgroup}"
+        np.testing.assert_array_equal(out[..., 0:3], pos, err_msg=where)
+        np.testing.assert_array_equal(out[..., 3:6], group, err_msg=where)
+        np.testing.assert_array_equal(out[..., 6:9], size, err_msg=where)
+        np.testing.assert_array_equal(out[..., 9], index, err_msg=where)
+
+
+AHEAD = r"""
+import json, sys, numpy as np, kjit
+k = kjit.metal_kernel(name="gpu_exp", input_names=["inp"], output_names=["out"], source=sys.argv[1])
+if sys.argv[2] == "build":
+    k.build(inputs=[(kjit.float32, 1)], output_dtypes=[kjit.float32], target="cuda")
+else:
+    x = np.linspace(-3, 3, 4096, dtype=np.float32)
+    for group in (256, 100):  # every group full, then a partial one: two entry points
+        out, = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                 grid=(x.size, 1, 1), threadgroup=(group, 1, 1), device="cuda")
+        assert np.max(np.abs(out - np.exp(x)) / np.exp(x)) < 3e-7
+print(json.dumps(kjit.cache_info()))
+"""
+
+
 @needs_gpu
-@pytest.mark.parametrize("grid,threadgroup", [
-    ((13, 3, 70001), (4, 2, 1)),      # more than 65535 groups in z, partial groups in x and y
-    ((7, 131071, 2), (3, 1, 2)),      # more than 65535 groups in y, several in x
-    ((5, 70000, 3), (8, 1, 2)),       # one column of groups, more than 65535 in y, two in z
-])
-def test_tall_grids_decode_every_group(grid, threadgroup):
-    kernel = kjit.metal_kernel(name="where_am_i", input_names=[], output_names=["out"], source="""
-        const uint3 p = thread_position_in_grid, n = threads_per_grid;
-        const ulong i = (ulong(p.z) * n.y + p.y) * n.x + p.x;
-        out[6 * i + 0] = p.x; out[6 * i + 1] = p.y; out[6 * i + 2] = p.z;
-        const uint3 g = threadgroup_position_in_grid;
-        out[6 * i + 3] = g.x; out[6 * i + 4] = g.y; out[6 * i + 5] = g.z;
-    """)
-    gx, gy, gz = grid
-    (out,) = kernel(inputs=[], output_shapes=[(gz, gy, gx, 6)], output_dtypes=[np.uint32],
-                    grid=grid, threadgroup=threadgroup, device="cuda", init_value=0xFFFFFFF9)
-    out = out.to("cpu").numpy()  # no input to follow: a kjit.Array on the GPU
-    z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
-    pos = np.stack([x, y, z], axis=-1).astype(np.uint32)
-    np.testing.assert_array_equal(out[..., 0:3], pos)
-    np.testing.assert_array_equal(out[..., 3:6], pos // np.array(threadgroup, np.uint32))
+def test_a_kernel_built_ahead_launches_every_way_without_compiling(tmp_path):
+    env = dict(os.environ, KJIT_CACHE_DIR=str(tmp_path))
+    built = json.loads(subprocess.run([sys.executable, "-c", AHEAD, EXP, "build"], env=env,
+                                      check=True, capture_output=True, text=True).stdout)
+    assert built["compiles"] == 1
+    env["KJIT_ASSERT_NO_COMPILE"] = "1"
+    run = json.loads(subprocess.run([sys.executable, "-c", AHEAD, EXP, "run"], env=env,
+                                    check=True, capture_output=True, text=True).stdout)
+    assert run["compiles"] == 0 and run["disk_hits"] == 1
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])

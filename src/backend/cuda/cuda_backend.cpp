@@ -286,34 +286,85 @@ void synchronize(int device, uintptr_t stream) {
   KJIT_CU(cuStreamSynchronize, as_stream(stream));
 }
 
-std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& source,
-                                    int device) {
+namespace {
+
+// Loads |image| on |device| and finds the entry points in |mask|.
+std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& image, int device,
+                                   unsigned mask) {
   const DeviceInfo& info = device_info(device);
-  const std::string key = disk_key(spec, source, info.cc);
-  return modules().get_or_build(key + "\ndevice " + std::to_string(device), [&] {
-    std::string image = image_for(key, spec, source, info.cc);
-    make_current(device);
-    CUmodule module = nullptr;
-    KJIT_CU(cuModuleLoadData, &module, image.data());
-    CUfunction entries[2] = {};
-    KJIT_CU(cuModuleGetFunction, &entries[0], module, codegen::kCudaEntry);
-    KJIT_CU(cuModuleGetFunction, &entries[1], module, codegen::kCudaEntry1d);
+  make_current(device);
+  CUmodule module = nullptr;
+  KJIT_CU(cuModuleLoadData, &module, image.data());
+  Module::Functions functions = {};
+  for (unsigned index = 0; index < codegen::kCudaEntryPoints; ++index) {
+    if (!(mask & (1u << index))) continue;
+    KJIT_CU(cuModuleGetFunction, &functions[index], module,
+            codegen::cuda_entry_name(index).c_str());
     if (spec.shared_memory > 48 * 1024) {
       if (spec.shared_memory > info.max_shared_optin) {
         throw ValueError("[kjit.cuda_kernel] shared_memory: " +
                          std::to_string(spec.shared_memory) + " bytes is more than " + info.name +
                          " allows per block (" + std::to_string(info.max_shared_optin) + ")");
       }
-      for (CUfunction f : entries) {
-        KJIT_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                spec.shared_memory);
-      }
+      KJIT_CU(cuFuncSetAttribute, functions[index], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              spec.shared_memory);
     }
-    return std::make_shared<const Module>(module, entries[0], entries[1]);
-  });
+  }
+  return std::make_shared<const Module>(module, functions);
 }
 
-void build_offline(const KernelSpec& spec, const std::string& source, int cc) {
+// The module of |g|'s kernel with the entry points in |mask| on |device|, from memory, from
+// disk, or compiled now; when not |compile|, null unless it is in memory or on disk.
+std::shared_ptr<const Module> module_for(const KernelSpec& spec, const codegen::GeneratedSource& g,
+                                         int device, unsigned mask, bool compile) {
+  const int cc = device_info(device).cc;
+  const std::string source = g.text + codegen::cuda_entry_points(g, mask);
+  const std::string key = disk_key(spec, source, cc);
+  const std::string memory_key = key + "\ndevice " + std::to_string(device);
+  if (compile) {
+    return modules().get_or_build(
+        memory_key, [&] { return load(spec, image_for(key, spec, source, cc), device, mask); });
+  }
+  if (std::shared_ptr<const Module> m = modules().find(memory_key)) return m;
+  std::optional<std::string> image = cache::DiskCache::instance().load(key);
+  if (!image) return nullptr;
+  ++cache::stats().disk_hits;
+  return modules().get_or_build(memory_key, [&] { return load(spec, *image, device, mask); });
+}
+
+}  // namespace
+
+CUfunction EntryPoints::get(const KernelSpec& spec, const codegen::GeneratedSource& source,
+                            int device, unsigned index) {
+  if (CUfunction f = functions_[index].load(std::memory_order_acquire)) return f;
+  std::lock_guard lock(mutex_);
+  if (CUfunction f = functions_[index].load(std::memory_order_relaxed)) return f;
+  // A module with every entry point, built ahead of time, serves all launches; otherwise this
+  // one is built alone.
+  std::shared_ptr<const Module> module =
+      module_for(spec, source, device, codegen::kAllCudaEntryPoints, false);
+  if (!module) module = module_for(spec, source, device, 1u << index, true);
+  adopt(*module);
+  return functions_[index].load(std::memory_order_relaxed);
+}
+
+void EntryPoints::build_all(const KernelSpec& spec, const codegen::GeneratedSource& source,
+                            int device) {
+  std::shared_ptr<const Module> module =
+      module_for(spec, source, device, codegen::kAllCudaEntryPoints, true);
+  std::lock_guard lock(mutex_);
+  adopt(*module);
+}
+
+void EntryPoints::adopt(const Module& module) {
+  for (unsigned index = 0; index < codegen::kCudaEntryPoints; ++index) {
+    if (CUfunction f = module.function(index))
+      functions_[index].store(f, std::memory_order_release);
+  }
+}
+
+void build_offline(const KernelSpec& spec, const codegen::GeneratedSource& g, int cc) {
+  const std::string source = g.text + codegen::cuda_entry_points(g, codegen::kAllCudaEntryPoints);
   image_for(disk_key(spec, source, cc), spec, source, cc);
 }
 
@@ -330,34 +381,36 @@ void division_magic(uint64_t d, unsigned magic[2]) {
 
 }  // namespace
 
-void launch(const Module& module, const LaunchArgs& a) {
+void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& a) {
   const uint64_t blocks = uint64_t{a.dims.groups[0]} * a.dims.groups[1] * a.dims.groups[2];
   if (blocks == 0) return;
-  // The grid of blocks for the grid of groups (layouts described in prelude/cuda_thread.h): as it
-  // is within the driver's caps, so that blocks know their group without arithmetic; a tall
-  // single column of groups turned on its side; anything else flattened and decoded.
+  // The grid of blocks for the grid of groups (kjit_cuda_layout): as it is within the driver's
+  // caps, so that blocks know their group without arithmetic; a tall single column of groups
+  // turned on its side; anything else flattened and decoded.
   constexpr unsigned kCap = 65535;
   const unsigned* groups = a.dims.groups;
-  unsigned layout = 0;
+  unsigned layout = a.dims.grid[1] == 1 && a.dims.grid[2] == 1 ? kjit_cuda_row : kjit_cuda_blocks;
   unsigned launch_grid[3] = {groups[0], groups[1], groups[2]};
   if (groups[1] > kCap || groups[2] > kCap) {
-    layout = groups[0] == 1 && groups[2] <= kCap ? 1 : 2;
-    launch_grid[0] = layout == 1 ? groups[1] : static_cast<unsigned>(blocks);
-    launch_grid[1] = layout == 1 ? groups[2] : 1;
+    layout = groups[0] == 1 && groups[2] <= kCap ? kjit_cuda_column : kjit_cuda_flat;
+    launch_grid[0] = layout == kjit_cuda_column ? groups[1] : static_cast<unsigned>(blocks);
+    launch_grid[1] = layout == kjit_cuda_column ? groups[2] : 1;
     launch_grid[2] = 1;
   }
-  const uint64_t blocks_in_x = layout == 2 ? blocks : launch_grid[0];
+  const uint64_t blocks_in_x = layout == kjit_cuda_flat ? blocks : launch_grid[0];
   if (blocks_in_x > 0x7fffffffull) {
     throw ValueError("grid: " + std::to_string(blocks_in_x) +
                      " threadgroups are more than CUDA launches at once (2^31-1)");
   }
+  bool full = true;
+  for (int d = 0; d < 3; ++d) full = full && a.dims.grid[d] % a.dims.group[d] == 0;
+  const CUfunction function = entry_points.get(spec, a.source, a.device, layout * 2 + full);
   // Kernel parameters, each at a 16-byte aligned offset of one buffer.
   kjit_cuda_launch record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
   std::memcpy(record.group, a.dims.group, sizeof record.group);
   std::memcpy(record.groups, a.dims.groups, sizeof record.groups);
-  record.layout = layout;
-  if (layout == 2) {
+  if (layout == kjit_cuda_flat) {
     division_magic(groups[0], record.by_x);
     division_magic(uint64_t{groups[0]} * groups[1], record.by_xy);
   }
@@ -367,7 +420,7 @@ void launch(const Module& module, const LaunchArgs& a) {
   // kMaxNdim, everything else fits in 8 bytes.
   auto slot = [](size_t bytes) { return (bytes + 15) / 16 * 16; };
   size_t needed = slot(sizeof record);
-  for (const codegen::Param& p : a.layout) {
+  for (const codegen::Param& p : a.source.layout) {
     needed += slot(p.kind == codegen::Param::Kind::Shape     ? kMaxNdim * sizeof(int)
                    : p.kind == codegen::Param::Kind::Strides ? kMaxNdim * sizeof(int64_t)
                                                              : 8);
@@ -378,14 +431,14 @@ void launch(const Module& module, const LaunchArgs& a) {
     base = spill.data();
   }
   std::vector<void*> params;
-  params.reserve(a.layout.size() + 1);
+  params.reserve(a.source.layout.size() + 1);
   size_t offset = 0;
   auto put = [&](const void* data, size_t size) {
     std::memcpy(base + offset, data, size);
     params.push_back(base + offset);
     offset += slot(size);
   };
-  for (const codegen::Param& p : a.layout) {
+  for (const codegen::Param& p : a.source.layout) {
     switch (p.kind) {
       case codegen::Param::Kind::Input: {
         const void* ptr = a.inputs[p.index].data();
@@ -432,9 +485,8 @@ void launch(const Module& module, const LaunchArgs& a) {
   }
   put(&record, sizeof record);
   make_current(a.device);
-  const bool one_d = a.dims.grid[1] == 1 && a.dims.grid[2] == 1;
-  KJIT_CU(cuLaunchKernel, module.entry(one_d), launch_grid[0], launch_grid[1], launch_grid[2],
-          a.dims.group[0], a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
+  KJIT_CU(cuLaunchKernel, function, launch_grid[0], launch_grid[1], launch_grid[2], a.dims.group[0],
+          a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
           as_stream(a.stream), params.data(), nullptr);
   // Blocks lent to other streams that this kernel uses (whole or through a view): their next
   // user waits for it.

@@ -5,8 +5,11 @@
 #include <kjit/array.h>
 #include <kjit/kernel.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,26 +48,42 @@ void fill(void* dst, const void* value, size_t item_size, size_t count, int devi
           uintptr_t stream);
 void synchronize(int device, uintptr_t stream);
 
+/// A loaded module with some of a kernel's entry points (codegen::cuda_entry_name).
 class Module {
  public:
-  Module(CUmodule module, CUfunction entry, CUfunction entry_1d)
-      : module_(module), entry_(entry), entry_1d_(entry_1d) {}
-  /// The entry point for a launch: grids that extend in x only have their own.
-  CUfunction entry(bool one_d) const { return one_d ? entry_1d_ : entry_; }
+  using Functions = std::array<CUfunction, codegen::kCudaEntryPoints>;
+  Module(CUmodule module, const Functions& functions) : module_(module), functions_(functions) {}
+  /// Entry point |index|, or null when this module was built without it.
+  CUfunction function(unsigned index) const { return functions_[index]; }
 
  private:
   CUmodule module_;  // never unloaded: launches may still be queued when a kernel goes away
-  CUfunction entry_, entry_1d_;
+  Functions functions_;
 };
 
-/// The module for |source| on |device|, from memory, from disk, or compiled now.
-std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& source, int device);
+/// A kernel's entry points on one device for one call signature, each taken from a module
+/// built (compiled, or found in the memory or disk cache) when a launch first needs it.
+class EntryPoints {
+ public:
+  /// Entry point |index| of |source|'s kernel, on |device|.
+  CUfunction get(const KernelSpec& spec, const codegen::GeneratedSource& source, int device,
+                 unsigned index);
+  /// Builds every entry point, as one module (ahead-of-time compilation).
+  void build_all(const KernelSpec& spec, const codegen::GeneratedSource& source, int device);
 
-/// Compiles |source| for compute capability |cc| into the disk cache without a GPU.
-void build_offline(const KernelSpec& spec, const std::string& source, int cc);
+ private:
+  void adopt(const Module& module);
+
+  std::mutex mutex_;
+  std::array<std::atomic<CUfunction>, codegen::kCudaEntryPoints> functions_{};
+};
+
+/// Compiles every entry point of |source|'s kernel for compute capability |cc| into the disk
+/// cache, without a GPU.
+void build_offline(const KernelSpec& spec, const codegen::GeneratedSource& source, int cc);
 
 struct LaunchArgs {
-  const std::vector<codegen::Param>& layout;
+  const codegen::GeneratedSource& source;
   const std::vector<Array>& inputs;  // on the device, as the kernel sees them
   const std::vector<Array>& outputs;
   LaunchDims dims;
@@ -72,7 +91,7 @@ struct LaunchArgs {
   uintptr_t stream = 0;
   int device = 0;
 };
-void launch(const Module& module, const LaunchArgs& args);
+void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& args);
 
 uint64_t memory_entries();
 void clear_memory();
