@@ -125,44 +125,35 @@ struct Plan {
   mutable cuda::EntryPoints cuda_entry_points;  // built as launches need them
 };
 
-bool same_template_args(const TemplateArgs& a, const TemplateArgs& b) { return a == b; }
-
 }  // namespace
 
 struct Kernel::State {
   std::mutex mutex;
   std::vector<std::shared_ptr<const Plan>> plans;
 
-  std::shared_ptr<const Plan> find(const codegen::CallSignature& sig, const Device& device) {
+  // The plan for |device|, |outputs|, |targs| and |n| inputs whose dtype and ndim |input(i)|
+  // gives. The hot path passes its arrays, so that the lookup builds nothing.
+  template <class Input>
+  std::shared_ptr<const Plan> find(const Device& device, size_t n, Input input,
+                                   const std::vector<Dtype>& outputs, const TemplateArgs& targs) {
     std::lock_guard lock(mutex);
     for (const auto& p : plans) {
-      if (p->device == device && p->signature.inputs == sig.inputs &&
-          p->signature.outputs == sig.outputs &&
-          same_template_args(p->signature.template_args, sig.template_args)) {
-        return p;
+      const codegen::CallSignature& s = p->signature;
+      if (!(p->device == device) || s.inputs.size() != n || s.outputs != outputs ||
+          s.template_args != targs) {
+        continue;
       }
+      bool same = true;
+      for (size_t i = 0; i < n && same; ++i) same = s.inputs[i] == input(i);
+      if (same) return p;
     }
     return nullptr;
   }
 
-  // The hot path's lookup: compares the call's arrays with each plan in place, building nothing.
-  std::shared_ptr<const Plan> find(const std::vector<Array>& inputs,
-                                   const std::vector<Dtype>& outputs, const TemplateArgs& targs,
-                                   const Device& device) {
-    std::lock_guard lock(mutex);
-    for (const auto& p : plans) {
-      const codegen::CallSignature& s = p->signature;
-      if (!(p->device == device) || s.inputs.size() != inputs.size() || s.outputs != outputs ||
-          !same_template_args(s.template_args, targs)) {
-        continue;
-      }
-      bool same = true;
-      for (size_t i = 0; i < inputs.size() && same; ++i) {
-        same = s.inputs[i].first == inputs[i].dtype() && s.inputs[i].second == inputs[i].ndim();
-      }
-      if (same) return p;
-    }
-    return nullptr;
+  std::shared_ptr<const Plan> find(const codegen::CallSignature& sig, const Device& device) {
+    return find(
+        device, sig.inputs.size(), [&](size_t i) { return sig.inputs[i]; }, sig.outputs,
+        sig.template_args);
   }
 };
 
@@ -372,7 +363,12 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
       return prefix_named(spec) + "output_shapes[" + std::to_string(o) + "]";
     });
   }
-  std::shared_ptr<const Plan> plan = state_->find(inputs, output_dtypes, template_args, device);
+  std::shared_ptr<const Plan> plan = state_->find(
+      device, inputs.size(),
+      [&](size_t i) {
+        return std::pair{inputs[i].dtype(), inputs[i].ndim()};
+      },
+      output_dtypes, template_args);
   if (!plan) {
     check_template_args(spec, template_args);  // a plan's arguments were checked when it was made
     codegen::CallSignature sig;
