@@ -236,6 +236,21 @@ void for_each_segment(lane** lanes, const unsigned* ids, int n, F f) {
   }
 }
 
+// The votes of each segment: |publish(lane, yes, present)| gets, as bits in the segment's lane
+// order, the lanes whose operand (a T) is non-zero and the lanes present.
+template <class T, class Publish>
+void combine_votes(lane** lanes, const unsigned* ids, int n, Publish publish) {
+  for_each_segment(lanes, ids, n, [&](int first, int end) {
+    const unsigned w = lanes[0]->request.width;
+    unsigned yes = 0, present = 0;
+    for (int i = first; i < end; ++i) {
+      const unsigned bit = 1u << ids[i] % w;
+      present |= bit;
+      if (operand<T>(lanes[i]) != T(0)) yes |= bit;
+    }
+    for (int i = first; i < end; ++i) publish(lanes[i], yes, present);
+  });
+}
 template <class T, class Op>
 void combine_reduce(lane** lanes, const unsigned* ids, int n) {
   for_each_segment(lanes, ids, n, [&](int first, int end) {

@@ -8,36 +8,25 @@ namespace coop_detail {
 
 using ::kjit::coop::lane;
 
-// The votes of each segment of |width| lanes (a whole warp, or a cooperative-groups tile): the
-// lanes present, and those whose predicate holds, as bits in the segment's lane order.
-struct segment_votes {
-  unsigned width, yes[32] = {}, present[32] = {};
-  segment_votes(lane** lanes, const unsigned* ids, int n) : width(lanes[0]->request.width) {
-    for (int i = 0; i < n; ++i) {
-      const unsigned bit = 1u << ids[i] % width;
-      present[ids[i] / width] |= bit;
-      if (::kjit::coop::operand<int>(lanes[i]) != 0) yes[ids[i] / width] |= bit;
-    }
-  }
-};
+// Votes of a whole warp or of a cooperative-groups tile.
 inline void ballot(lane** lanes, const unsigned* ids, int n) {
-  const segment_votes v(lanes, ids, n);
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v.yes[ids[i] / v.width]);
+  ::kjit::coop::combine_votes<int>(
+      lanes, ids, n, [](lane* l, unsigned yes, unsigned) { ::kjit::coop::set_result(l, yes); });
 }
 inline void active(lane** lanes, const unsigned* ids, int n) {
-  const segment_votes v(lanes, ids, n);
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], v.present[ids[i] / v.width]);
+  ::kjit::coop::combine_votes<int>(lanes, ids, n, [](lane* l, unsigned, unsigned present) {
+    ::kjit::coop::set_result(l, present);
+  });
 }
 inline void any_of(lane** lanes, const unsigned* ids, int n) {
-  const segment_votes v(lanes, ids, n);
-  for (int i = 0; i < n; ++i) ::kjit::coop::set_result(lanes[i], int(v.yes[ids[i] / v.width] != 0));
+  ::kjit::coop::combine_votes<int>(lanes, ids, n, [](lane* l, unsigned yes, unsigned) {
+    ::kjit::coop::set_result(l, int(yes != 0));
+  });
 }
 inline void all_of(lane** lanes, const unsigned* ids, int n) {
-  const segment_votes v(lanes, ids, n);
-  for (int i = 0; i < n; ++i) {
-    const unsigned s = ids[i] / v.width;
-    ::kjit::coop::set_result(lanes[i], int(v.yes[s] == v.present[s]));
-  }
+  ::kjit::coop::combine_votes<int>(lanes, ids, n, [](lane* l, unsigned yes, unsigned present) {
+    ::kjit::coop::set_result(l, int(yes == present));
+  });
 }
 
 }  // namespace coop_detail

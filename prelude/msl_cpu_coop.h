@@ -8,18 +8,12 @@ namespace coop_detail {
 
 using ::kjit::coop::lane;
 
-// The votes of each segment of |width| lanes, as bits of the segment's lanes.
+// A simd_vote or quad_vote of each segment.
 template <class Vote>
 void ballot(lane** lanes, const unsigned* ids, int n) {
-  ::kjit::coop::for_each_segment(lanes, ids, n, [&](int first, int end) {
-    const unsigned w = lanes[0]->request.width;
-    Vote vote = {0, 0};
-    for (int i = first; i < end; ++i) {
-      const auto bit = typename Vote::vote_t(1) << ids[i] % w;
-      if (::kjit::coop::operand<bool>(lanes[i])) vote.bits |= bit;
-      vote.active |= bit;
-    }
-    for (int i = first; i < end; ++i) ::kjit::coop::set_result(lanes[i], vote);
+  using bits = typename Vote::vote_t;
+  ::kjit::coop::combine_votes<bool>(lanes, ids, n, [](lane* l, unsigned yes, unsigned present) {
+    ::kjit::coop::set_result(l, Vote{bits(yes), bits(present)});
   });
 }
 
