@@ -39,32 +39,30 @@ struct numeric_limits<bool, true> {
   static constexpr bool epsilon() { return false; }
 };
 
-// Floating types, from their bit patterns: the largest finite value, the smallest normal, the
-// machine epsilon, infinity, a quiet NaN and the smallest subnormal.
-template <class T, class Bits, Bits kMax, Bits kMin, Bits kEps, Bits kInf, Bits kNaN, int kDigits>
+// Floating types: the largest finite value, the lowest and infinity as MLX's Limits<T> has them;
+// from their bit patterns the smallest normal, the machine epsilon, a quiet NaN and the smallest
+// subnormal.
+template <class T, class Bits, Bits kMinNormal, Bits kEps, Bits kNaN, int kDigits>
 struct float_limits {
   static constexpr bool is_specialized = true;
   static constexpr bool is_integer = false;
   static constexpr bool is_signed = true;
   static constexpr int digits = kDigits;
-  static constexpr Bits kSign = Bits(Bits(1) << (sizeof(Bits) * 8 - 1));
-  static constexpr T max() { return __builtin_bit_cast(T, kMax); }
-  static constexpr T min() { return __builtin_bit_cast(T, kMin); }
-  static constexpr T lowest() { return __builtin_bit_cast(T, Bits(kMax | kSign)); }
+  static constexpr T max() { return ::kjit::Limits<T>::finite_max; }
+  static constexpr T min() { return __builtin_bit_cast(T, kMinNormal); }
+  static constexpr T lowest() { return ::kjit::Limits<T>::finite_min; }
   static constexpr T epsilon() { return __builtin_bit_cast(T, kEps); }
-  static constexpr T infinity() { return __builtin_bit_cast(T, kInf); }
+  static constexpr T infinity() { return ::kjit::Limits<T>::max; }
   static constexpr T quiet_NaN() { return __builtin_bit_cast(T, kNaN); }
   static constexpr T denorm_min() { return __builtin_bit_cast(T, Bits(1)); }
 };
 template <>
-struct numeric_limits<float, false> : float_limits<float, uint32_t, 0x7f7fffffu, 0x00800000u,
-                                                   0x34000000u, 0x7f800000u, 0x7fc00000u, 24> {};
+struct numeric_limits<float, false>
+    : float_limits<float, uint32_t, 0x00800000u, 0x34000000u, 0x7fc00000u, 24> {};
 template <>
-struct numeric_limits<half, false>
-    : float_limits<half, uint16_t, 0x7bff, 0x0400, 0x1400, 0x7c00, 0x7e00, 11> {};
+struct numeric_limits<half, false> : float_limits<half, uint16_t, 0x0400, 0x1400, 0x7e00, 11> {};
 template <>
-struct numeric_limits<bfloat, false>
-    : float_limits<bfloat, uint16_t, 0x7f7f, 0x0080, 0x3c00, 0x7f80, 0x7fc0, 8> {};
+struct numeric_limits<bfloat, false> : float_limits<bfloat, uint16_t, 0x0080, 0x3c00, 0x7fc0, 8> {};
 
 // Packed vectors: the elements of vec<T, N> without its alignment (packed_float3 is 12 bytes,
 // aligned as a float). They name, index and swizzle elements like vectors and convert to and from
