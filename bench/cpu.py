@@ -11,13 +11,9 @@ Usage: PYTHONPATH=build/python python bench/cpu.py [--quick]
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
-from typing import Callable
 
 import numpy as np
 
@@ -28,19 +24,7 @@ from seed_kernels import INVERT_3X3 as INVERT  # noqa: E402
 from seed_kernels import MYEXP  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import best_of, comparison_table  # noqa: E402
-
-
-def per_call(fn: Callable[[], object], calls: int, repeats: int = 5) -> float:
-    """The best mean time of one call over |repeats| loops of |calls| calls, in seconds."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best
+from timing import best_of, child_report, comparison_table, per_call  # noqa: E402
 
 
 CHILD = """
@@ -59,9 +43,7 @@ def fresh_process_build(cache_dir: str, no_compile: bool) -> dict:
     env = dict(os.environ, KJIT_CACHE_DIR=cache_dir)
     if no_compile:
         env["KJIT_ASSERT_NO_COMPILE"] = "1"
-    out = subprocess.run([sys.executable, "-c", CHILD, MYEXP], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
+    return child_report(CHILD, [MYEXP], env)
 
 
 def main() -> None:

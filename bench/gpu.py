@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from typing import Callable
 
@@ -32,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from seed_kernels import MYEXP  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import device_time  # noqa: E402
+from timing import child_report, device_time, per_call  # noqa: E402
 RAW = r"""
 extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
     unsigned elem = blockIdx.x * blockDim.x + threadIdx.x;
@@ -41,20 +40,9 @@ extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
 """
 
 
-def per_call(fn: Callable[[], object], calls: int = 20000, repeats: int = 5) -> float:
-    """Best mean host time per call over |repeats| loops of |calls| calls (synchronised), in us."""
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best * 1e6
+def per_call_us(fn: Callable[[], object], calls: int = 20000) -> float:
+    """Host time per call in us, queued GPU work included (timing.per_call)."""
+    return per_call(fn, calls, warmup=200, sync=torch.cuda.synchronize) * 1e6
 
 
 def run_cpp_call() -> dict | None:
@@ -106,12 +94,6 @@ print(json.dumps({"build": t1 - t0}))
 """
 
 
-def fresh(script: str, arg: str, env: dict) -> dict:
-    run = subprocess.run([sys.executable, "-c", script, arg], env=env, check=True,
-                         capture_output=True, text=True)
-    return json.loads(run.stdout)
-
-
 def main() -> None:
     warnings.simplefilter("ignore", DeprecationWarning)  # CuPy's ExternalStream
     floor_path = sys.argv[sys.argv.index("--floor") + 1] if "--floor" in sys.argv else None
@@ -139,14 +121,14 @@ def main() -> None:
     (y,) = k(**kw)
     torch.cuda.synchronize()
     assert torch.allclose(y, torch.exp(x), rtol=1e-6)
-    t = per_call(lambda: k(**kw))
+    t = per_call_us(lambda: k(**kw))
     rows.append(("kjit, torch in/out, new output", f"{t:.2f} us",
                  f"{t / floor['floor_us']:.2f} (vs alloc floor {t / floor['floor_alloc_us']:.2f})"))
-    t = per_call(lambda: k(**kw, outputs=[out]))
+    t = per_call_us(lambda: k(**kw, outputs=[out]))
     rows.append(("kjit, torch in/out, outputs=", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
-    t = per_call(lambda: torch.exp(x))
+    t = per_call_us(lambda: torch.exp(x))
     rows.append(("torch.exp (new output)", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
-    t = per_call(lambda: torch.exp(x, out=out))
+    t = per_call_us(lambda: torch.exp(x, out=out))
     rows.append(("torch.exp(out=)", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
 
     try:
@@ -158,7 +140,7 @@ def main() -> None:
             cout = cupy.empty(16, dtype=cupy.float32)
             n16 = np.uint32(16)
             raw((1,), (16,), (cx, cout, n16))
-            t = per_call(lambda: raw((1,), (16,), (cx, cout, n16)))
+            t = per_call_us(lambda: raw((1,), (16,), (cx, cout, n16)))
             rows.append(("CuPy RawKernel, preallocated", f"{t:.2f} us",
                          f"{t / floor['floor_us']:.2f}"))
 
@@ -167,7 +149,7 @@ def main() -> None:
                 raw((1,), (16,), (cx, o, n16))
                 return o
 
-            t = per_call(cupy_alloc)
+            t = per_call_us(cupy_alloc)
             rows.append(("CuPy RawKernel, with allocation", f"{t:.2f} us",
                          f"{t / floor['floor_us']:.2f}"))
     except Exception as e:  # a peer that cannot run here is reported, not fatal
@@ -184,7 +166,7 @@ def main() -> None:
             tl.store(Y + i, tl.exp(tl.load(X + i, mask=m)), mask=m)
 
         texp[(1,)](x, out, 16, BLOCK=16)
-        t = per_call(lambda: texp[(1,)](x, out, 16, BLOCK=16), calls=5000)
+        t = per_call_us(lambda: texp[(1,)](x, out, 16, BLOCK=16), calls=5000)
         rows.append(("Triton, preallocated", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
     except Exception as e:
         rows.append(("Triton", "n/a", repr(e)[:60]))
@@ -226,15 +208,15 @@ def main() -> None:
     for _ in range(3):
         with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
             env = dict(os.environ, KJIT_CACHE_DIR=d, CUPY_CACHE_DIR=c)
-            r = fresh(KJIT_CHILD, MYEXP, env)
+            r = child_report(KJIT_CHILD, [MYEXP], env)
             assert r["info"]["compiles"] == 1
             cold.append(r["build"])
-            r = fresh(KJIT_CHILD, MYEXP, dict(env, KJIT_ASSERT_NO_COMPILE="1"))
+            r = child_report(KJIT_CHILD, [MYEXP], dict(env, KJIT_ASSERT_NO_COMPILE="1"))
             assert r["info"]["compiles"] == 0 and r["info"]["disk_hits"] == 1
             warm.append(r["build"])
             try:
-                cupy_cold.append(fresh(CUPY_CHILD, RAW, env)["build"])
-                cupy_warm.append(fresh(CUPY_CHILD, RAW, env)["build"])
+                cupy_cold.append(child_report(CUPY_CHILD, [RAW], env)["build"])
+                cupy_warm.append(child_report(CUPY_CHILD, [RAW], env)["build"])
             except Exception:
                 pass
     rows.append(("cold compile of myexp (NVRTC)", f"{min(cold) * 1e3:.1f} ms",

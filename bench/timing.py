@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -17,6 +20,30 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def per_call(fn: Callable[[], object], calls: int, repeats: int = 5, warmup: int = 1,
+             sync: Callable[[], object] = lambda: None) -> float:
+    """The best mean time of one call over |repeats| loops of |calls| calls, in seconds; |sync|
+    waits for queued work before and after each loop (host time including the device's)."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def child_report(script: str, args: list[str], env: dict) -> dict:
+    """Runs |script| in a fresh Python process and returns the JSON it prints."""
+    run = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(run.stdout)
 
 
 def device_time(fn: Callable[[], object], repeats: int = 20) -> float:
