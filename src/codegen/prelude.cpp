@@ -23,33 +23,46 @@ std::string concatenate(std::initializer_list<std::string_view> names) {
 
 std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
   // Platform layer, shared numeric types and math, the target's thread model, then the dialect.
-  static const std::string kCpuMetal = concatenate(
-      {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-       "thread_ctx.h", "cpu_thread.h", "msl.h", "msl_types.h", "atomics.h", "msl_atomics.h"});
-  static const std::string kCpuCuda = concatenate(
-      {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-       "thread_ctx.h", "cpu_thread.h", "atomics.h", "cuda_names.h", "cuda_cpu.h", "cuda_user.h"});
-  // <coroutine> comes before cuda_cpu.h, whose qualifier macros the standard headers must not see.
-  static const std::string kCpuCudaCooperative =
-      concatenate({"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
-                   "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "lanes.h", "cpu_coop.h",
-                   "atomics.h", "cuda_names.h", "cuda_cpu.h", "cuda_cpu_coop.h", "cuda_user.h"});
-  static const std::string kCpuMetalCooperative =
-      concatenate({"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
-                   "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "msl.h", "msl_types.h",
-                   "atomics.h", "msl_atomics.h", "lanes.h", "cpu_coop.h", "msl_cpu_coop.h"});
-  static const std::string kCudaMetal =
-      concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-                   "cuda_abi.h", "thread_ctx.h", "cuda_thread.h", "msl.h", "msl_types.h",
-                   "atomics.h", "msl_atomics.h", "lanes.h", "msl_cuda.h"});
-  static const std::string kCudaCuda = concatenate(
+  // Each is put together the first time a kernel needs it.
+  if (target == Target::Cpu && dialect == Dialect::Metal) {
+    if (cooperative) {
+      static const std::string text =
+          concatenate({"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
+                       "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "msl.h", "msl_types.h",
+                       "atomics.h", "msl_atomics.h", "lanes.h", "cpu_coop.h", "msl_cpu_coop.h"});
+      return text;
+    }
+    static const std::string text = concatenate(
+        {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+         "thread_ctx.h", "cpu_thread.h", "msl.h", "msl_types.h", "atomics.h", "msl_atomics.h"});
+    return text;
+  }
+  if (target == Target::Cpu) {
+    if (cooperative) {
+      // <coroutine> comes before cuda_cpu.h, whose qualifier macros the standard headers must
+      // not see.
+      static const std::string text = concatenate(
+          {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+           "thread_ctx.h", "cpu_thread.h", "lanes.h", "cpu_coop.h", "atomics.h", "cuda_names.h",
+           "cuda_cpu.h", "cuda_cpu_coop.h", "cuda_user.h"});
+      return text;
+    }
+    static const std::string text = concatenate(
+        {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+         "thread_ctx.h", "cpu_thread.h", "atomics.h", "cuda_names.h", "cuda_cpu.h", "cuda_user.h"});
+    return text;
+  }
+  if (dialect == Dialect::Metal) {
+    static const std::string text =
+        concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
+                     "mlx_utils.h", "cuda_abi.h", "thread_ctx.h", "cuda_thread.h", "msl.h",
+                     "msl_types.h", "atomics.h", "msl_atomics.h", "lanes.h", "msl_cuda.h"});
+    return text;
+  }
+  static const std::string text = concatenate(
       {"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
        "cuda_abi.h", "thread_ctx.h", "cuda_thread.h", "cuda_names.h", "cuda_gpu.h", "cuda_user.h"});
-  if (target == Target::Cpu && dialect == Dialect::Metal) {
-    return cooperative ? kCpuMetalCooperative : kCpuMetal;
-  }
-  if (target == Target::Cpu) return cooperative ? kCpuCudaCooperative : kCpuCuda;
-  return dialect == Dialect::Metal ? kCudaMetal : kCudaCuda;
+  return text;
 }
 
 }  // namespace kjit::codegen
