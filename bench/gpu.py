@@ -4,7 +4,8 @@ measured side by side in one run.
   1. per-call time of a cached tiny kernel from Python with torch tensors (output allocated by
      kjit, and with outputs=), against a bare C++ cuLaunchKernel loop (bench/launch_floor.cu,
      built by this script with nvcc), kjit's C++ API in the same loop (bench/cpp_call.cpp, when
-     build/libkjit.a exists), torch.exp, CuPy RawKernel with the same body, and Triton;
+     build/libkjit.a exists), torch.exp, CuPy RawKernel with the same body, and Triton; and what
+     the torch entry points a call goes through cost alone;
   2. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
      the device copy ceiling;
   3. cold compile of myexp and load from the disk cache in a fresh process (the first call),
@@ -31,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from seed_kernels import MYEXP  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import child_report, device_time, per_call  # noqa: E402
+from timing import child_report, device_time, per_call_each  # noqa: E402
 RAW = r"""
 extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
     unsigned elem = blockIdx.x * blockDim.x + threadIdx.x;
@@ -40,9 +41,10 @@ extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
 """
 
 
-def per_call_us(fn: Callable[[], object], calls: int = 20000) -> float:
-    """Host time per call in us, queued GPU work included (timing.per_call)."""
-    return per_call(fn, calls, warmup=200, sync=torch.cuda.synchronize) * 1e6
+def per_call_us(cases: list[tuple[Callable[[], object], int]]) -> list[float]:
+    """Host time per call in us of each (fn, calls), queued GPU work included, measured in turns
+    (timing.per_call_each)."""
+    return [t * 1e6 for t in per_call_each(cases, warmup=200, sync=torch.cuda.synchronize)]
 
 
 def run_cpp_call() -> dict | None:
@@ -121,40 +123,40 @@ def main() -> None:
     (y,) = k(**kw)
     torch.cuda.synchronize()
     assert torch.allclose(y, torch.exp(x), rtol=1e-6)
-    t = per_call_us(lambda: k(**kw))
-    rows.append(("kjit, torch in/out, new output", f"{t:.2f} us",
-                 f"{t / floor['floor_us']:.2f} (vs alloc floor {t / floor['floor_alloc_us']:.2f})"))
-    t = per_call_us(lambda: k(**kw, outputs=[out]))
-    rows.append(("kjit, torch in/out, outputs=", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
-    t = per_call_us(lambda: torch.exp(x))
-    rows.append(("torch.exp (new output)", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
-    t = per_call_us(lambda: torch.exp(x, out=out))
-    rows.append(("torch.exp(out=)", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
-
+    # Every per-call case, timed in turns; a peer that cannot run here is reported, not fatal.
+    current_stream, index = torch._C._cuda_getCurrentRawStream, x.device.index
+    cases: list[tuple[str, Callable[[], object], int]] = [
+        ("kjit, torch in/out, new output", lambda: k(**kw), 20000),
+        ("kjit, torch in/out, outputs=", lambda: k(**kw, outputs=[out]), 20000),
+        ("torch.exp (new output)", lambda: torch.exp(x), 20000),
+        ("torch.exp(out=)", lambda: torch.exp(x, out=out), 20000),
+        # The torch entry points a kjit call goes through, alone.
+        ("  torch._C._to_dlpack(x)", lambda: torch._C._to_dlpack(x), 20000),
+        ("  x.is_neg()", lambda: x.is_neg(), 20000),
+        ("  to and from DLPack", lambda: torch._C._from_dlpack(torch._C._to_dlpack(x)), 20000),
+        ("  torch's current stream", lambda: current_stream(index), 20000),
+    ]
+    peers_missing: list[tuple[str, str, str]] = []
     try:
         import cupy
 
-        with cupy.cuda.ExternalStream(side.cuda_stream):
-            raw = cupy.RawKernel(RAW, "myexp")
-            cx = cupy.asarray(x)
-            cout = cupy.empty(16, dtype=cupy.float32)
-            n16 = np.uint32(16)
-            raw((1,), (16,), (cx, cout, n16))
-            t = per_call_us(lambda: raw((1,), (16,), (cx, cout, n16)))
-            rows.append(("CuPy RawKernel, preallocated", f"{t:.2f} us",
-                         f"{t / floor['floor_us']:.2f}"))
+        cupy_stream = cupy.cuda.ExternalStream(side.cuda_stream)
+        cupy_stream.use()  # CuPy allocates for and launches on the timed stream
+        raw = cupy.RawKernel(RAW, "myexp")
+        cx = cupy.asarray(x)
+        cout = cupy.empty(16, dtype=cupy.float32)
+        n16 = np.uint32(16)
+        raw((1,), (16,), (cx, cout, n16))
 
-            def cupy_alloc():
-                o = cupy.empty(16, dtype=cupy.float32)
-                raw((1,), (16,), (cx, o, n16))
-                return o
+        def cupy_alloc():
+            o = cupy.empty(16, dtype=cupy.float32)
+            raw((1,), (16,), (cx, o, n16))
+            return o
 
-            t = per_call_us(cupy_alloc)
-            rows.append(("CuPy RawKernel, with allocation", f"{t:.2f} us",
-                         f"{t / floor['floor_us']:.2f}"))
-    except Exception as e:  # a peer that cannot run here is reported, not fatal
-        rows.append(("CuPy RawKernel", "n/a", repr(e)[:60]))
-
+        cases += [("CuPy RawKernel, preallocated", lambda: raw((1,), (16,), (cx, cout, n16)), 20000),
+                  ("CuPy RawKernel, with allocation", cupy_alloc, 20000)]
+    except Exception as e:
+        peers_missing.append(("CuPy RawKernel", "n/a", repr(e)[:60]))
     try:
         import triton
         import triton.language as tl
@@ -166,10 +168,16 @@ def main() -> None:
             tl.store(Y + i, tl.exp(tl.load(X + i, mask=m)), mask=m)
 
         texp[(1,)](x, out, 16, BLOCK=16)
-        t = per_call_us(lambda: texp[(1,)](x, out, 16, BLOCK=16), calls=5000)
-        rows.append(("Triton, preallocated", f"{t:.2f} us", f"{t / floor['floor_us']:.2f}"))
+        cases.append(("Triton, preallocated", lambda: texp[(1,)](x, out, 16, BLOCK=16), 5000))
     except Exception as e:
-        rows.append(("Triton", "n/a", repr(e)[:60]))
+        peers_missing.append(("Triton", "n/a", repr(e)[:60]))
+    times = per_call_us([(fn, calls) for _, fn, calls in cases])
+    for (what, _, _), t in zip(cases, times):
+        ratio = f"{t / floor['floor_us']:.2f}"
+        if what == "kjit, torch in/out, new output":
+            ratio += f" (vs alloc floor {t / floor['floor_alloc_us']:.2f})"
+        rows.append((what, f"{t:.2f} us", ratio))
+    rows += peers_missing
 
     # Bandwidth on 2^28 float32.
     n = 1 << 28

@@ -22,21 +22,31 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
     return min(times)
 
 
+def per_call_each(cases: list[tuple[Callable[[], object], int]], repeats: int = 5,
+                  warmup: int = 1, sync: Callable[[], object] = lambda: None) -> list[float]:
+    """For each (fn, calls), the best mean time of one call over |repeats| loops of |calls|
+    calls, in seconds. The cases take turns loop by loop, so that a slow spell of the machine
+    does not fall on one of them. |sync| waits for queued work before and after each loop (host
+    time including the device's)."""
+    for fn, _ in cases:
+        for _ in range(warmup):
+            fn()
+    best = [float("inf")] * len(cases)
+    for _ in range(repeats):
+        for i, (fn, calls) in enumerate(cases):
+            sync()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            best[i] = min(best[i], (time.perf_counter() - start) / calls)
+    return best
+
+
 def per_call(fn: Callable[[], object], calls: int, repeats: int = 5, warmup: int = 1,
              sync: Callable[[], object] = lambda: None) -> float:
-    """The best mean time of one call over |repeats| loops of |calls| calls, in seconds; |sync|
-    waits for queued work before and after each loop (host time including the device's)."""
-    for _ in range(warmup):
-        fn()
-    best = float("inf")
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best
+    """per_call_each for one function."""
+    return per_call_each([(fn, calls)], repeats, warmup, sync)[0]
 
 
 def child_report(script: str, args: list[str], env: dict) -> dict:
