@@ -61,7 +61,8 @@ class Kernel {
 
   /// Builds (and caches) the kernel for inputs of these dtypes and ndims without launching it.
   /// |target| is "cpu", "cuda", "cuda:N", or a CUDA architecture such as "sm_90", which needs
-  /// NVRTC but no GPU (the result goes to the disk cache).
+  /// NVRTC but no GPU (the result goes to the disk cache). On CUDA it builds the entry point of
+  /// every launch shape, where a call builds the one its launch needs.
   void build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
              const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args = {},
              const std::string& target = "cpu") const;

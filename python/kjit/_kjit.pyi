@@ -176,7 +176,7 @@ class Kernel:
 
     def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, target: str = 'cpu') -> None:
         """
-        Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as 'sm_90', which needs NVRTC but no GPU.
+        Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as 'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every launch shape (a call compiles the one its launch needs).
         """
 
 def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str] | None = None) -> Kernel:

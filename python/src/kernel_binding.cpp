@@ -332,7 +332,8 @@ void init_kernel(nb::module_& m) {
                   "target: str = 'cpu') -> None"),
           "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
           "running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as "
-          "'sm_90', which needs NVRTC but no GPU.");
+          "'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every "
+          "launch shape (a call compiles the one its launch needs).");
 
   m.def(
       "metal_kernel",
