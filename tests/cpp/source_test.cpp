@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -363,6 +364,34 @@ TEST(Generate, IsPure) {
   auto sig3 = sig;
   sig3.inputs[1].second = 1;
   EXPECT_NE(generate(*a, sig3, Target::Cpu).text, ga.text);
+}
+
+// The CUDA source has no entry point of its own: each launch shape's is added when needed.
+TEST(CudaEntryPoints, OnlyThoseAskedForWithTheirLayoutAndFullness) {
+  auto spec = Spec().source(kBody).make();
+  GeneratedSource g = generate(*spec, call({{Dtype::Float16, 3}}, {Dtype::Float32}), Target::Cuda);
+  EXPECT_FALSE(contains(g.text, "__global__")) << g.text.substr(g.user_part);
+  std::set<std::string> names;
+  for (unsigned index = 0; index < kCudaEntryPoints; ++index) {
+    names.insert(cuda_entry_name(index));
+  }
+  EXPECT_EQ(names.size(), kCudaEntryPoints);
+  // Entry point 5: kjit_cuda_column (layout 2), every group full.
+  const std::string one = cuda_entry_points(g, 1u << 5);
+  EXPECT_TRUE(contains(one, "void " + cuda_entry_name(5) + "(")) << one;
+  EXPECT_TRUE(contains(one, "make_thread_ctx<2u, true>(kjit_launch)")) << one;
+  EXPECT_TRUE(contains(one, "in_grid<2u, true>(t)")) << one;
+  EXPECT_EQ(std::count(one.begin(), one.end(), '{') - std::count(one.begin(), one.end(), '}'), 0);
+  const std::string all = cuda_entry_points(g, kAllCudaEntryPoints);
+  for (unsigned index = 0; index < kCudaEntryPoints; ++index) {
+    const bool in_one = contains(one, "void " + cuda_entry_name(index) + "(");
+    EXPECT_EQ(in_one, index == 5) << index;
+    EXPECT_TRUE(contains(all, "void " + cuda_entry_name(index) + "(")) << index;
+    const std::string flags = std::to_string(index / 2) + (index % 2 ? "u, true>" : "u, false>");
+    EXPECT_TRUE(contains(all, "make_thread_ctx<" + flags)) << index;
+  }
+  // Each entry point passes the kernel's parameters on in the launcher's order.
+  EXPECT_TRUE(contains(one, g.kernel_name + "(kjit_arg0, kjit_arg1, t);")) << one;
 }
 
 }  // namespace
