@@ -354,23 +354,50 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       lanes[i].helper_depth = 0;
     }
     const thread_ctx*& current = current_thread;  // one thread-local lookup per group
-    unsigned live = n;
+    // One pass over the threads per round: it resumes those not waiting (and, when the barrier
+    // has just opened, those it releases) and tallies where each one stops.
+    unsigned live = n, at_simd = 0, at_barrier = 0;
+    int predicates = 0;  // non-zero barrier predicates, for __syncthreads_count/_and/_or
+    bool open = false;
+    barrier_tally opened = {0, 0};
     while (live > 0) {
       for (unsigned i = 0; i < n; ++i) {
-        if (!handles[i] || lanes[i].waiting != wait::none) continue;
+        if (!handles[i]) continue;
+        lane& l = lanes[i];
+        if (l.waiting == wait::barrier) {
+          // Threads released earlier in this pass that reach a barrier again wait for the next.
+          if (!open) continue;
+          set_result(&l, opened);
+          l.waiting = wait::none;
+        } else if (l.waiting == wait::simd) {
+          continue;
+        }
         current = &threads[i];
-        lanes[i].running.resume();
+        l.running.resume();
         if (handles[i].done()) {
           handles[i].destroy();
           handles[i] = nullptr;
           --live;
+        } else if (l.waiting == wait::barrier) {
+          predicates += operand<int>(&l) != 0;
+          ++at_barrier;
+        } else {
+          ++at_simd;
         }
       }
-      // Every live thread waits. In each simdgroup, the operation earliest in the body resolves
-      // first, among the lanes waiting there; the others wait on, so that lanes that
-      // ran ahead past a branch ("if (lane < 10) ...; ballot(...)") meet the rest at the join.
-      // Only when no SIMD-group operation waits does the barrier open.
-      bool resolved = false;
+      open = false;
+      if (at_simd == 0) {
+        // Every live thread is at the barrier (exited threads count as arrived): it opens.
+        opened = {predicates, static_cast<int>(at_barrier)};
+        open = true;
+        predicates = 0;
+        at_barrier = 0;
+        continue;
+      }
+      // In each simdgroup, the operation earliest in the body resolves first, among the lanes
+      // waiting there; the others wait on, so that lanes that ran ahead past a branch
+      // ("if (lane < 10) ...; ballot(...)") meet the rest at the join. The barrier opens only
+      // when no SIMD-group operation waits.
       for (unsigned s = 0; s < n; s += 32) {
         unsigned long long place = ~0ull;
         for (unsigned i = s; i < s + 32 && i < n; ++i) {
@@ -391,19 +418,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
         if (count == 0) continue;
         group[0]->request.combine(group, ids, count);
         for (int k = 0; k < count; ++k) group[k]->waiting = wait::none;
-        resolved = true;
-      }
-      if (!resolved) {
-        barrier_tally tally = {0, 0};
-        for (unsigned i = 0; i < n; ++i) {
-          if (!handles[i]) continue;
-          tally.count += operand<int>(&lanes[i]) != 0;
-          ++tally.arrived;
-        }
-        for (unsigned i = 0; i < n; ++i) {
-          if (handles[i]) set_result(&lanes[i], tally);
-          lanes[i].waiting = wait::none;
-        }
+        at_simd -= static_cast<unsigned>(count);
       }
     }
   }
