@@ -260,6 +260,52 @@ def compiler_runs(log):
     return len(log.read_text().splitlines())
 
 
+# A cooperative kernel: its coroutines need the C++ runtime (operator new and delete).
+REVERSE_IN_GROUPS = r'''
+import json, sys, numpy as np, kjit
+k = kjit.metal_kernel("reverse4", ["inp"], ["out"], """
+    threadgroup float t[4];
+    t[thread_index_in_threadgroup] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[thread_position_in_grid.x] = t[3 - thread_index_in_threadgroup];
+""")
+x = np.random.default_rng().standard_normal(8).astype(np.float32)
+out, = k(inputs=[x], output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
+         threadgroup=(4, 1, 1), device="cpu")
+print(json.dumps({"ok": bool(np.array_equal(out, x.reshape(2, 4)[:, ::-1].reshape(8)))}))
+'''
+
+
+def run_reverse_in_groups(tmp_path, cxx) -> bool:
+    env = dict(os.environ, KJIT_CACHE_DIR=str(tmp_path / "cache"), KJIT_CXX=str(cxx))
+    run = subprocess.run([sys.executable, "-c", REVERSE_IN_GROUPS], env=env, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)["ok"]
+
+
+def test_the_host_compiler_runs_under_the_name_it_was_found_by(tmp_path):
+    # Drivers such as clang++ (a link to clang) act on the name they are run by.
+    real = shutil.which(os.environ.get("KJIT_CXX") or os.environ.get("CXX") or "c++")
+    if real is None:
+        pytest.skip("no host compiler")
+    log = tmp_path / "names.log"
+    script = tmp_path / "bin" / "some-compiler"
+    script.parent.mkdir()
+    script.write_text(f'#!/bin/sh\necho "$0" >> "{log}"\nexec "{real}" "$@"\n')
+    script.chmod(0o755)
+    link = tmp_path / "bin" / "named-c++"
+    link.symlink_to(script)
+    assert run_reverse_in_groups(tmp_path, link)
+    names = log.read_text().split()
+    assert names and all(n == str(link) for n in names), names
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")
+def test_clang_as_host_compiler_runs_cooperative_kernels(tmp_path):
+    assert run_reverse_in_groups(tmp_path, shutil.which("clang++"))
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     return tmp_path / "cache"

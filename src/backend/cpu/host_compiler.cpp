@@ -26,8 +26,11 @@ namespace kjit::cpu {
 namespace {
 
 struct Compiler {
-  std::string path;      // resolved, or the name as given when it cannot be found
-  std::string identity;  // path, size and mtime
+  // As found on PATH, or the name as given when it cannot be found. It is run by this name:
+  // clang++ is a link to clang, which run as "clang" would not link the C++ runtime.
+  std::string path;
+  std::string resolved;  // the file it leads to
+  std::string identity;  // resolved path, size and mtime
   bool found = false;
 };
 
@@ -61,9 +64,11 @@ const Compiler& compiler() {
     char resolved[4096];
     struct stat st;
     if (!found.empty() && realpath(found.c_str(), resolved) && stat(resolved, &st) == 0) {
-      c.path = resolved;
+      c.path = found;
+      c.resolved = resolved;
       c.found = true;
-      c.identity = c.path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
+      c.identity =
+          c.resolved + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
     } else {
       c.path = name;
       c.identity = "missing " + name;
@@ -102,6 +107,18 @@ std::vector<std::string> flags(MathMode mode) {
     f.push_back("-fassociative-math");
     f.push_back("-D__FAST_MATH__=1");
   }
+#if defined(__x86_64__)
+  // Group memory and the cooperative scheduler's per-worker state are thread-locals of a
+  // dlopen-ed module: with TLS descriptors reaching one takes a few instructions, not a call
+  // into the dynamic loader (the cooperative block sum runs 12% faster). GCC has the flag on
+  // x86-64; clang only from version 19, so it is left to GCC.
+  const std::string& resolved = compiler().resolved;
+  const std::string name = resolved.substr(resolved.rfind('/') + 1);
+  if (name.find("clang") == std::string::npos &&
+      (name.find("g++") != std::string::npos || name.find("gcc") != std::string::npos)) {
+    f.push_back("-mtls-dialect=gnu2");
+  }
+#endif
   return f;
 }
 
