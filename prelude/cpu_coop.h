@@ -39,10 +39,64 @@ struct lane {
   unsigned long long place = 0;
 };
 
+// Coroutine frames come from a free list per worker and frame size: a group's threads start
+// and end together, and freeing hundreds of frames at once sends most of them past malloc's
+// small per-thread cache into its slower bins.
+class frame_pool {
+ public:
+  ~frame_pool() {
+    for (slot& s : slots_) {
+      while (s.head) {
+        void* next = *static_cast<void**>(s.head);
+        ::operator delete(s.head);
+        s.head = next;
+      }
+    }
+  }
+  void* take(size_t size) {
+    for (slot& s : slots_) {
+      if (s.size == size && s.head) {
+        void* p = s.head;
+        s.head = *static_cast<void**>(p);
+        return p;
+      }
+    }
+    return ::operator new(size);
+  }
+  void give(void* p, size_t size) {
+    for (slot& s : slots_) {
+      if (s.size == size || s.size == 0) {
+        s.size = size;
+        *static_cast<void**>(p) = s.head;
+        s.head = p;
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct slot {
+    size_t size;
+    void* head;
+  };
+  slot slots_[4] = {};  // the body's frames, and those of the header's waiting helpers
+};
+inline frame_pool& frames() {
+  static thread_local frame_pool pool;
+  return pool;
+}
+
+// The allocation of every coroutine frame of a kernel.
+struct pooled_frame {
+  static void* operator new(size_t size) { return frames().take(size); }
+  static void operator delete(void* p, size_t size) { frames().give(p, size); }
+};
+
 // A thread's coroutine. Its promise knows the thread's lane, so that awaiting needs no
 // thread-local lookup (which costs a call into the dynamic loader in a dlopen-ed kernel).
 struct task {
-  struct promise_type {
+  struct promise_type : pooled_frame {
     lane* me = nullptr;
     task get_return_object() { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
     std::suspend_always initial_suspend() noexcept { return {}; }
@@ -60,7 +114,7 @@ using thread_handle = std::coroutine_handle<task::promise_type>;
 template <class T>
 struct subtask;
 
-struct subtask_promise_base {
+struct subtask_promise_base : pooled_frame {
   lane* me = nullptr;
   std::coroutine_handle<> caller;
   std::suspend_always initial_suspend() noexcept { return {}; }
