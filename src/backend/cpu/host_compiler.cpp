@@ -29,8 +29,7 @@ struct Compiler {
   // As found on PATH, or the name as given when it cannot be found. It is run by this name:
   // clang++ is a link to clang, which run as "clang" would not link the C++ runtime.
   std::string path;
-  std::string resolved;  // the file it leads to
-  std::string identity;  // resolved path, size and mtime
+  std::string identity;  // the file it leads to, its size and mtime
   bool found = false;
 };
 
@@ -65,10 +64,9 @@ const Compiler& compiler() {
     struct stat st;
     if (!found.empty() && realpath(found.c_str(), resolved) && stat(resolved, &st) == 0) {
       c.path = found;
-      c.resolved = resolved;
       c.found = true;
-      c.identity =
-          c.resolved + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
+      c.identity = std::string(resolved) + " " + std::to_string(st.st_size) + " " +
+                   std::to_string(st.st_mtime);
     } else {
       c.path = name;
       c.identity = "missing " + name;
@@ -107,18 +105,6 @@ std::vector<std::string> flags(MathMode mode) {
     f.push_back("-fassociative-math");
     f.push_back("-D__FAST_MATH__=1");
   }
-#if defined(__x86_64__)
-  // Group memory and the cooperative scheduler's per-worker state are thread-locals of a
-  // dlopen-ed module: with TLS descriptors reaching one takes a few instructions, not a call
-  // into the dynamic loader (the cooperative block sum runs 12% faster). GCC has the flag on
-  // x86-64; clang only from version 19, so it is left to GCC.
-  const std::string& resolved = compiler().resolved;
-  const std::string name = resolved.substr(resolved.rfind('/') + 1);
-  if (name.find("clang") == std::string::npos &&
-      (name.find("g++") != std::string::npos || name.find("gcc") != std::string::npos)) {
-    f.push_back("-mtls-dialect=gnu2");
-  }
-#endif
   return f;
 }
 
