@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "codegen/token_scan.h"
+
 namespace kjit::codegen {
 namespace {
 
@@ -175,19 +177,6 @@ std::string swizzle_indices(std::string_view name) {
   return {};
 }
 
-const Token* next_significant(const std::vector<Token>& t, size_t i) {
-  for (size_t k = i + 1; k < t.size(); ++k) {
-    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
-  }
-  return nullptr;
-}
-const Token* prev_significant(const std::vector<Token>& t, size_t i) {
-  for (size_t k = i; k-- > 0;) {
-    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
-  }
-  return nullptr;
-}
-
 // Whether the threadgroup at token |i| declares group memory ("threadgroup float buf[32];")
 // rather than qualifying a pointer, reference or cast ("threadgroup float* p", "(threadgroup
 // T*)x"): a declaration starts a statement and names no pointer or reference before its end.
@@ -230,8 +219,6 @@ std::string blank_keeping_lines(std::string_view text) {
   return out;
 }
 
-bool is_member_access(const Token* t) { return t && (t->text == "." || t->text == "->"); }
-
 bool names_helper(const std::vector<std::string>* helpers, std::string_view word) {
   if (!helpers) return false;
   for (const std::string& h : *helpers) {
@@ -253,61 +240,6 @@ bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
   if (find(kCudaSuspending, t[i].text)) return true;
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
-}
-
-// The index of the significant token before |k|, or t.size().
-size_t index_before(const std::vector<Token>& t, size_t k) {
-  const Token* p = prev_significant(t, k);
-  return p ? size_t(p - t.data()) : t.size();
-}
-size_t index_after(const std::vector<Token>& t, size_t k) {
-  const Token* p = next_significant(t, k);
-  return p ? size_t(p - t.data()) : t.size();
-}
-
-// The index of the bracket that closes the one at |open| ('(', '{' or '['), or t.size().
-size_t closing(const std::vector<Token>& t, size_t open) {
-  const std::string_view o = t[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
-  int depth = 0;
-  for (size_t k = open; k < t.size(); ++k) {
-    if (t[k].text == o) ++depth;
-    if (t[k].text == c && --depth == 0) return k;
-  }
-  return t.size();
-}
-
-// The index of the bracket that opens the one at |close| (')', ']' or '>'), or t.size().
-size_t opening(const std::vector<Token>& t, size_t close) {
-  const std::string_view c = t[close].text, o = c == ")" ? "(" : c == "]" ? "[" : "<";
-  int depth = 0;
-  for (size_t k = close; k != t.size(); k = index_before(t, k)) {
-    if (t[k].text == c) ++depth;
-    if (t[k].text == o && --depth == 0) return k;
-  }
-  return t.size();
-}
-
-// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {", with
-// optional specifiers and a trailing return type before the brace.
-bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
-  size_t k = index_before(t, open);
-  size_t j = k;  // a trailing return type: -> T
-  while (j != t.size() &&
-         (t[j].kind == TokenKind::Identifier || t[j].text == "::" || t[j].text == "*" ||
-          t[j].text == "&" || t[j].text == "<" || t[j].text == ">" || t[j].text == ",")) {
-    j = index_before(t, j);
-  }
-  if (j != t.size() && t[j].text == "->") k = index_before(t, j);
-  while (k != t.size() &&
-         (t[k].text == "mutable" || t[k].text == "noexcept" || t[k].text == "constexpr")) {
-    k = index_before(t, k);
-  }
-  if (k != t.size() && t[k].text == ")") {
-    k = opening(t, k);
-    if (k == t.size()) return false;
-    k = index_before(t, k);
-  }
-  return k != t.size() && t[k].text == "]";
 }
 
 // Where the declaration of the function named at |name| starts: its specifiers and return type

@@ -1,0 +1,70 @@
+#include "codegen/token_scan.h"
+
+namespace kjit::codegen {
+
+const Token* next_significant(const std::vector<Token>& t, size_t i) {
+  for (size_t k = i + 1; k < t.size(); ++k) {
+    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
+  }
+  return nullptr;
+}
+const Token* prev_significant(const std::vector<Token>& t, size_t i) {
+  for (size_t k = i; k-- > 0;) {
+    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
+  }
+  return nullptr;
+}
+
+bool is_member_access(const Token* t) { return t && (t->text == "." || t->text == "->"); }
+
+size_t index_before(const std::vector<Token>& t, size_t k) {
+  const Token* p = prev_significant(t, k);
+  return p ? size_t(p - t.data()) : t.size();
+}
+size_t index_after(const std::vector<Token>& t, size_t k) {
+  const Token* p = next_significant(t, k);
+  return p ? size_t(p - t.data()) : t.size();
+}
+
+size_t closing(const std::vector<Token>& t, size_t open) {
+  const std::string_view o = t[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
+  int depth = 0;
+  for (size_t k = open; k < t.size(); ++k) {
+    if (t[k].text == o) ++depth;
+    if (t[k].text == c && --depth == 0) return k;
+  }
+  return t.size();
+}
+
+size_t opening(const std::vector<Token>& t, size_t close) {
+  const std::string_view c = t[close].text, o = c == ")" ? "(" : c == "]" ? "[" : "<";
+  int depth = 0;
+  for (size_t k = close; k != t.size(); k = index_before(t, k)) {
+    if (t[k].text == c) ++depth;
+    if (t[k].text == o && --depth == 0) return k;
+  }
+  return t.size();
+}
+
+bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
+  size_t k = index_before(t, open);
+  size_t j = k;  // a trailing return type: -> T
+  while (j != t.size() &&
+         (t[j].kind == TokenKind::Identifier || t[j].text == "::" || t[j].text == "*" ||
+          t[j].text == "&" || t[j].text == "<" || t[j].text == ">" || t[j].text == ",")) {
+    j = index_before(t, j);
+  }
+  if (j != t.size() && t[j].text == "->") k = index_before(t, j);
+  while (k != t.size() &&
+         (t[k].text == "mutable" || t[k].text == "noexcept" || t[k].text == "constexpr")) {
+    k = index_before(t, k);
+  }
+  if (k != t.size() && t[k].text == ")") {
+    k = opening(t, k);
+    if (k == t.size()) return false;
+    k = index_before(t, k);
+  }
+  return k != t.size() && t[k].text == "]";
+}
+
+}  // namespace kjit::codegen

@@ -1,0 +1,33 @@
+// Walking a token stream by its significant tokens (no spaces or comments) and its brackets:
+// shared by the dialect rewriter and the region splitter.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "codegen/lexer.h"
+
+namespace kjit::codegen {
+
+/// The significant token after or before token |i|, or null.
+const Token* next_significant(const std::vector<Token>& t, size_t i);
+const Token* prev_significant(const std::vector<Token>& t, size_t i);
+
+/// The index of the significant token before or after |k|, or t.size().
+size_t index_before(const std::vector<Token>& t, size_t k);
+size_t index_after(const std::vector<Token>& t, size_t k);
+
+/// The index of the bracket that closes the one at |open| ('(', '{' or '['), or t.size().
+size_t closing(const std::vector<Token>& t, size_t open);
+
+/// The index of the bracket that opens the one at |close| (')', ']' or '>'), or t.size().
+size_t opening(const std::vector<Token>& t, size_t close);
+
+/// Whether |t| is "." or "->".
+bool is_member_access(const Token* t);
+
+/// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {", with
+/// optional specifiers and a trailing return type before the brace.
+bool opens_lambda_body(const std::vector<Token>& t, size_t open);
+
+}  // namespace kjit::codegen
