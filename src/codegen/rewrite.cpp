@@ -305,6 +305,10 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrig
   }
 }
 
+bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect) {
+  return suspends(tokens, i, dialect);
+}
+
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
                            const std::vector<std::string>* helpers) {
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -401,24 +405,16 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
-  int depth = 0;                                  // brace depth
-  std::vector<int> lambda_depths;                 // the depths at which lambda bodies opened
+  LambdaBodies lambdas;
   for (size_t i = 0; i < tokens.size(); ++i) {
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
-    if (coroutine && t.text == "{") {
-      ++depth;
-      if (opens_lambda_body(tokens, i)) lambda_depths.push_back(depth);
-    }
-    if (coroutine && t.text == "}") {
-      if (!lambda_depths.empty() && lambda_depths.back() == depth) lambda_depths.pop_back();
-      --depth;
-    }
+    if (coroutine) lambdas.step(tokens, i);
     if (coroutine && t.kind == TokenKind::Identifier) {
       // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
       // returning ends the coroutine (a lambda's return stays: the lambda is a function of its
       // own).
-      if (t.text == "return" && lambda_depths.empty()) {
+      if (t.text == "return" && !lambdas.inside()) {
         out += "co_return";
         continue;
       }

@@ -67,4 +67,14 @@ bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
   return k != t.size() && t[k].text == "]";
 }
 
+void LambdaBodies::step(const std::vector<Token>& t, size_t i) {
+  if (t[i].text == "{") {
+    ++depth_;
+    if (opens_lambda_body(t, i)) opened_at_.push_back(depth_);
+  } else if (t[i].text == "}") {
+    if (!opened_at_.empty() && opened_at_.back() == depth_) opened_at_.pop_back();
+    --depth_;
+  }
+}
+
 }  // namespace kjit::codegen

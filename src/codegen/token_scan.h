@@ -30,4 +30,17 @@ bool is_member_access(const Token* t);
 /// optional specifiers and a trailing return type before the brace.
 bool opens_lambda_body(const std::vector<Token>& t, size_t open);
 
+/// Follows the braces of a body token by token, to tell whether a token lies inside the body of
+/// a lambda (where return leaves the lambda, not the kernel).
+class LambdaBodies {
+ public:
+  /// Takes token |i| into account; call for every token in order.
+  void step(const std::vector<Token>& t, size_t i);
+  bool inside() const { return !opened_at_.empty(); }
+
+ private:
+  int depth_ = 0;
+  std::vector<int> opened_at_;  // the brace depths at which lambda bodies opened
+};
+
 }  // namespace kjit::codegen
