@@ -384,10 +384,7 @@ void combine_shuffle_and_fill(lane** lanes, const unsigned* ids, int n) {
 template <class Make>
 void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned long long end,
                 Make make) {
-  thread_ctx base;
-  base.grid = uint3(L->grid[0], L->grid[1], L->grid[2]);
-  base.group = uint3(L->group[0], L->group[1], L->group[2]);
-  base.groups = uint3(L->groups[0], L->groups[1], L->groups[2]);
+  thread_ctx base = launch_ctx(L);
   static thread_local lane lanes[1024];
   static thread_local thread_handle handles[1024];
   // Each thread's position; cooperative groups read the running thread's through current_thread.

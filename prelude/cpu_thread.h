@@ -13,25 +13,54 @@ inline thread_local const thread_ctx* current_thread = nullptr;
 // evaluated where the call is).
 #define KJIT_CALL_SITE __builtin_LINE()
 
-// Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
-template <class Body>
-KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,
-                                 unsigned long long end, Body body) {
+// The launch's sizes, as each group's context starts from.
+KJIT_INLINE thread_ctx launch_ctx(const kjit_cpu_launch* L) {
   thread_ctx t;
   t.grid = uint3(L->grid[0], L->grid[1], L->grid[2]);
   t.group = uint3(L->group[0], L->group[1], L->group[2]);
   t.groups = uint3(L->groups[0], L->groups[1], L->groups[2]);
+  return t;
+}
+
+// Calls body(t, i) for each thread of the group |group| has entered: its context and its index
+// in the group (x fastest, as thread_index_in_threadgroup counts). The loops run over grid
+// positions, so that thread_position_in_grid.x is the induction variable itself: indexing with
+// it is contiguous and the x loop vectorises.
+template <class Body>
+KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
+  thread_ctx t = group;
+  const uint3 stop = t.origin + t.group_size;
+  unsigned i = 0;
+  for (unsigned z = t.origin.z; z < stop.z; ++z)
+    for (unsigned y = t.origin.y; y < stop.y; ++y)
+      for (unsigned x = t.origin.x; x < stop.x; ++x) {
+        t.global_id = uint3(x, y, z);
+        body(t, i++);
+      }
+}
+
+// Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
+template <class Body>
+KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,
+                                 unsigned long long end, Body body) {
+  thread_ctx t = launch_ctx(L);
   for (unsigned long long g = first; g < end; ++g) {
     t.enter_group(g);
-    const uint3 stop = t.origin + t.group_size;
-    // The loops run over grid positions, so that thread_position_in_grid.x is the induction
-    // variable itself: indexing with it is contiguous and the x loop vectorises.
-    for (unsigned z = t.origin.z; z < stop.z; ++z)
-      for (unsigned y = t.origin.y; y < stop.y; ++y)
-        for (unsigned x = t.origin.x; x < stop.x; ++x) {
-          t.global_id = uint3(x, y, z);
-          body(t);
-        }
+    for_each_thread(
+        t, [&](const thread_ctx& thread, unsigned)
+               __attribute__((always_inline)) { body(thread); });
+  }
+}
+
+// Region mode: |group| runs each group in [first, end) whole, given the group's context.
+template <class Group>
+KJIT_INLINE void run_whole_groups(const kjit_cpu_launch* L, unsigned long long first,
+                                  unsigned long long end, Group group) {
+  thread_ctx t = launch_ctx(L);
+  for (unsigned long long g = first; g < end; ++g) {
+    t.enter_group(g);
+    t.global_id = t.origin;
+    group(t);
   }
 }
 

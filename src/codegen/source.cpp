@@ -2,9 +2,13 @@
 
 #include <kjit/errors.h>
 
+#include <cstdlib>
+#include <deque>
+#include <optional>
 #include <string_view>
 
 #include "codegen/prelude.h"
+#include "codegen/regions.h"
 
 namespace kjit::codegen {
 namespace {
@@ -53,26 +57,26 @@ constexpr CudaBuiltin kCudaBuiltins[] = {
 
 const std::vector<Attribute>& metal_attributes() {
   static const std::vector<Attribute> kAttributes = {
-      {"dispatch_quadgroups_per_threadgroup", false},
-      {"dispatch_simdgroups_per_threadgroup", false},
-      {"dispatch_threads_per_threadgroup", true},
-      {"grid_origin", true},
-      {"grid_size", true},
-      {"quadgroup_index_in_threadgroup", false},
-      {"quadgroups_per_threadgroup", false},
-      {"simdgroup_index_in_threadgroup", false},
-      {"simdgroups_per_threadgroup", false},
-      {"thread_execution_width", false},
-      {"thread_index_in_quadgroup", false},
-      {"thread_index_in_simdgroup", false},
-      {"thread_index_in_threadgroup", false},
-      {"thread_position_in_grid", true},
-      {"thread_position_in_threadgroup", true},
-      {"threadgroup_position_in_grid", true},
-      {"threadgroups_per_grid", true},
-      {"threads_per_grid", true},
-      {"threads_per_simdgroup", false},
-      {"threads_per_threadgroup", true},
+      {"dispatch_quadgroups_per_threadgroup", false, true},
+      {"dispatch_simdgroups_per_threadgroup", false, true},
+      {"dispatch_threads_per_threadgroup", true, true},
+      {"grid_origin", true, true},
+      {"grid_size", true, true},
+      {"quadgroup_index_in_threadgroup", false, false},
+      {"quadgroups_per_threadgroup", false, true},
+      {"simdgroup_index_in_threadgroup", false, false},
+      {"simdgroups_per_threadgroup", false, true},
+      {"thread_execution_width", false, true},
+      {"thread_index_in_quadgroup", false, false},
+      {"thread_index_in_simdgroup", false, false},
+      {"thread_index_in_threadgroup", false, false},
+      {"thread_position_in_grid", true, false},
+      {"thread_position_in_threadgroup", true, false},
+      {"threadgroup_position_in_grid", true, true},
+      {"threadgroups_per_grid", true, true},
+      {"threads_per_grid", true, true},
+      {"threads_per_simdgroup", false, true},
+      {"threads_per_threadgroup", true, true},
   };
   return kAttributes;
 }
@@ -185,17 +189,146 @@ std::string cuda_entry_points(const GeneratedSource& g, unsigned mask) {
   return w.str();
 }
 
-GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target) {
+namespace {
+
+// The names a loop with barriers may use in its header in region mode: the same for every
+// thread of a group.
+std::vector<std::string> uniform_names(const KernelSpec& spec, const CallSignature& call) {
+  std::vector<std::string> names;
+  for (const Attribute& a : metal_attributes()) {
+    if (a.uniform) names.push_back(a.name);
+  }
+  for (const CudaBuiltin& b : kCudaBuiltins) {
+    for (const Attribute& a : metal_attributes()) {
+      if (a.uniform && std::string_view(a.name) == b.attribute) names.push_back(b.name);
+    }
+  }
+  names.push_back("warpSize");
+  for (const auto& [name, value] : call.template_args) names.push_back(name);
+  for (size_t i = 0; i < spec.input_names.size(); ++i) {
+    const std::string& n = spec.input_names[i];
+    if (call.inputs[i].second == 0) names.push_back(n);  // a 0-d input: one value
+    for (const char* suffix : {"_shape", "_strides", "_ndim"}) names.push_back(n + suffix);
+  }
+  return names;
+}
+
+// The body's thread attributes and CUDA index variables, read from the thread context |ctx|.
+std::string thread_locals(const KernelSpec& spec, Target target, const std::string& ctx,
+                          bool sets_current_thread) {
+  std::string out;
+  for (const std::string& attr : spec.attributes) {
+    bool vector = false;
+    for (const Attribute& a : metal_attributes()) {
+      if (attr == a.name) vector = a.is_vector;
+    }
+    out += "  const " + std::string(vector ? "::kjit::uint3 " : "unsigned ") + attr + " = " + ctx +
+           "." + attr + "();\n";
+  }
+  if (spec.dialect == Dialect::Cuda) {
+    for (const CudaBuiltin& b : kCudaBuiltins) {
+      if ((target == Target::Cpu || b.decoded) && has_identifier(spec.source_tokens, b.name)) {
+        out += "  const ::kjit::uint3 " + std::string(b.name) + " = " + ctx + "." + b.attribute +
+               "();\n";
+      }
+    }
+  }
+  if (sets_current_thread && target == Target::Cpu &&
+      (has_identifier(spec.source_tokens, "this_grid") ||
+       has_identifier(spec.source_tokens, "this_thread_block") ||
+       has_identifier(spec.header_tokens, "this_grid") ||
+       has_identifier(spec.header_tokens, "this_thread_block"))) {
+    out += "  ::kjit::current_thread = &" + ctx + ";\n";
+  }
+  out += "  (void)" + ctx + ";\n";
+  return out;
+}
+
+// A body in region mode: a function that runs one whole group, each region a loop over the
+// group's threads (codegen/regions.h).
+void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
+                   const RegionPlan& plan, const std::string& name, const std::string& params) {
+  std::deque<std::string> texts;
+  const std::vector<Token> edited = region_tokens(spec, plan, texts);
+  // Tokens [begin, end) of |tokens|, the body's own or as regions see them.
+  auto user_text = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
+    w << "#line " << std::to_string(tokens[begin].line) << " \"" << kSourceFile << "\"\n";
+    w << rewrite(std::vector<Token>(tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                                    tokens.begin() + static_cast<std::ptrdiff_t>(end)),
+                 spec.dialect, Target::Cpu, false, spec.shared_memory);
+    w.resume_generated();
+  };
+  w << "static KJIT_INLINE void " << name << "(\n"
+    << params << (params.empty() ? "    " : ",\n    ")
+    << "const ::kjit::thread_ctx& kjit_group) {\n";
+  w << template_declarations(spec, call.template_args);
+  // Loop headers read the uniform ones.
+  w << thread_locals(spec, Target::Cpu, "kjit_group", false);
+  for (const auto& [begin, end] : plan.group_memory) user_text(spec.source_tokens, begin, end);
+  for (const RegionPlan::Carried& c : plan.carried) {
+    std::string type;
+    for (size_t k = c.type_begin; k < c.type_end; ++k) {
+      const Token& t = spec.source_tokens[k];
+      if (t.kind == TokenKind::Space || t.kind == TokenKind::Comment || t.text == "const" ||
+          t.text == "constexpr" || (spec.dialect == Dialect::Metal && t.text == "thread")) {
+        continue;
+      }
+      type += std::string(t.text) + " ";
+    }
+    if (spec.dialect == Dialect::Metal) type = rewrite(lex(type), spec.dialect, Target::Cpu);
+    w << "  " << type << "kjit_carried_" << c.name << "[1024];\n";
+  }
+  if (plan.returns) {
+    w << "  bool kjit_exited[1024];\n"
+         "  for (unsigned kjit_i = 0; kjit_i < kjit_group.group_threads(); ++kjit_i) "
+         "kjit_exited[kjit_i] = false;\n";
+  }
+  for (const RegionPlan::Piece& piece : plan.pieces) {
+    switch (piece.kind) {
+      case RegionPlan::Piece::Kind::Region:
+        w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
+             "unsigned kjit_wi) __attribute__((always_inline)) {\n";
+        if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
+        w << thread_locals(spec, Target::Cpu, "kjit_thread", true) << "  (void)kjit_wi;\n";
+        user_text(edited, piece.begin, piece.end);
+        w << "  });\n";
+        break;
+      case RegionPlan::Piece::Kind::LoopBegin:
+        user_text(edited, piece.begin, piece.end);
+        w << "  {\n";
+        break;
+      case RegionPlan::Piece::Kind::LoopEnd:
+        w << "  }\n";
+        break;
+    }
+  }
+  w << "}\n\n";
+}
+
+}  // namespace
+
+GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target,
+                         bool regions) {
   GeneratedSource g;
   g.kernel_name = "custom_kernel_" + spec.name;
-  // Bodies with barriers, SIMD-group or warp operations run on the CPU as coroutines.
+  // Bodies with barriers, SIMD-group or warp operations run on the CPU in region mode when
+  // their only waits are barriers all threads of a group meet together, else as coroutines.
   // Helpers of the header that wait become coroutines the body awaits.
   const WaitingHelpers helpers = target == Target::Cpu
                                      ? find_waiting_helpers(spec.header_tokens, spec.dialect)
                                      : WaitingHelpers{};
-  const bool coroutine = target == Target::Cpu &&
-                         (!helpers.names.empty() ||
-                          uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers.names));
+  const bool waits = target == Target::Cpu &&
+                     (!helpers.names.empty() ||
+                      uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers.names));
+  // KJIT_CPU_REGIONS=0 keeps every such body in cooperative mode.
+  const char* regions_env = std::getenv("KJIT_CPU_REGIONS");
+  const bool regions_allowed = regions && !(regions_env && std::string_view(regions_env) == "0");
+  std::optional<RegionPlan> plan;
+  if (waits && regions_allowed && helpers.names.empty()) {
+    plan = plan_regions(spec, uniform_names(spec, call));
+  }
+  const bool coroutine = waits && !plan;
+  g.regions = plan.has_value();
   Writer w;
   w << prelude_for(spec.dialect, target, coroutine);
   g.user_part = w.size();
@@ -207,47 +340,29 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
     w.resume_generated();
   }
 
-  // The kernel body as an always-inlined function: early returns end one thread, and the
-  // thread loop around the call stays vectorisable.
   std::string params = signature(spec, call);
   if (spec.dialect == Dialect::Metal) params = rewrite(lex(params), spec.dialect, target);
-  w << (coroutine ? "static ::kjit::coop::task " : "static KJIT_INLINE void ") << g.kernel_name
-    << "(\n"
-    << params;
-  w << (params.empty() ? "    " : ",\n    ")
-    << (coroutine ? "const ::kjit::thread_ctx kjit_thread) {\n"
-                  : "const ::kjit::thread_ctx& kjit_thread) {\n");
-  w << template_declarations(spec, call.template_args);
-  for (const std::string& attr : spec.attributes) {
-    bool vector = false;
-    for (const Attribute& a : metal_attributes()) {
-      if (attr == a.name) vector = a.is_vector;
-    }
-    w << "  const " << (vector ? "::kjit::uint3 " : "unsigned ") << attr << " = kjit_thread."
-      << attr << "();\n";
+  if (plan) {
+    write_regions(w, spec, call, *plan, g.kernel_name, params);
+  } else {
+    // The kernel body as an always-inlined function: early returns end one thread, and the
+    // thread loop around the call stays vectorisable.
+    w << (coroutine ? "static ::kjit::coop::task " : "static KJIT_INLINE void ") << g.kernel_name
+      << "(\n"
+      << params;
+    w << (params.empty() ? "    " : ",\n    ")
+      << (coroutine ? "const ::kjit::thread_ctx kjit_thread) {\n"
+                    : "const ::kjit::thread_ctx& kjit_thread) {\n");
+    w << template_declarations(spec, call.template_args);
+    // Cooperative mode sets the current thread for each thread it resumes.
+    w << thread_locals(spec, target, "kjit_thread", !coroutine);
+    w << "#line 1 \"" << kSourceFile << "\"\n";
+    w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory,
+                 &helpers.names);
+    w.resume_generated();
+    if (coroutine) w << "  co_return;\n";
+    w << "}\n\n";
   }
-  if (spec.dialect == Dialect::Cuda) {
-    for (const CudaBuiltin& b : kCudaBuiltins) {
-      if ((target == Target::Cpu || b.decoded) && has_identifier(spec.source_tokens, b.name)) {
-        w << "  const ::kjit::uint3 " << b.name << " = kjit_thread." << b.attribute << "();\n";
-      }
-    }
-  }
-  // Cooperative mode sets it for each thread it resumes.
-  if (target == Target::Cpu && !coroutine &&
-      (has_identifier(spec.source_tokens, "this_grid") ||
-       has_identifier(spec.source_tokens, "this_thread_block") ||
-       has_identifier(spec.header_tokens, "this_grid") ||
-       has_identifier(spec.header_tokens, "this_thread_block"))) {
-    w << "  ::kjit::current_thread = &kjit_thread;\n";
-  }
-  w << "  (void)kjit_thread;\n";
-  w << "#line 1 \"" << kSourceFile << "\"\n";
-  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory,
-               &helpers.names);
-  w.resume_generated();
-  if (coroutine) w << "  co_return;\n";
-  w << "}\n\n";
 
   g.layout = parameter_layout(spec, call);
   const std::vector<Param>& layout = g.layout;
@@ -292,6 +407,11 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
       w << "  ::kjit::coop::run_groups(kjit_launch, kjit_first, kjit_end,\n"
            "      [=](const ::kjit::thread_ctx& t) {\n        return "
         << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+    } else if (plan) {
+      w << "  ::kjit::run_whole_groups(kjit_launch, kjit_first, kjit_end,\n"
+           "      [=](const ::kjit::thread_ctx& kjit_group) {\n        "
+        << g.kernel_name << "(" << args
+        << "kjit_group);\n      });\n}\n\n}  // namespace kjit_user\n";
     } else {
       w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
            "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"

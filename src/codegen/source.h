@@ -40,6 +40,7 @@ struct Param {
 
 struct GeneratedSource {
   std::string text;           // the whole translation unit
+  bool regions = false;       // a CPU body with barriers in region mode (codegen/regions.h)
   size_t user_part = 0;       // offset where the part after the prelude begins
   std::string kernel_name;    // custom_kernel_<name>
   std::vector<Param> layout;  // the entry point's parameters, as the launcher packs them
@@ -61,9 +62,11 @@ std::string signature(const KernelSpec& spec, const CallSignature& call);
 /// Lines declaring the template arguments (using T = float; constexpr int f = 3; ...).
 std::string template_declarations(const KernelSpec& spec, const TemplateArgs& args);
 
-/// The whole translation unit (for CUDA, all but the entry points). Throws kjit::ValueError for
-/// an unusable template argument.
-GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target);
+/// The whole translation unit (for CUDA, all but the entry points). A CPU body with barriers runs
+/// in region mode where it can unless |regions| is false, else in cooperative mode. Throws
+/// kjit::ValueError for an unusable template argument.
+GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target,
+                         bool regions = true);
 
 /// The CUDA entry points whose bit is set in |mask|, to follow |g|'s text.
 std::string cuda_entry_points(const GeneratedSource& g, unsigned mask);
@@ -72,6 +75,7 @@ std::string cuda_entry_points(const GeneratedSource& g, unsigned mask);
 struct Attribute {
   const char* name;
   bool is_vector;  // uint3, else uint
+  bool uniform;    // the same for every thread of a group
 };
 const std::vector<Attribute>& metal_attributes();
 

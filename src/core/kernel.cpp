@@ -221,7 +221,17 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
   check_atomic_outputs(spec, sig.outputs);
   auto plan = std::make_shared<Plan>();
   plan->source = codegen::generate(spec, sig, target);
-  if (!gpu) plan->cpu_module = cpu::build(spec, plan->source.text);
+  if (!gpu) {
+    try {
+      plan->cpu_module = cpu::build(spec, plan->source.text);
+    } catch (const CompileError&) {
+      if (!plan->source.regions) throw;
+      // Region mode's rewriting of a body with barriers may not suit every body: cooperative
+      // mode runs it, and reports its errors against the user's lines.
+      plan->source = codegen::generate(spec, sig, target, /*regions=*/false);
+      plan->cpu_module = cpu::build(spec, plan->source.text);
+    }
+  }
   plan->signature = std::move(sig);
   plan->device = device;
   return plan;

@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "codegen/lexer.h"
+#include "codegen/regions.h"
 #include "codegen/source.h"
 #include "core/kernel_spec.h"
 
@@ -392,6 +395,93 @@ TEST(CudaEntryPoints, OnlyThoseAskedForWithTheirLayoutAndFullness) {
   }
   // Each entry point passes the kernel's parameters on in the launcher's order.
   EXPECT_TRUE(contains(one, g.kernel_name + "(kjit_arg0, kjit_arg1, t);")) << one;
+}
+
+const std::vector<std::string> kUniform = {"threads_per_threadgroup", "n"};
+
+std::vector<RegionPlan::Piece::Kind> kinds(const RegionPlan& plan) {
+  std::vector<RegionPlan::Piece::Kind> out;
+  for (const RegionPlan::Piece& p : plan.pieces) out.push_back(p.kind);
+  return out;
+}
+
+TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
+  auto spec = Spec()
+                  .source(R"(
+    threadgroup float partial[64];
+    const uint t = thread_index_in_threadgroup, u = t + 1;
+    partial[t] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = threads_per_threadgroup.x / 2; s > 0; s /= 2) {
+      if (t < s) partial[t] += partial[t + s];
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (t == 0) out[0] = partial[0] + u;
+  )")
+                  .make();
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform);
+  ASSERT_TRUE(plan);
+  using K = RegionPlan::Piece::Kind;
+  EXPECT_EQ(kinds(*plan),
+            (std::vector<K>{K::Region, K::LoopBegin, K::Region, K::LoopEnd, K::Region}));
+  ASSERT_EQ(plan->carried.size(), 2u);  // both variables of the declaration
+  EXPECT_EQ(plan->carried[0].name, "t");
+  EXPECT_EQ(plan->carried[1].name, "u");
+  EXPECT_EQ(plan->group_memory.size(), 1u);
+  EXPECT_FALSE(plan->returns);
+  std::deque<std::string> texts;
+  std::vector<Token> edited = region_tokens(*spec, *plan, texts);
+  std::string text;
+  for (const Token& t : edited) text += t.text;
+  EXPECT_TRUE(contains(text,
+                       "kjit_carried_t[kjit_wi] = thread_index_in_threadgroup, "
+                       "kjit_carried_u[kjit_wi] = kjit_carried_t[kjit_wi] + 1;"))
+      << text;
+  EXPECT_FALSE(contains(text, "threadgroup float")) << text;
+}
+
+TEST(Regions, AThreadThatReturnsLeavesTheLaterRegions) {
+  auto spec = Spec()
+                  .inputs({"inp", "n"})
+                  .source(R"(
+    if (thread_position_in_grid.x >= n) return;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    auto twice = [](float v) { return 2 * v; };
+    out[0] = twice(inp[0]);
+  )")
+                  .make();
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform);
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->returns);
+  std::deque<std::string> texts;
+  std::string text;
+  for (const Token& t : region_tokens(*spec, *plan, texts)) text += t.text;
+  EXPECT_TRUE(contains(text, "return (void)(kjit_exited[kjit_wi] = true);")) << text;
+  EXPECT_TRUE(contains(text, "{ return 2 * v; }")) << text;  // the lambda's own return stays
+}
+
+TEST(Regions, WaitsThreadsMayReachApartNeedCoroutines) {
+  for (const char* body : {
+           // A barrier in a branch.
+           "if (thread_index_in_threadgroup < 4) threadgroup_barrier(mem_flags::mem_none);",
+           // A loop whose header differs between threads.
+           "for (uint k = thread_index_in_threadgroup; k < 4; ++k) {\n"
+           "  threadgroup_barrier(mem_flags::mem_none);\n}",
+           // A loop inside a loop with barriers.
+           "for (uint a = 0; a < 2; ++a) {\n  for (uint b = 0; b < 2; ++b) {\n"
+           "    threadgroup_barrier(mem_flags::mem_none);\n  }\n}",
+           // A SIMD-group operation.
+           "out[0] = simd_sum(inp[0]);\nthreadgroup_barrier(mem_flags::mem_none);",
+           // A variable of a loop's body that a later region of the loop uses.
+           "for (uint a = 0; a < 2; ++a) {\n  float v = inp[a];\n"
+           "  threadgroup_barrier(mem_flags::mem_none);\n  out[a] = v;\n}",
+           // A shared variable declared again inside.
+           "const uint t = 3;\nthreadgroup_barrier(mem_flags::mem_none);\n"
+           "{ float t; t = 2; out[0] = t; }\nout[1] = t;",
+       }) {
+    auto spec = Spec().source(body).make();
+    EXPECT_FALSE(plan_regions(*spec, kUniform)) << body;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,386 @@
+#include "codegen/regions.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <string_view>
+
+#include "codegen/rewrite.h"
+#include "codegen/token_scan.h"
+
+namespace kjit::codegen {
+namespace {
+
+using Tokens = std::vector<Token>;
+
+bool significant(const Token& t) {
+  return t.kind != TokenKind::Space && t.kind != TokenKind::Comment;
+}
+
+bool is_one_of(std::string_view word, std::initializer_list<std::string_view> words) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+// The barrier every thread of a group meets: Metal's threadgroup_barrier (any memory flags) and
+// CUDA's __syncthreads.
+bool is_group_barrier(std::string_view name, Dialect dialect) {
+  return dialect == Dialect::Metal ? name == "threadgroup_barrier" : name == "__syncthreads";
+}
+
+// Words that start a statement declaring nothing at its own level.
+bool is_statement_keyword(std::string_view word) {
+  return is_one_of(word, {"if", "else", "for", "while", "do", "switch", "case", "default", "return",
+                          "break", "continue", "goto", "throw", "co_return", "delete", "new",
+                          "sizeof", "using", "typedef"});
+}
+
+// Type words a loop header may use to declare its counter.
+bool is_type_word(std::string_view word) {
+  return is_one_of(word, {"const", "auto", "int", "uint", "unsigned", "signed", "short", "ushort",
+                          "long", "ulong", "char", "uchar", "bool", "size_t", "int32_t", "uint32_t",
+                          "int64_t", "uint64_t"});
+}
+
+// Group memory in a statement of its own: "threadgroup float buf[32];", "__shared__ float
+// s[64];", "extern __shared__ float dyn[];" (no pointer, reference or initialiser).
+bool declares_group_memory(const Tokens& t, size_t k, size_t end, Dialect dialect) {
+  const std::string_view first = t[k].text;
+  if (dialect == Dialect::Metal ? first != "threadgroup"
+                                : first != "__shared__" && first != "extern") {
+    return false;
+  }
+  for (size_t j = k; j < end; ++j) {
+    if (!significant(t[j])) continue;
+    if (t[j].text == ";") return true;
+    if (is_one_of(t[j].text, {"*", "&", "&&", "=", "(", "{"})) return false;
+  }
+  return false;
+}
+
+// The variables a statement at the top of a region declares.
+struct Declaration {
+  std::vector<std::pair<std::string_view, size_t>> names;  // and where each stands
+  size_t type_begin;
+  // "[specifiers] type [*] a [= x], b [= y]...;": no reference, array or deduced type, so that
+  // dropping the type leaves assignments to per-thread slots.
+  bool simple;
+};
+
+class Splitter {
+ public:
+  Splitter(const KernelSpec& spec, const std::vector<std::string>& uniform)
+      : t_(spec.source_tokens), dialect_(spec.dialect), uniform_(uniform) {}
+
+  std::optional<RegionPlan> plan() {
+    for (size_t k = 0; k < t_.size(); ++k) {
+      const Token& tk = t_[k];
+      // Macros could hide barriers or declarations; #pragma lines only hint.
+      if (tk.kind == TokenKind::Directive) {
+        const Token* word = next_significant(t_, k);
+        if (!word || word->text != "pragma") return std::nullopt;
+      }
+      if (tk.kind == TokenKind::Identifier && tk.text == "goto") return std::nullopt;
+    }
+    if (!split(0, t_.size(), false)) return std::nullopt;
+    if (!find_declarations() || !find_returns()) return std::nullopt;
+    return std::move(plan_);
+  }
+
+ private:
+  // Whether the token at |k| starts a statement of the level that begins at |begin|.
+  bool starts_statement(size_t k, size_t begin) const {
+    const size_t p = index_before(t_, k);
+    return p == t_.size() || p < begin || is_one_of(t_[p].text, {";", "{", "}"});
+  }
+
+  bool waits_within(size_t begin, size_t end) const {
+    for (size_t k = begin; k < end; ++k) {
+      if (is_waiting_call(t_, k, dialect_)) return true;
+    }
+    return false;
+  }
+
+  void add_region(size_t begin, size_t end, bool in_loop) {
+    for (size_t k = begin; k < end; ++k) {
+      if (significant(t_[k])) {
+        plan_.pieces.push_back({RegionPlan::Piece::Kind::Region, begin, end});
+        in_loop_.push_back(in_loop);
+        return;
+      }
+    }
+  }
+
+  // Every identifier of the loop header [begin, end) is uniform, a type word, or a name the
+  // header declares.
+  bool uniform_header(size_t begin, size_t end) const {
+    std::vector<std::string_view> declared;
+    for (size_t k = begin; k < end; ++k) {
+      const Token& tk = t_[k];
+      if (tk.kind != TokenKind::Identifier || k == begin) continue;
+      const Token* before = prev_significant(t_, k);
+      if (is_member_access(before) || is_type_word(tk.text) ||
+          is_one_of(tk.text, {"true", "false", "sizeof"})) {
+        continue;
+      }
+      if (before && before->kind == TokenKind::Identifier && is_type_word(before->text)) {
+        declared.push_back(tk.text);
+        continue;
+      }
+      if (std::find(declared.begin(), declared.end(), tk.text) != declared.end() ||
+          std::find(uniform_.begin(), uniform_.end(), tk.text) != uniform_.end()) {
+        continue;
+      }
+      return false;
+    }
+    return true;
+  }
+
+  // Splits the statements [begin, end) of one level (the body, or a loop's body) at its
+  // barriers; false when a wait is not a barrier every thread meets there.
+  bool split(size_t begin, size_t end, bool in_loop) {
+    size_t region = begin;
+    int depth = 0;
+    for (size_t k = begin; k < end; ++k) {
+      const Token& tk = t_[k];
+      if (!significant(tk)) continue;
+      if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
+      if (is_one_of(tk.text, {")", "]", "}"})) --depth;
+      if (tk.kind != TokenKind::Identifier) continue;
+      if (is_waiting_call(t_, k, dialect_)) {
+        if (!is_group_barrier(tk.text, dialect_) || depth != 0 || !starts_statement(k, begin)) {
+          return false;
+        }
+        const size_t open = index_after(t_, k);
+        if (open >= end || t_[open].text != "(") return false;
+        const size_t semicolon = index_after(t_, closing(t_, open));
+        if (semicolon >= end || t_[semicolon].text != ";") return false;
+        add_region(region, k, in_loop);
+        region = semicolon + 1;
+        k = semicolon;
+        continue;
+      }
+      if (depth != 0 || (tk.text != "for" && tk.text != "while")) continue;
+      const size_t open = index_after(t_, k);
+      if (open >= end || t_[open].text != "(") continue;
+      const size_t close = closing(t_, open);
+      const size_t brace = index_after(t_, close);
+      if (close >= end || brace >= end || t_[brace].text != "{") continue;
+      const size_t brace_end = closing(t_, brace);
+      if (brace_end >= end || !waits_within(brace, brace_end)) continue;
+      // A loop with barriers: all threads must run it alike, one loop for the group.
+      if (in_loop || !starts_statement(k, begin) || !uniform_header(k, close)) return false;
+      add_region(region, k, in_loop);
+      plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopBegin, k, brace});
+      in_loop_.push_back(false);
+      if (!split(brace + 1, brace_end, true)) return false;
+      plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopEnd, brace_end, brace_end + 1});
+      in_loop_.push_back(false);
+      region = brace_end + 1;
+      k = brace_end;
+    }
+    add_region(region, end, in_loop);
+    return depth == 0;
+  }
+
+  // The declaration starting at token |k| of a region, if the statement is one.
+  std::optional<Declaration> declaration_at(size_t k, size_t end) const {
+    size_t j = k, last = t_.size();
+    int identifiers = 0;
+    bool reference = false, plain = true;
+    for (; j < end; j = index_after(t_, j)) {
+      const Token& tk = t_[j];
+      if (tk.kind == TokenKind::Identifier) {
+        if (j == k && is_statement_keyword(tk.text)) return std::nullopt;
+        if (is_one_of(tk.text, {"auto", "static", "extern", "thread_local", "decltype"})) {
+          plain = false;
+        }
+        ++identifiers;
+        last = j;
+      } else if (tk.text == "&" || tk.text == "&&") {
+        reference = true;
+      } else if (tk.text != "::" && tk.text != "*") {
+        break;
+      }
+    }
+    if (j >= end || identifiers < 2 || last != index_before(t_, j)) return std::nullopt;
+    if (!is_one_of(t_[j].text, {"=", ";", "[", ",", "(", "{"})) return std::nullopt;
+    Declaration d{{{t_[last].text, last}}, k, plain && !reference};
+    // The other declarators: ", name [= initialiser]" at the statement's own depth.
+    int depth = 0;
+    bool after_comma = false;
+    for (size_t m = j; m < end; m = index_after(t_, m)) {
+      const Token& tk = t_[m];
+      if (depth == 0 && tk.text == ";") break;
+      if (after_comma) {
+        after_comma = false;
+        const size_t next = index_after(t_, m);
+        if (tk.kind != TokenKind::Identifier || next >= end ||
+            !is_one_of(t_[next].text, {"=", ",", ";"})) {
+          d.simple = false;
+        } else {
+          d.names.emplace_back(tk.text, m);
+        }
+        continue;
+      }
+      if (depth == 0 && (tk.text == "[" || tk.text == "(" || tk.text == "{") && m == j) {
+        d.simple = false;  // an array, or an initialiser the type's constructor takes
+      }
+      if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
+      if (is_one_of(tk.text, {")", "]", "}"})) --depth;
+      if (depth == 0 && tk.text == ",") after_comma = true;
+    }
+    return d;
+  }
+
+  // Whether |name| appears in a piece other than |piece| (members of other objects aside).
+  bool used_elsewhere(std::string_view name, size_t piece) const {
+    for (size_t p = 0; p < plan_.pieces.size(); ++p) {
+      const RegionPlan::Piece& other = plan_.pieces[p];
+      if (p == piece || other.kind == RegionPlan::Piece::Kind::LoopEnd) continue;
+      for (size_t k = other.begin; k < other.end; ++k) {
+        if (t_[k].kind == TokenKind::Identifier && t_[k].text == name &&
+            !is_member_access(prev_significant(t_, k))) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Whether |name| is declared anywhere in the body but at |at|: after a type ("float name;"),
+  // or after a type and a '*' or '&' at the start of a statement or parameter ("T* name;"), or
+  // has its type taken (decltype). Renamed to a per-thread slot, such a declaration would either
+  // not compile or, without an initialiser, declare an array sized by the thread's index.
+  bool declared_elsewhere(std::string_view name, size_t at) const {
+    for (size_t k = 0; k < t_.size(); ++k) {
+      if (k == at || t_[k].kind != TokenKind::Identifier || t_[k].text != name) continue;
+      const size_t p = index_before(t_, k);
+      if (p == t_.size()) continue;
+      if (t_[p].kind == TokenKind::Identifier && !is_statement_keyword(t_[p].text)) return true;
+      // decltype(name) would name the slot's type, a reference.
+      const size_t q = t_[p].text == "(" ? index_before(t_, p) : t_.size();
+      if (q != t_.size() && t_[q].text == "decltype") return true;
+      if (!is_one_of(t_[p].text, {"*", "&"})) continue;
+      const size_t type = index_before(t_, p);
+      if (type == t_.size() || t_[type].kind != TokenKind::Identifier ||
+          is_statement_keyword(t_[type].text)) {
+        continue;
+      }
+      const size_t before = index_before(t_, type), after = index_after(t_, k);
+      if ((before == t_.size() || is_one_of(t_[before].text, {";", "{", "}", "(", ","})) &&
+          after != t_.size() && is_one_of(t_[after].text, {";", ",", "[", "="})) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Group memory moves to the group's scope; variables that regions share become per-thread
+  // slots, those of the body's top level only.
+  bool find_declarations() {
+    for (size_t p = 0; p < plan_.pieces.size(); ++p) {
+      const RegionPlan::Piece piece = plan_.pieces[p];
+      if (piece.kind != RegionPlan::Piece::Kind::Region) continue;
+      int depth = 0;
+      for (size_t k = piece.begin; k < piece.end; ++k) {
+        const Token& tk = t_[k];
+        if (!significant(tk)) continue;
+        const bool top = depth == 0 && starts_statement(k, piece.begin);
+        if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
+        if (is_one_of(tk.text, {")", "]", "}"})) --depth;
+        if (!top) continue;
+        if (declares_group_memory(t_, k, piece.end, dialect_)) {
+          if (in_loop_[p]) return false;
+          size_t end = k;
+          while (t_[end].text != ";") ++end;
+          plan_.group_memory.emplace_back(k, end + 1);
+          k = end;
+          continue;
+        }
+        // A statement that starts like a templated type ("vec<float, 4> v") is not followed.
+        const size_t after = index_after(t_, k);
+        if (tk.kind == TokenKind::Identifier && after < piece.end && t_[after].text == "<" &&
+            !is_statement_keyword(tk.text)) {
+          return false;
+        }
+        // A variable another region uses becomes one slot per thread, named after it.
+        std::optional<Declaration> d = declaration_at(k, piece.end);
+        if (!d) continue;
+        bool shared = false;
+        for (const auto& [name, at] : d->names) shared = shared || used_elsewhere(name, p);
+        if (!shared) continue;
+        if (in_loop_[p] || !d->simple) return false;
+        for (const auto& [name, at] : d->names) {
+          if (declared_elsewhere(name, at)) return false;
+          plan_.carried.push_back({std::string(name), d->type_begin, d->names.front().second});
+        }
+      }
+    }
+    return true;
+  }
+
+  // A return leaves one thread: later regions skip it. Only a plain "return;" can occur in a
+  // kernel body.
+  bool find_returns() {
+    for (const RegionPlan::Piece& piece : plan_.pieces) {
+      if (piece.kind != RegionPlan::Piece::Kind::Region) continue;
+      LambdaBodies lambdas;
+      for (size_t k = piece.begin; k < piece.end; ++k) {
+        lambdas.step(t_, k);
+        if (t_[k].kind != TokenKind::Identifier || t_[k].text != "return" || lambdas.inside()) {
+          continue;
+        }
+        const size_t next = index_after(t_, k);
+        if (next >= piece.end || t_[next].text != ";") return false;
+        plan_.returns = true;
+      }
+    }
+    return true;
+  }
+
+  const Tokens& t_;
+  Dialect dialect_;
+  const std::vector<std::string>& uniform_;
+  RegionPlan plan_;
+  std::vector<bool> in_loop_;  // per piece: a region inside a loop
+};
+
+}  // namespace
+
+std::optional<RegionPlan> plan_regions(const KernelSpec& spec,
+                                       const std::vector<std::string>& uniform) {
+  return Splitter(spec, uniform).plan();
+}
+
+std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
+                                 std::deque<std::string>& texts) {
+  std::vector<Token> t = spec.source_tokens;
+  auto blank = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      if (significant(t[k])) t[k] = Token{TokenKind::Space, {}, t[k].line, t[k].in_directive};
+    }
+  };
+  for (const auto& [begin, end] : plan.group_memory) blank(begin, end);
+  for (const RegionPlan::Carried& c : plan.carried) {
+    blank(c.type_begin, c.type_end);
+    const std::string_view slot = texts.emplace_back("kjit_carried_" + c.name + "[kjit_wi]");
+    for (size_t k = 0; k < t.size(); ++k) {
+      if (t[k].kind == TokenKind::Identifier && t[k].text == c.name &&
+          !is_member_access(prev_significant(spec.source_tokens, k))) {
+        t[k].text = slot;
+      }
+    }
+  }
+  if (plan.returns) {
+    const std::string_view leave = texts.emplace_back("return (void)(kjit_exited[kjit_wi] = true)");
+    LambdaBodies lambdas;
+    for (size_t k = 0; k < t.size(); ++k) {
+      lambdas.step(spec.source_tokens, k);
+      if (t[k].kind == TokenKind::Identifier && t[k].text == "return" && !lambdas.inside()) {
+        t[k].text = leave;
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace kjit::codegen

@@ -1,0 +1,191 @@
+"""Bodies whose only waits are barriers every thread of a group meets: on the CPU they run in
+region mode (each stretch between barriers a loop over the group's threads), checked here
+against NumPy on the CPU and, where there is one, on the GPU."""
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import poisoned
+
+DEVICES = ["cpu"] + (["cuda"] if any(d.startswith("cuda") for d in kjit.devices()) else [])
+
+# Threads past the end leave before the first barrier; the others reduce their group's values.
+SUM_WITH_EARLY_EXIT = """
+    threadgroup float partial[64];
+    const uint lid = thread_index_in_threadgroup, gid = thread_position_in_grid.x;
+    const uint first = threadgroup_position_in_grid.x * 64;
+    const uint count = min(64u, n - first);
+    if (gid >= n) return;
+    partial[lid] = inp[gid];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = threads_per_threadgroup.x / 2; s > 0; s /= 2) {
+        if (lid < s && lid + s < count) partial[lid] += partial[lid + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (lid == 0) out[threadgroup_position_in_grid.x] = partial[0];
+"""
+
+
+def generated_source(kernel, **kw) -> str:
+    """The source kjit generates for this call (verbose=True), with the call's outputs."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        outputs = kernel(**kw, verbose=True)
+    return printed.getvalue(), outputs
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_that_leave_early_count_as_arrived(device, rng):
+    n = int(rng.integers(900, 1000))
+    x = rng.standard_normal(n).astype(np.float32)
+    groups = -(-n // 64) + 1  # one group past the end, whose threads all leave
+    kernel = kjit.metal_kernel("sum_early_exit", ["inp", "n"], ["out"], SUM_WITH_EARLY_EXIT)
+    text, (out,) = generated_source(
+        kernel, inputs=[x, np.uint32(n)], output_shapes=[(groups,)], output_dtypes=[np.float32],
+        grid=(groups * 64, 1, 1), threadgroup=(64, 1, 1), device=device,
+        outputs=[poisoned((groups,), np.float32)])
+    if device == "cpu":
+        assert "for_each_thread" in text and "co_await" not in text, text
+    padded = np.zeros(groups * 64)
+    padded[:n] = x
+    expected = padded.reshape(groups, 64).sum(1)
+    np.testing.assert_allclose(out[:groups - 1], expected[:groups - 1], rtol=1e-5, atol=1e-5)
+    assert np.isnan(out[groups - 1])  # nobody wrote it: its threads all left
+
+
+TRANSPOSE = """
+    __shared__ float tile[8][9];
+    const unsigned tx = threadIdx.x, ty = threadIdx.y;
+    const unsigned x = blockIdx.x * 8 + tx, y = blockIdx.y * 8 + ty;
+    auto at = [&](unsigned r, unsigned c) { return inp[r * inp_shape[1] + c]; };
+    if (x < inp_shape[1] && y < inp_shape[0]) tile[ty][tx] = at(y, x);
+    __syncthreads();
+    const unsigned ox = blockIdx.y * 8 + tx, oy = blockIdx.x * 8 + ty;
+    if (ox < inp_shape[0] && oy < inp_shape[1]) out[oy * inp_shape[0] + ox] = tile[tx][ty];
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cuda_transpose_through_shared_memory(device, rng):
+    # Sizes that are no multiple of the tile: the grid covers whole tiles, the body checks bounds.
+    h, w = int(rng.integers(20, 40)), int(rng.integers(20, 40))
+    a = rng.standard_normal((h, w)).astype(np.float32)
+    kernel = kjit.cuda_kernel("transpose_tile", ["inp"], ["out"], TRANSPOSE)
+    grid = (-(-w // 8) * 8, -(-h // 8) * 8, 1)
+    text, (out,) = generated_source(
+        kernel, inputs=[a], output_shapes=[(w, h)], output_dtypes=[np.float32], grid=grid,
+        threadgroup=(8, 8, 1), device=device, outputs=[poisoned((w, h), np.float32)])
+    if device == "cpu":
+        assert "for_each_thread" in text and "co_await" not in text, text
+    np.testing.assert_array_equal(out, a.T)
+
+
+# A per-thread variable that changes in a loop with a barrier (which buffer holds the result).
+PREFIX_SUM = """
+    threadgroup float buf[2][BLOCK];
+    const uint lid = thread_index_in_threadgroup;
+    uint src = 0;
+    buf[0][lid] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint d = 1; d < BLOCK; d *= 2) {
+        const float v = buf[src][lid] + (lid >= d ? buf[src][lid - d] : 0.0f);
+        buf[1 - src][lid] = v;
+        src = 1 - src;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[thread_position_in_grid.x] = buf[src][lid];
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inclusive_scan_with_a_carried_buffer_index(device, rng):
+    block, groups = 64, 37
+    x = rng.standard_normal(block * groups).astype(np.float32)
+    kernel = kjit.metal_kernel("scan_blocks", ["inp"], ["out"], PREFIX_SUM)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                    grid=(x.size, 1, 1), threadgroup=(block, 1, 1), template=[("BLOCK", block)],
+                    device=device, outputs=[poisoned(x.shape, np.float32)])
+    expected = np.cumsum(x.astype(np.float64).reshape(groups, block), axis=1).reshape(-1)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+# Inner variables named like one the regions share keep cooperative mode.
+SHADOWING = """
+    threadgroup float shared_vals[32];
+    const uint t = thread_index_in_threadgroup;
+    shared_vals[t] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float acc = shared_vals[(t + 1) % 32];
+    {
+        float t INIT;
+        t = 2.0f;
+        acc *= t;
+    }
+    out[thread_position_in_grid.x] = acc + float(t);
+"""
+
+
+@pytest.mark.parametrize("initialised", [False, True])
+def test_inner_variables_shadowing_a_shared_one(initialised, rng):
+    x = rng.standard_normal(96).astype(np.float32)
+    kernel = kjit.metal_kernel("shadowing", ["inp"], ["out"],
+                               SHADOWING.replace(" INIT", " = 3.0f" if initialised else ""))
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(96, 1, 1), threadgroup=(32, 1, 1), device="cpu",
+        outputs=[poisoned(x.shape, np.float32)])
+    assert "co_await" in text, text
+    t = np.arange(96) % 32
+    neighbour = x.reshape(3, 32)[:, (np.arange(32) + 1) % 32].reshape(-1)
+    np.testing.assert_allclose(out, neighbour * 2.0 + t, rtol=1e-6)
+
+
+# Barriers that not every thread reaches alike keep the coroutines: inside a branch, or in a
+# loop whose header differs from thread to thread.
+@pytest.mark.parametrize("body", [
+    """
+    threadgroup float v[32];
+    const uint t = thread_index_in_threadgroup;
+    v[t] = inp[thread_position_in_grid.x];
+    if (threads_per_threadgroup.x > 1) threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[thread_position_in_grid.x] = v[(t + 1) % threads_per_threadgroup.x];
+    """,
+    """
+    threadgroup float v[32];
+    const uint t = thread_index_in_threadgroup;
+    v[t] = inp[thread_position_in_grid.x];
+    for (uint k = t / 32; k < 1; ++k) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[thread_position_in_grid.x] = v[(t + 1) % threads_per_threadgroup.x];
+    """,
+])
+def test_barriers_threads_may_reach_apart_keep_cooperative_mode(body, rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    kernel = kjit.metal_kernel("rotate", ["inp"], ["out"], body)
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(64, 1, 1), threadgroup=(32, 1, 1), device="cpu",
+        outputs=[poisoned(x.shape, np.float32)])
+    assert "co_await" in text, text
+    np.testing.assert_array_equal(out, np.roll(x.reshape(2, 32), -1, axis=1).reshape(-1))
+
+
+def test_regions_can_be_turned_off(monkeypatch, rng):
+    monkeypatch.setenv("KJIT_CPU_REGIONS", "0")
+    n = 200
+    x = rng.standard_normal(n).astype(np.float32)
+    kernel = kjit.metal_kernel("sum_early_exit_coroutines", ["inp", "n"], ["out"],
+                               SUM_WITH_EARLY_EXIT)
+    text, (out,) = generated_source(
+        kernel, inputs=[x, np.uint32(n)], output_shapes=[(4,)], output_dtypes=[np.float32],
+        grid=(256, 1, 1), threadgroup=(64, 1, 1), device="cpu",
+        outputs=[poisoned((4,), np.float32)])
+    assert "co_await" in text and "for_each_thread" not in text, text
+    padded = np.zeros(256)
+    padded[:n] = x
+    np.testing.assert_allclose(out, padded.reshape(4, 64).sum(1), rtol=1e-5, atol=1e-5)
