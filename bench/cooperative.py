@@ -1,8 +1,10 @@
 """Cooperative kernels (group memory, barriers, SIMD-group operations), measured side by side.
 
 CPU (--cpu): a block-sum kernel (256 threads per group, group memory and barriers) over 2^24
-float32 in kjit's cooperative mode, against the same kernel in OpenCL C on PoCL, and against a
-barrier-free equivalent in kjit's loop mode (one thread sums a block).
+float32 in kjit's region mode (loops over the group's threads between barriers), against the same
+kernel in OpenCL C on PoCL, in kjit's cooperative mode (a coroutine per thread, as
+KJIT_CPU_REGIONS=0 asks), and against a barrier-free equivalent in kjit's loop mode (one thread
+sums a block).
 GPU (--gpu): the block-sum kernel and a row softmax with simd_max/simd_sum, against the same
 algorithms written as plain CUDA and compiled by NVRTC through CuPy (no kjit involved), and
 against torch.sum / torch.softmax.
@@ -116,21 +118,37 @@ def cpu(repeats: int = 7) -> None:
     serial = kjit.metal_kernel("serial_sum", ["inp"], ["out"], SERIAL_SUM)
     kw = dict(inputs=[x], output_shapes=[out.shape], output_dtypes=[np.float32], outputs=[out])
 
-    def run_coop() -> None:
+    # The same body in cooperative mode: a kernel made while KJIT_CPU_REGIONS=0.
+    os.environ["KJIT_CPU_REGIONS"] = "0"
+    coroutines = kjit.metal_kernel("block_sum_coroutines", ["inp"], ["out"], BLOCK_SUM)
+
+    def run_coroutines() -> None:
+        coroutines(**kw, grid=(n, 1, 1), threadgroup=(BLOCK, 1, 1))
+
+    out.fill(np.nan)
+    run_coroutines()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    del os.environ["KJIT_CPU_REGIONS"]
+
+    def run_regions() -> None:
         block_sum(**kw, grid=(n, 1, 1), threadgroup=(BLOCK, 1, 1))
 
     def run_loop() -> None:
         serial(**kw, grid=(n // BLOCK, 1, 1), threadgroup=(BLOCK, 1, 1))
 
     rows = []
-    for fn in (run_coop, run_loop):
+    for fn in (run_regions, run_loop):
         out.fill(np.nan)
         fn()
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
-    t_coop = best_of(run_coop, repeats)
+    what = "block sum 2^24 f32, regions"
+    t_regions = best_of(run_regions, repeats)
+    t_coroutines = best_of(run_coroutines, repeats)
     t_loop = best_of(run_loop, repeats)
-    rows.append(("block sum 2^24 f32, cooperative", ms(t_coop), "loop mode, no barriers",
-                 ms(t_loop), ratio(t_loop, t_coop)))
+    rows.append((what, ms(t_regions), "cooperative mode", ms(t_coroutines),
+                 ratio(t_coroutines, t_regions)))
+    rows.append((what, ms(t_regions), "loop mode, no barriers", ms(t_loop),
+                 ratio(t_loop, t_regions)))
     try:
         import pyopencl as cl
 
@@ -153,14 +171,12 @@ def cpu(repeats: int = 7) -> None:
         cl.enqueue_copy(queue, pocl_out, d_out)
         np.testing.assert_allclose(pocl_out, ref, rtol=1e-4, atol=1e-4)
         t_pocl = best_of(run_pocl, repeats)
-        rows.append(("block sum 2^24 f32, cooperative", ms(t_coop),
-                     f"PoCL {platform.version.split()[1]}", ms(t_pocl), ratio(t_pocl, t_coop)))
+        rows.append((what, ms(t_regions), f"PoCL {platform.version.split()[1]}", ms(t_pocl),
+                     ratio(t_pocl, t_regions)))
     except (ImportError, StopIteration) as e:
-        rows.append(("block sum 2^24 f32, cooperative", ms(t_coop), "PoCL", "unavailable",
-                     type(e).__name__))
+        rows.append((what, ms(t_regions), "PoCL", "unavailable", type(e).__name__))
     t_np = best_of(lambda: x.reshape(-1, BLOCK).sum(1, out=out), repeats)
-    rows.append(("block sum 2^24 f32, cooperative", ms(t_coop), "numpy sum(axis=1)", ms(t_np),
-                 ratio(t_np, t_coop)))
+    rows.append((what, ms(t_regions), "numpy sum(axis=1)", ms(t_np), ratio(t_np, t_regions)))
     comparison_table(rows)
     print(f"\nkjit {kjit.__version__}, numpy {np.__version__}, {os.cpu_count()} cores")
 
