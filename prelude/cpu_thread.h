@@ -39,19 +39,6 @@ KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
       }
 }
 
-// Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
-template <class Body>
-KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,
-                                 unsigned long long end, Body body) {
-  thread_ctx t = launch_ctx(L);
-  for (unsigned long long g = first; g < end; ++g) {
-    t.enter_group(g);
-    for_each_thread(
-        t, [&](const thread_ctx& thread, unsigned)
-               __attribute__((always_inline)) { body(thread); });
-  }
-}
-
 // Region mode: |group| runs each group in [first, end) whole, given the group's context.
 template <class Group>
 KJIT_INLINE void run_whole_groups(const kjit_cpu_launch* L, unsigned long long first,
@@ -62,6 +49,18 @@ KJIT_INLINE void run_whole_groups(const kjit_cpu_launch* L, unsigned long long f
     t.global_id = t.origin;
     group(t);
   }
+}
+
+// Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
+template <class Body>
+KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,
+                                 unsigned long long end, Body body) {
+  run_whole_groups(
+      L, first, end, [&](const thread_ctx& group) __attribute__((always_inline)) {
+        for_each_thread(
+            group, [&](const thread_ctx& thread, unsigned)
+                       __attribute__((always_inline)) { body(thread); });
+      });
 }
 
 // Shape and strides parameters point into the launch record: x_shape[i], x_shape.data(), and a
