@@ -189,3 +189,48 @@ def test_regions_can_be_turned_off(monkeypatch, rng):
     padded = np.zeros(256)
     padded[:n] = x
     np.testing.assert_allclose(out, padded.reshape(4, 64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+# continue in a loop with barriers leaves region mode's thread loop: that source does not
+# compile, and the kernel runs in cooperative mode instead.
+SKIPPING_ROUNDS = """
+    threadgroup float v[32];
+    const uint t = thread_index_in_threadgroup;
+    v[t] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float acc = 0.0f;
+    for (uint round = 0; round < 4; ++round) {
+        if (round == 2) continue;
+        acc += v[(t + round) % 32];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[thread_position_in_grid.x] = acc;
+"""
+
+
+def test_a_body_region_mode_cannot_compile_runs_as_coroutines(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    kernel = kjit.metal_kernel("skipping_rounds", ["inp"], ["out"], SKIPPING_ROUNDS)
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(64, 1, 1), threadgroup=(32, 1, 1), device="cpu",
+        outputs=[poisoned(x.shape, np.float32)])
+    assert "co_await" in text, text
+    v = x.reshape(2, 32).astype(np.float64)
+    idx = np.arange(32)
+    expected = sum(v[:, (idx + r) % 32] for r in (0, 1, 3)).reshape(-1)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_errors_of_a_body_with_barriers_name_its_own_line():
+    kernel = kjit.metal_kernel("broken", ["inp"], ["out"], """
+        threadgroup float v[32];
+        v[thread_index_in_threadgroup] = inp[0];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        out[0] = v[0] + undefined_name;
+    """)
+    with pytest.raises(kjit.CompileError, match=r"source line 5:") as info:
+        kernel(inputs=[np.ones(32, np.float32)], output_shapes=[(1,)],
+               output_dtypes=[np.float32], grid=(32, 1, 1), threadgroup=(32, 1, 1),
+               device="cpu")
+    assert "undefined_name" in str(info.value)
