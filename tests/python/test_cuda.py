@@ -217,13 +217,20 @@ def test_a_block_used_on_another_stream_is_reused_after_that_work(rng):
     np.testing.assert_allclose(w.to("cpu").numpy(), np.exp(x2.astype(np.float64)), rtol=2e-7)
 
 
+# What the process holds in the device's default memory pool, where kjit's outputs come from
+# (torch's allocator does not use it): other processes on the GPU do not move it.
 POOL_CHILD = r"""
-import json, torch, kjit
+import ctypes, json, torch, kjit
+cuda = ctypes.CDLL("libcuda.so.1")
+def pool_bytes_in_use():
+    pool, used = ctypes.c_void_p(), ctypes.c_uint64()
+    assert cuda.cuDeviceGetDefaultMemPool(ctypes.byref(pool), 0) == 0
+    assert cuda.cuMemPoolGetAttribute(pool, 7, ctypes.byref(used)) == 0  # USED_MEM_CURRENT
+    return used.value
 k = kjit.metal_kernel(name="ones", input_names=[], output_names=["out"],
                       source="out[thread_position_in_grid.x] = 1.0f;")
 n = 2 << 20  # 8 MiB outputs
 torch.cuda.init()
-free_before = torch.cuda.mem_get_info()[0]
 for _ in range(100):
     s = torch.cuda.Stream()  # a new stream each time: its kept block is never taken again
     (y,) = k(inputs=[], output_shapes=[(n,)], output_dtypes=["float32"], grid=(n, 1, 1),
@@ -232,7 +239,7 @@ for _ in range(100):
     assert y.to("cpu").numpy()[12345] == 1.0
     del y, s
 torch.cuda.synchronize()
-print(json.dumps({"used": free_before - torch.cuda.mem_get_info()[0]}))
+print(json.dumps({"used": pool_bytes_in_use()}))
 """
 
 
@@ -244,7 +251,9 @@ def test_kept_blocks_stay_under_the_pool_limit():
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     used = json.loads(run.stdout)["used"]
-    assert used < 200 << 20, used  # 100 blocks of 8 MiB would be 800 MiB kept
+    # Unbounded, a block of 8 MiB stays kept for each of the 32 streams torch hands out in turn
+    # (256 MiB, measured); bounded at 16 MiB, at most two blocks and the one being made.
+    assert used <= 24 << 20, used
 
 
 @needs_gpu
