@@ -292,6 +292,11 @@ namespace {
 std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& image, int device,
                                    unsigned mask) {
   const DeviceInfo& info = device_info(device);
+  if (spec.shared_memory > info.max_shared_optin) {
+    throw ValueError("[kjit.cuda_kernel] shared_memory: " + std::to_string(spec.shared_memory) +
+                     " bytes is more than " + info.name + " allows per block (" +
+                     std::to_string(info.max_shared_optin) + ")");
+  }
   make_current(device);
   CUmodule module = nullptr;
   KJIT_CU(cuModuleLoadData, &module, image.data());
@@ -301,11 +306,6 @@ std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& im
     KJIT_CU(cuModuleGetFunction, &functions[index], module,
             codegen::cuda_entry_name(index).c_str());
     if (spec.shared_memory > 48 * 1024) {
-      if (spec.shared_memory > info.max_shared_optin) {
-        throw ValueError("[kjit.cuda_kernel] shared_memory: " +
-                         std::to_string(spec.shared_memory) + " bytes is more than " + info.name +
-                         " allows per block (" + std::to_string(info.max_shared_optin) + ")");
-      }
       KJIT_CU(cuFuncSetAttribute, functions[index], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               spec.shared_memory);
     }
