@@ -166,7 +166,8 @@ std::string arguments(const std::vector<Param>& layout) {
 }  // namespace
 
 std::string cuda_entry_name(unsigned index) {
-  return "kjit_cuda_entry_" + std::to_string(index / 2) + (index % 2 ? "_full" : "");
+  return "kjit_cuda_entry_" + std::to_string(cuda_entry_layout(index)) +
+         (cuda_entry_full(index) ? "_full" : "");
 }
 
 std::string cuda_entry_points(const GeneratedSource& g, unsigned mask) {
@@ -179,7 +180,8 @@ std::string cuda_entry_points(const GeneratedSource& g, unsigned mask) {
     for (size_t k = 0; k < g.layout.size(); ++k) {
       w << "    " << g.layout[k].type << " kjit_arg" << std::to_string(k) << ",\n";
     }
-    const std::string flags = std::to_string(index / 2) + (index % 2 ? "u, true" : "u, false");
+    const std::string flags = std::to_string(cuda_entry_layout(index)) +
+                              (cuda_entry_full(index) ? "u, true" : "u, false");
     w << "    const kjit_cuda_launch kjit_launch) {\n"
          "  const ::kjit::thread_ctx t = ::kjit::make_thread_ctx<"
       << flags << ">(kjit_launch);\n  if (!::kjit::in_grid<" << flags << ">(t)) return;\n  "

@@ -23,11 +23,15 @@ struct CallSignature {
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
 
 /// A CUDA kernel has an entry point per way a launch lays out its groups as blocks
-/// (kjit_cuda_layout in prelude/cuda_abi.h) and per whether every group is full; entry point
-/// |index| is layout index / 2, full when index is odd. Each is compiled when a launch first
-/// needs it: most kernels are launched one way only.
+/// (kjit_cuda_layout in prelude/cuda_abi.h) and per whether every group is full. Each is
+/// compiled when a launch first needs it: most kernels are launched one way only.
 inline constexpr unsigned kCudaEntryPoints = 8;
 inline constexpr unsigned kAllCudaEntryPoints = (1u << kCudaEntryPoints) - 1;
+inline constexpr unsigned cuda_entry_index(unsigned layout, bool full) {
+  return layout * 2 + (full ? 1 : 0);
+}
+inline constexpr unsigned cuda_entry_layout(unsigned index) { return index / 2; }
+inline constexpr bool cuda_entry_full(unsigned index) { return index % 2 == 1; }
 std::string cuda_entry_name(unsigned index);
 
 /// One parameter of the generated kernel, in order: what it carries and its C++ type.

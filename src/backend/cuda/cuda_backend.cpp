@@ -404,7 +404,8 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
   }
   bool full = true;
   for (int d = 0; d < 3; ++d) full = full && a.dims.grid[d] % a.dims.group[d] == 0;
-  const CUfunction function = entry_points.get(spec, a.source, a.device, layout * 2 + full);
+  const CUfunction function =
+      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
   // Kernel parameters, each at a 16-byte aligned offset of one buffer.
   kjit_cuda_launch record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
