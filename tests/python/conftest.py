@@ -45,7 +45,12 @@ import kjit  # noqa: E402
 
 CUDA_TARGET = os.environ.get("KJIT_TEST_CUDA_TARGET", "sm_90")
 TEST_DEVICE = os.environ.get("KJIT_TEST_DEVICE") or None
-NVRTC = kjit._kjit.cuda_status()["nvrtc"] is not None
+CUDA_STATUS = kjit._kjit.cuda_status()
+NVRTC = CUDA_STATUS["nvrtc"] is not None
+# GPU cases are skipped where no CUDA device works; DEVICES runs a test on the CPU and the GPU.
+needs_gpu = pytest.mark.skipif(not CUDA_STATUS["devices"],
+                               reason=f"no CUDA device: {CUDA_STATUS['unavailable']}")
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_gpu)]
 
 
 class _CheckedKernel:

@@ -12,11 +12,8 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import poisoned
-
-STATUS = kjit._kjit.cuda_status()
-needs_gpu = pytest.mark.skipif(not STATUS["devices"],
-                               reason=f"no CUDA device: {STATUS['unavailable']}")
+from conftest import CUDA_STATUS as STATUS
+from conftest import DEVICES, needs_gpu, poisoned
 
 EXP = """
     uint i = thread_position_in_grid.x;
@@ -587,8 +584,6 @@ def test_an_out_of_bounds_write_raises_instead_of_crashing():
 
 
 # --- Metal's cooperative features, on the CPU (cooperative mode) and on the GPU ----------------
-
-DEVICES = ["cpu", pytest.param("cuda", marks=needs_gpu)]
 
 METAL_BLOCK_SUM = """
     threadgroup float partial[256];

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import kjit
-
-STATUS = kjit._kjit.cuda_status()
+from conftest import CUDA_STATUS as STATUS
+from conftest import DEVICES
 
 # The sampling position of output element |elem| and its four neighbours, shared by both passes.
 CORNERS = """
@@ -130,10 +130,6 @@ def reference(x, grid, cot):
                         grid_grad[b, n, m, 0] += dwx * wy * np.dot(v, g) * W / 2
                         grid_grad[b, n, m, 1] += wx * dwy * np.dot(v, g) * H / 2
     return out, x_grad, grid_grad
-
-
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not STATUS["devices"], reason=f"no CUDA device: {STATUS['unavailable']}"))]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import poisoned
-
-DEVICES = ["cpu"] + (["cuda"] if any(d.startswith("cuda") for d in kjit.devices()) else [])
+from conftest import DEVICES, poisoned
 
 # Threads past the end leave before the first barrier; the others reduce their group's values.
 SUM_WITH_EARLY_EXIT = """
