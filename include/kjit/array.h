@@ -27,8 +27,14 @@ class Array {
   static Array scalar(double value, Dtype dtype);
   /// A view of memory owned elsewhere. |owner| (may be empty) is kept alive with the view.
   /// Empty |strides| means row-contiguous.
+  static Array borrow(void* data, std::span<const int64_t> shape, std::span<const int64_t> strides,
+                      Dtype dtype, Device device = Device::cpu(), std::shared_ptr<void> owner = {});
+  /// The same, for shapes and strides written as lists ({2, 3}).
   static Array borrow(void* data, const Shape& shape, const Strides& strides, Dtype dtype,
-                      Device device = Device::cpu(), std::shared_ptr<void> owner = {});
+                      Device device = Device::cpu(), std::shared_ptr<void> owner = {}) {
+    return borrow(data, std::span<const int64_t>(shape), std::span<const int64_t>(strides), dtype,
+                  device, std::move(owner));
+  }
 
   void* data() const { return data_; }
   Dtype dtype() const { return dtype_; }

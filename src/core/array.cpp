@@ -41,8 +41,8 @@ Array Array::scalar(double value, Dtype dtype) {
   return a;
 }
 
-Array Array::borrow(void* data, const Shape& shape, const Strides& strides, Dtype dtype,
-                    Device device, std::shared_ptr<void> owner) {
+Array Array::borrow(void* data, std::span<const int64_t> shape, std::span<const int64_t> strides,
+                    Dtype dtype, Device device, std::shared_ptr<void> owner) {
   check_shape(shape, "shape");
   if (!strides.empty() && strides.size() != shape.size()) {
     throw ValueError("strides: expected " + std::to_string(shape.size()) + " entries, got " +

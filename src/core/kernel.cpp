@@ -363,6 +363,16 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        spec.input_names[i] + "') is an empty Array");
     }
   }
+  for (size_t i = 0; i < n_in; ++i) {
+    const Array& a = inputs[i];
+    for (int d = 0; d < a.ndim(); ++d) {
+      if (a.shape(d) > 0x7fffffff && spec.input_uses[i].shape) {
+        throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) +
+                         "]: a dimension over 2^31-1 cannot be passed as " + spec.input_names[i] +
+                         "_shape");
+      }
+    }
+  }
   for (size_t o = 0; o < n_out; ++o) {
     if (output_shapes[o].size() > static_cast<size_t>(kMaxNdim)) {
       throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] has " +
@@ -401,6 +411,7 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
 
   // Outputs: the caller's, checked, or fresh row-contiguous arrays.
   std::vector<Array> outputs;
+  bool outputs_moved = false;
   if (options.outputs) {
     if (options.outputs->size() != n_out) {
       throw ValueError(prefix_named(spec) + "outputs: expected " + std::to_string(n_out) + " (" +
@@ -426,9 +437,15 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
         throw ValueError(prefix_named(spec) + what() + " must be row-contiguous");
       }
     }
-    // Outputs elsewhere (NumPy arrays for a GPU kernel) are copied over and back.
+    // Outputs elsewhere (NumPy arrays for a GPU kernel) are copied over and back; the kernel
+    // writes the others in place.
     for (const Array& a : *options.outputs) {
-      outputs.push_back(a.device() == device ? a : to_contiguous(a, device, options.stream));
+      if (!(a.device() == device)) outputs_moved = true;
+    }
+    if (outputs_moved) {
+      for (const Array& a : *options.outputs) {
+        outputs.push_back(a.device() == device ? a : to_contiguous(a, device, options.stream));
+      }
     }
   } else {
     outputs.reserve(n_out);
@@ -436,26 +453,26 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
       outputs.push_back(make_array(output_shapes[o], output_dtypes[o], device, options.stream));
     }
   }
+  const std::vector<Array>& kernel_outputs =
+      options.outputs && !outputs_moved ? *options.outputs : outputs;
   if (init_value) {
-    for (const Array& o : outputs) fill(o, *init_value, options.stream);
+    for (const Array& o : kernel_outputs) fill(o, *init_value, options.stream);
   }
 
-  // Inputs as the kernel sees them: on its device, and row-contiguous when asked for.
+  // Inputs as the kernel sees them: on its device, and row-contiguous when asked for. Most
+  // calls need no copy, and use the inputs as they are.
+  auto needs_copy = [&](const Array& a) {
+    return a.ndim() > 0 &&
+           (!(a.device() == device) || (spec.ensure_row_contiguous && !a.is_row_contiguous()));
+  };
   std::vector<Array> staged;
-  staged.reserve(n_in);
-  for (size_t i = 0; i < n_in; ++i) {
-    const Array& a = inputs[i];
-    const bool move = a.ndim() > 0 && !(a.device() == device);
-    const bool pack = a.ndim() > 0 && spec.ensure_row_contiguous && !a.is_row_contiguous();
-    staged.push_back(move || pack ? to_contiguous(a, device, options.stream) : a);
-    for (int d = 0; d < a.ndim(); ++d) {
-      if (a.shape(d) > 0x7fffffff && spec.input_uses[i].shape) {
-        throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) +
-                         "]: a dimension over 2^31-1 cannot be passed as " + spec.input_names[i] +
-                         "_shape");
-      }
+  if (std::any_of(inputs.begin(), inputs.end(), needs_copy)) {
+    staged.reserve(n_in);
+    for (const Array& a : inputs) {
+      staged.push_back(needs_copy(a) ? to_contiguous(a, device, options.stream) : a);
     }
   }
+  const std::vector<Array>& kernel_inputs = staged.empty() ? inputs : staged;
 
   LaunchDims dims;
   for (int d = 0; d < 3; ++d) {
@@ -464,14 +481,14 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     dims.groups[d] = static_cast<unsigned>((g[d] + dims.group[d] - 1) / dims.group[d]);
   }
   if (device.type == DeviceType::CPU) {
-    cpu::launch(*plan->cpu_module, staged, outputs, dims);
+    cpu::launch(*plan->cpu_module, kernel_inputs, kernel_outputs, dims);
   } else {
-    cuda::launch(
-        plan->cuda_entry_points, spec,
-        {plan->source, staged, outputs, dims, spec.shared_memory, options.stream, device.index});
+    cuda::launch(plan->cuda_entry_points, spec,
+                 {plan->source, kernel_inputs, kernel_outputs, dims, spec.shared_memory,
+                  options.stream, device.index});
   }
   if (options.outputs) {
-    for (size_t o = 0; o < n_out; ++o) {
+    for (size_t o = 0; o < n_out && outputs_moved; ++o) {
       const Array& given = (*options.outputs)[o];
       if (!(given.device() == device)) copy_into(given, outputs[o], options.stream);
     }

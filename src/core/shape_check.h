@@ -6,6 +6,7 @@
 #include <kjit/errors.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace kjit {
@@ -13,7 +14,7 @@ namespace kjit {
 /// Throws kjit::ValueError, prefixed by what(), for a negative dimension or more than 2^56
 /// elements. |what| makes the text only on failure: calls that go well build no strings.
 template <class What>
-void check_dimensions(const Shape& shape, What&& what) {
+void check_dimensions(std::span<const int64_t> shape, What&& what) {
   int64_t elements = 1;
   for (int64_t d : shape) {
     if (d < 0) throw ValueError(what() + ": dimensions must be >= 0, got " + std::to_string(d));
@@ -24,7 +25,7 @@ void check_dimensions(const Shape& shape, What&& what) {
 }
 
 /// check_dimensions, after checking that the shape has at most kMaxNdim dimensions.
-inline void check_shape(const Shape& shape, const char* what) {
+inline void check_shape(std::span<const int64_t> shape, const char* what) {
   if (shape.size() > static_cast<size_t>(kMaxNdim)) {
     throw ValueError(std::string(what) + ": " + std::to_string(shape.size()) +
                      " dimensions; at most " + std::to_string(kMaxNdim) + " are supported");

@@ -431,12 +431,18 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
     spill.resize(needed);
     base = spill.data();
   }
-  std::vector<void*> params;
-  params.reserve(a.source.layout.size() + 1);
-  size_t offset = 0;
+  // The pointers to the parameters: on the stack for up to 256 of them.
+  void* param_array[256];
+  std::vector<void*> param_spill;
+  void** params = param_array;
+  if (a.source.layout.size() + 1 > std::size(param_array)) {
+    param_spill.resize(a.source.layout.size() + 1);
+    params = param_spill.data();
+  }
+  size_t offset = 0, count = 0;
   auto put = [&](const void* data, size_t size) {
     std::memcpy(base + offset, data, size);
-    params.push_back(base + offset);
+    params[count++] = base + offset;
     offset += slot(size);
   };
   for (const codegen::Param& p : a.source.layout) {
@@ -488,7 +494,7 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
   make_current(a.device);
   KJIT_CU(cuLaunchKernel, function, launch_grid[0], launch_grid[1], launch_grid[2], a.dims.group[0],
           a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
-          as_stream(a.stream), params.data(), nullptr);
+          as_stream(a.stream), params, nullptr);
   // Blocks lent to other streams that this kernel uses (whole or through a view): their next
   // user waits for it.
   const uintptr_t key = stream_key(a.stream);
