@@ -31,6 +31,12 @@ def doctor() -> int:
     else:
         print(f"      NVRTC {cuda['nvrtc_error']}: CUDA kernels cannot be compiled")
     print(f"default device: {kjit.default_device()}")
+    try:
+        import torch
+    except ImportError:
+        print("torch: not installed")
+    else:
+        print(f"torch {torch.__version__}: tensors through {_kjit.torch_path()}")
     info = kjit.cache_info()
     where = info["directory"] if info["disk_enabled"] else "disabled (memory only)"
     print(f"disk cache: {where}")

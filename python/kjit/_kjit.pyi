@@ -142,6 +142,11 @@ def cuda_status() -> dict[str, object]:
     What the CUDA backend found: driver and NVRTC libraries and versions, devices, and why it cannot run (empty when it can).
     """
 
+def torch_path() -> str:
+    """
+    How torch tensors are read and made: through kjit._torch, or through DLPack and why. Call it after importing torch.
+    """
+
 def add_library_search_dir(dir: str) -> None:
     """
     Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.

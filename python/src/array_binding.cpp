@@ -157,6 +157,9 @@ void init_array(nb::module_& m) {
         }, nb::sig("def cuda_status() -> dict[str, object]"),
         "What the CUDA backend found: driver and NVRTC libraries and versions, devices, and why "
         "it cannot run (empty when it can).");
+  m.def("torch_path", &torch_path,
+        "How torch tensors are read and made: through kjit._torch, or through DLPack and why. "
+        "Call it after importing torch.");
   m.def("add_library_search_dir", &cuda::add_library_search_dir, "dir"_a,
         "Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.");
   m.def("clear_cache", &clear_cache, "Empties the in-memory cache and deletes disk entries.");

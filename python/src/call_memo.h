@@ -1,7 +1,7 @@
 // Conversions remembered from one call of a kernel to the next. Code that calls a kernel in a loop
-// passes the same output_shapes, output_dtypes, grid, threadgroup and template objects each time;
-// their C++ form is kept with the objects it came from, and reused while those objects are the
-// very same and hold the very same items.
+// passes equal output_shapes, output_dtypes, grid, threadgroup and template arguments each time,
+// often as new lists and tuples of the same constants (`output_shapes=[(n,)]`); their C++ form
+// is kept with a description of what it came from, and reused while the new argument matches it.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -13,53 +13,73 @@
 
 namespace kjit::python {
 
-/// One argument's converted value and the object it was converted from. The memo holds
-/// references to the object and its items, so an identical pointer is the same live object, and
-/// a list whose items were replaced since is converted again. Used with the GIL held; the value
-/// is shared, so that a call keeps it while it runs without the GIL and another thread's call
-/// converts something else.
+/// One argument's converted value and the structure it was converted from: its lists and tuples
+/// with their lengths, and the immutable objects in them (ints, strs, dtypes...), which the memo
+/// keeps alive. An argument matches when it has the same structure and each leaf is the same
+/// object or an equal int or str. Anything holding a mutable leaf is converted every time. Used
+/// with the GIL held; the value is shared, so that a call keeps it while it runs without the GIL
+/// and another thread's call converts something else.
 template <class T>
 class Memo {
  public:
   template <class Convert>
   std::shared_ptr<const T> get(nb::handle obj, Convert&& convert) {
-    if (!value_ || !unchanged(obj)) {
+    size_t pos = 0;
+    if (!value_ || !remembered_ || !matches(obj.ptr(), pos, 0) || pos != entries_.size()) {
       value_ = std::make_shared<const T>(convert(obj));
-      remember(obj);
+      entries_.clear();
+      remembered_ = describe(obj.ptr(), 0);
     }
     return value_;
   }
 
  private:
-  bool unchanged(nb::handle obj) const {
-    if (!source_.is_valid() || obj.ptr() != source_.ptr()) return false;
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj.ptr());
-    if (n != static_cast<Py_ssize_t>(items_.size())) return false;
-    PyObject** items = PySequence_Fast_ITEMS(obj.ptr());
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      if (items[i] != items_[static_cast<size_t>(i)].ptr()) return false;
+  // A container (leaf invalid, its length) or a leaf.
+  struct Entry {
+    nb::object leaf;
+    Py_ssize_t length = 0;
+  };
+  // Arguments nest two deep (a list of shape tuples, of (name, value) pairs); three is ample.
+  static constexpr int kMaxDepth = 3;
+
+  static bool same_leaf(PyObject* a, PyObject* b) {
+    if (a == b) return true;
+    if (Py_TYPE(a) != Py_TYPE(b)) return false;
+    if (PyLong_CheckExact(a)) return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
+    if (PyUnicode_CheckExact(a)) return PyUnicode_Compare(a, b) == 0;
+    return false;
+  }
+
+  bool matches(PyObject* o, size_t& pos, int depth) const {
+    if (pos >= entries_.size()) return false;
+    const Entry& e = entries_[pos++];
+    if (e.leaf.is_valid()) return same_leaf(e.leaf.ptr(), o);
+    if (!is_list(o) || PySequence_Fast_GET_SIZE(o) != e.length) return false;
+    PyObject** items = PySequence_Fast_ITEMS(o);
+    for (Py_ssize_t i = 0; i < e.length; ++i) {
+      if (!matches(items[i], pos, depth + 1)) return false;
     }
     return true;
   }
 
-  void remember(nb::handle obj) {
-    source_.reset();
-    items_.clear();
-    if (!is_list(obj)) return;  // only lists and tuples are remembered
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj.ptr());
-    PyObject** items = PySequence_Fast_ITEMS(obj.ptr());
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      if (!is_immutable(items[i])) {
-        items_.clear();
-        return;
-      }
-      items_.push_back(nb::borrow(items[i]));
+  bool describe(PyObject* o, int depth) {
+    if (!is_list(o)) {
+      if (!is_immutable(o)) return false;
+      entries_.push_back({nb::borrow(o), 0});
+      return true;
     }
-    source_ = nb::borrow(obj);
+    if (depth == kMaxDepth) return false;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    entries_.push_back({nb::object(), n});
+    PyObject** items = PySequence_Fast_ITEMS(o);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!describe(items[i], depth + 1)) return false;
+    }
+    return true;
   }
 
-  nb::object source_;
-  std::vector<nb::object> items_;
+  std::vector<Entry> entries_;
+  bool remembered_ = false;
   std::shared_ptr<const T> value_;
 };
 

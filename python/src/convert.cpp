@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <complex>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -20,7 +21,7 @@ std::string Param::str() const {
     out += "[kjit." + std::string(kernel_->api()) + "] kernel '" + kernel_->name() + "': ";
   }
   out += owned_ ? *owned_ : std::string(text_);
-  if (index_ >= 0) out += "[" + std::to_string(index_) + "]";
+  if (index_ >= 0) out.append("[").append(std::to_string(index_)).append("]");
   if (label_) out += " ('" + *label_ + "')";
   return out;
 }
@@ -31,7 +32,9 @@ std::string qualified_type_name(nb::handle obj) {
   return nb::borrow<nb::str>(nb::type_name(obj.type())).c_str();
 }
 
-std::string describe(nb::handle obj) { return "'" + qualified_type_name(obj) + "'"; }
+std::string describe(nb::handle obj) {
+  return std::string("'").append(qualified_type_name(obj)).append("'");
+}
 
 // str(obj), as Python spells it.
 std::string str_of(nb::handle obj) {
@@ -136,13 +139,16 @@ Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override,
 }  // namespace
 
 Framework framework_of(nb::handle obj) {
-  static std::mutex mutex;
-  static std::unordered_map<PyTypeObject*, Framework> known;
+  // Called with the GIL held, which guards the map; a call's arrays are mostly of the type the
+  // last one had.
+  static PyTypeObject* last_type = nullptr;
+  static Framework last = Framework::None;
+  static auto& known = *new std::unordered_map<PyTypeObject*, Framework>;
   PyTypeObject* type = Py_TYPE(obj.ptr());
-  {
-    std::lock_guard lock(mutex);
-    auto it = known.find(type);
-    if (it != known.end()) return it->second;
+  if (type == last_type) return last;
+  if (auto it = known.find(type); it != known.end()) {
+    last_type = type;
+    return last = it->second;
   }
   std::string module;
   if (nb::hasattr(obj.type(), "__module__")) {
@@ -152,16 +158,65 @@ Framework framework_of(nb::handle obj) {
   auto starts = [&](const char* p) { return module.rfind(p, 0) == 0; };
   // Torch means a tensor: other torch objects (torch.Size...) go the general way.
   const bool tensor = nb::hasattr(obj.type(), "data_ptr");
-  Framework f = starts("kjit")                            ? Framework::Kjit
-                : starts("numpy")                         ? Framework::Numpy
-                : starts("torch") && tensor               ? Framework::Torch
-                : starts("torch")                         ? Framework::Other
-                : starts("cupy")                          ? Framework::Cupy
-                : starts("jax") || starts("jaxlib")       ? Framework::Jax
-                                                          : Framework::Other;
-  std::lock_guard lock(mutex);
+  Framework f = starts("kjit")                      ? Framework::Kjit
+                : starts("numpy")                   ? Framework::Numpy
+                : starts("torch") && tensor         ? Framework::Torch
+                : starts("torch")                   ? Framework::Other
+                : starts("cupy")                    ? Framework::Cupy
+                : starts("jax") || starts("jaxlib") ? Framework::Jax
+                                                    : Framework::Other;
   known.emplace(type, f);
+  Py_INCREF(type);  // a type remembered by its address stays alive
   return f;
+}
+
+namespace {
+
+// Whether kjit._torch serves this process, and why not. Plain statics under the GIL: a
+// function-local static's guard could be held by a thread that waits for the GIL inside the
+// import.
+struct TorchBridgeState {
+  bool looked = false;
+  const TorchBridge* bridge = nullptr;
+  std::string why_not;
+};
+
+TorchBridgeState& torch_bridge_state() {
+  static TorchBridgeState* state = new TorchBridgeState;  // never destroyed: Python may outlive it
+  if (state->looked) return *state;
+  state->looked = true;
+  const char* setting = std::getenv("KJIT_TORCH_BRIDGE");
+  if (setting && std::string_view(setting) == "0") {
+    state->why_not = "turned off by KJIT_TORCH_BRIDGE=0";
+    return *state;
+  }
+  // The module is imported first: PyCapsule_Import only looks up attributes after "kjit".
+  nb::object module = nb::steal(PyImport_ImportModule("kjit._torch"));
+  auto* found = module.is_valid()
+                    ? static_cast<const TorchBridge*>(PyCapsule_Import(kTorchBridgeCapsule, 0))
+                    : nullptr;
+  if (!found) {
+    // Not built (no torch at build time), or built for another torch.
+    nb::python_error error;
+    state->why_not = nb::cast<std::string>(nb::str(error.value()));
+    return *state;
+  }
+  if (found->abi != kTorchBridgeAbi) {
+    state->why_not = "kjit._torch is from another build of kjit";
+    return *state;
+  }
+  state->bridge = found;
+  return *state;
+}
+
+}  // namespace
+
+const TorchBridge* torch_bridge() { return torch_bridge_state().bridge; }
+
+std::string torch_path() {
+  const TorchBridgeState& state = torch_bridge_state();
+  return state.bridge ? std::string("kjit._torch (torch's C++ API)")
+                      : "DLPack (kjit._torch: " + state.why_not + ")";
 }
 
 nb::object attr_or_invalid(const char* module, const char* name) {
@@ -266,6 +321,14 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
 // shape, strides and address).
 Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner,
                  bool writable) {
+  if (const TorchBridge* bridge = torch_bridge()) {
+    TorchTensorView v;
+    if (bridge->read(tensor.ptr(), writable, &v)) {
+      const auto n = static_cast<size_t>(v.ndim);
+      return Array::borrow(v.data, {v.shape, n}, {v.strides, n}, v.dtype,
+                           v.cuda ? Device::cuda(v.device_index) : Device::cpu(), std::move(owner));
+    }
+  }
   static const nb::object& to_dlpack = *new nb::object(attr_or_invalid("torch._C", "_to_dlpack"));
   static PyObject* const kIsNeg = PyUnicode_InternFromString("is_neg");
   nb::object capsule;
@@ -406,6 +469,20 @@ nb::object from_array(const Array& device_array, Framework framework) {
       }
       return export_as<nb::numpy>(array, dtype);
     case Framework::Torch: {
+      if (const TorchBridge* bridge = torch_bridge()) {
+        TorchTensorView v;
+        v.data = array.data();
+        v.ndim = array.ndim();
+        std::copy(array.shape().begin(), array.shape().end(), v.shape);
+        std::copy(array.strides().begin(), array.strides().end(), v.strides);
+        v.dtype = array.dtype();
+        v.cuda = array.device().type == DeviceType::CUDA;
+        v.device_index = array.device().index;
+        PyObject* tensor =
+            bridge->wrap(&v, new Array(array), [](void* p) { delete static_cast<Array*>(p); });
+        if (!tensor) throw nb::python_error();
+        return nb::steal(tensor);
+      }
       // torch.utils.dlpack.from_dlpack is Python code around torch._C._from_dlpack; hand the
       // capsule to the latter directly (a few microseconds less per call).
       static const nb::object& from_capsule =

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "torch_bridge.h"
+
 namespace kjit::python {
 
 namespace nb = nanobind;
@@ -58,6 +60,15 @@ Framework framework_of(nb::handle obj);
 /// it. Hot paths keep the result in a never-destroyed static: Python is gone by the time static
 /// objects are destroyed.
 nb::object attr_or_invalid(const char* module, const char* name);
+
+/// kjit._torch's bridge once it has loaded: torch is imported, kjit._torch was built for this
+/// very torch, and KJIT_TORCH_BRIDGE is not 0. nullptr otherwise. Looked for when the first torch
+/// tensor is seen (kjit never imports torch itself).
+const TorchBridge* torch_bridge();
+
+/// How torch tensors are read and made in this process, and why when not through kjit._torch
+/// (for `python -m kjit doctor`). Looks for the bridge as torch_bridge() does.
+std::string torch_path();
 
 /// A dtype from a kjit.Dtype, a string, a NumPy dtype or type, or a torch dtype.
 Dtype to_dtype(nb::handle obj, const Param& param);

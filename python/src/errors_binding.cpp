@@ -1,8 +1,11 @@
 // kjit's exceptions as Python exceptions: ValueError and TypeError for bad arguments,
 // kjit.CompileError (with .log and .source) and kjit.LaunchError (both RuntimeErrors, defined
 // in kjit/_errors.py).
+#include "errors_binding.h"
+
 #include <kjit/errors.h>
-#include <nanobind/nanobind.h>
+
+#include <new>
 
 #include "core/warning.h"
 
@@ -14,7 +17,44 @@ namespace {
 PyObject* compile_error_type = nullptr;
 PyObject* launch_error_type = nullptr;
 
+// kjit's errors as their Python types; anything else is rethrown.
+void raise_kjit_error(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const CompileError& e) {
+    nb::object err = nb::steal(PyObject_CallFunction(compile_error_type, "s", e.what()));
+    if (!err.is_valid()) return;
+    nb::setattr(err, "log", nb::str(e.log().c_str(), e.log().size()));
+    nb::setattr(err, "source", nb::str(e.source().c_str(), e.source().size()));
+    PyErr_SetObject(compile_error_type, err.ptr());
+  } catch (const LaunchError& e) {
+    PyErr_SetString(launch_error_type, e.what());
+  } catch (const InternalError& e) {
+    PyErr_SetString(PyExc_RuntimeError, (std::string("kjit internal error: ") + e.what()).c_str());
+  }
+}
+
 }  // namespace
+
+void set_python_error(const std::exception_ptr& error) noexcept {
+  try {
+    raise_kjit_error(error);
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const nb::cast_error&) {
+    PyErr_SetString(PyExc_TypeError, "an argument has the wrong type");
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "kjit: an unknown C++ exception");
+  }
+}
 
 void init_errors(nb::module_&) {
   // The types live in Python (kjit/_errors.py) so that they are typed and documented there.
@@ -22,25 +62,8 @@ void init_errors(nb::module_&) {
   compile_error_type = nb::object(errors.attr("CompileError")).release().ptr();
   launch_error_type = nb::object(errors.attr("LaunchError")).release().ptr();
 
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
-    } catch (const ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const CompileError& e) {
-      nb::object err = nb::steal(PyObject_CallFunction(compile_error_type, "s", e.what()));
-      if (!err.is_valid()) return;
-      nb::setattr(err, "log", nb::str(e.log().c_str(), e.log().size()));
-      nb::setattr(err, "source", nb::str(e.source().c_str(), e.source().size()));
-      PyErr_SetObject(compile_error_type, err.ptr());
-    } catch (const LaunchError& e) {
-      PyErr_SetString(launch_error_type, e.what());
-    } catch (const InternalError& e) {
-      PyErr_SetString(PyExc_RuntimeError, (std::string("kjit internal error: ") + e.what()).c_str());
-    }
-  });
+  nb::register_exception_translator(
+      [](const std::exception_ptr& p, void*) { raise_kjit_error(p); });
 
   // Library warnings become Python warnings; a warning filter that turns them into errors
   // makes the call that warned raise.

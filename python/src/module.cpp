@@ -1,9 +1,10 @@
 #include <nanobind/nanobind.h>
 
+#include "errors_binding.h"
+
 namespace nb = nanobind;
 
 namespace kjit::python {
-void init_errors(nb::module_& m);
 void init_array(nb::module_& m);
 void init_kernel(nb::module_& m);
 }  // namespace kjit::python

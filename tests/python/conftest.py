@@ -90,3 +90,20 @@ def _checked(factory):
 
 kjit.metal_kernel = _checked(kjit.metal_kernel)
 kjit.cuda_kernel = _checked(kjit.cuda_kernel)
+
+
+# A kernel many GPU tests run: exp of each element.
+EXP = """
+    uint i = thread_position_in_grid.x;
+    out[i] = metal::exp(inp[i]);
+"""
+
+
+def exp_kernel():
+    return kjit.metal_kernel(name="gpu_exp", input_names=["inp"], output_names=["out"],
+                             source=EXP)
+
+
+def run_exp(x, **kw):
+    return exp_kernel()(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
+                        grid=(int(np.prod(x.shape)), 1, 1), threadgroup=(256, 1, 1), **kw)[0]

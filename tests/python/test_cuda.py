@@ -13,23 +13,7 @@ import pytest
 
 import kjit
 from conftest import CUDA_STATUS as STATUS
-from conftest import DEVICES, needs_gpu, poisoned
-
-EXP = """
-    uint i = thread_position_in_grid.x;
-    out[i] = metal::exp(inp[i]);
-"""
-
-
-def exp_kernel():
-    return kjit.metal_kernel(name="gpu_exp", input_names=["inp"], output_names=["out"],
-                             source=EXP)
-
-
-def run_exp(x, **kw):
-    return exp_kernel()(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
-                        grid=(int(np.prod(x.shape)), 1, 1), threadgroup=(256, 1, 1), **kw)[0]
-
+from conftest import DEVICES, EXP, exp_kernel, needs_gpu, poisoned, run_exp
 
 @needs_gpu
 def test_numpy_inputs_run_on_the_gpu_when_asked(rng):
@@ -37,16 +21,6 @@ def test_numpy_inputs_run_on_the_gpu_when_asked(rng):
     out = run_exp(x, device="cuda")
     assert isinstance(out, np.ndarray)
     np.testing.assert_allclose(out, np.exp(x.astype(np.float64)), rtol=2e-7)
-
-
-@needs_gpu
-def test_torch_in_torch_out(rng):
-    torch = pytest.importorskip("torch")
-    x = torch.from_numpy(rng.standard_normal(50_000).astype(np.float32)).cuda()
-    out = run_exp(x)
-    assert isinstance(out, torch.Tensor) and out.device == x.device and out.dtype == x.dtype
-    np.testing.assert_allclose(out.cpu().numpy(), np.exp(x.cpu().numpy().astype(np.float64)),
-                               rtol=2e-7)
 
 
 @needs_gpu
@@ -85,22 +59,6 @@ def test_jax_inputs_still_being_computed(rng):
     out = run_exp(y)
     np.testing.assert_allclose(np.asarray(out), np.exp(np.asarray(y).astype(np.float64)),
                                rtol=2e-7)
-
-
-@needs_gpu
-def test_torch_side_stream_orders_with_torch_ops(rng):
-    torch = pytest.importorskip("torch")
-    n = 1 << 24
-    side = torch.cuda.Stream()
-    host = rng.standard_normal(n).astype(np.float32)
-    with torch.cuda.stream(side):
-        x = torch.from_numpy(host).cuda(non_blocking=False)
-        x.mul_(0.5)  # queued on the side stream just before the kernel
-        y = run_exp(x)  # must run after mul_, on the side stream
-        z = y * 2.0  # and torch's next op must see its output
-    side.synchronize()
-    np.testing.assert_allclose(z.cpu().numpy(), 2 * np.exp(0.5 * host.astype(np.float64)),
-                               rtol=1e-6)
 
 
 class _WithCudaStream:
@@ -274,17 +232,6 @@ def test_a_view_used_on_another_stream_holds_its_block_too(rng):
     np.testing.assert_allclose(z.cpu().numpy(),
                                np.exp(np.exp(x1[1:].cpu().numpy().astype(np.float64))), rtol=1e-6)
     np.testing.assert_allclose(w.cpu().numpy(), np.exp(x2.cpu().numpy().astype(np.float64)),
-                               rtol=2e-7)
-
-
-@needs_gpu
-def test_outputs_in_place_torch(rng):
-    torch = pytest.importorskip("torch")
-    x = torch.from_numpy(rng.standard_normal(3000).astype(np.float32)).cuda()
-    out = torch.full_like(x, float("nan"))
-    res = run_exp(x, outputs=[out])
-    assert res is out
-    np.testing.assert_allclose(out.cpu().numpy(), np.exp(x.cpu().numpy().astype(np.float64)),
                                rtol=2e-7)
 
 
@@ -472,56 +419,6 @@ def test_init_value_on_the_gpu(dtype):
     expected = np.full_like(x, 3)
     expected[::2] = x[::2]
     np.testing.assert_array_equal(out, expected)
-
-
-@needs_gpu
-def test_strided_torch_views(rng):
-    torch = pytest.importorskip("torch")
-    base = torch.from_numpy(rng.standard_normal((64, 48)).astype(np.float32)).cuda()
-    view = base.t()[::2]  # (24, 64), not row-contiguous
-    ref = np.exp(view.cpu().numpy().astype(np.float64))
-    out = run_exp(view)  # copied on the GPU first
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=2e-7)
-    strided = kjit.metal_kernel(name="strided_exp", input_names=["inp"], output_names=["out"],
-                                ensure_row_contiguous=False, source="""
-        uint i = thread_position_in_grid.x;
-        out[i] = metal::exp(inp[elem_to_loc(i, inp_shape, inp_strides, inp_ndim)]);
-    """)
-    (out2,) = strided(inputs=[view], output_shapes=[tuple(view.shape)],
-                      output_dtypes=[view.dtype], grid=(view.numel(), 1, 1),
-                      threadgroup=(128, 1, 1))
-    np.testing.assert_allclose(out2.cpu().numpy(), ref, rtol=2e-7)
-
-
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
-def test_torch_tensors_of_every_kind(device, rng):
-    torch = pytest.importorskip("torch")
-    copy = kjit.metal_kernel(name="torch_copy", input_names=["inp"], output_names=["out"],
-                             source="out[thread_position_in_grid.x] = "
-                                    "inp[thread_position_in_grid.x];")
-    values = rng.standard_normal(24)
-    complex_values = values[:12] + 1j * values[12:]
-    cases = {
-        "float32 needing grad": torch.tensor(values, dtype=torch.float32, requires_grad=True),
-        "float16": torch.tensor(values, dtype=torch.float16),
-        "bfloat16": torch.tensor(values, dtype=torch.bfloat16),
-        "bool": torch.tensor(values > 0),
-        "int64 transposed": torch.tensor((values * 100).astype(np.int64)).reshape(4, 6).t(),
-        "lazily conjugated complex64": torch.tensor(complex_values, dtype=torch.complex64).conj(),
-        "lazily negated float32": torch.tensor(complex_values, dtype=torch.complex64).conj().imag,
-    }
-    for what, t in cases.items():
-        t = t.to(device)
-        expected = t.detach().resolve_conj().contiguous().cpu()
-        (out,) = copy(inputs=[t], output_shapes=[tuple(t.shape)], output_dtypes=[t.dtype],
-                      grid=(t.numel(), 1, 1), threadgroup=(32, 1, 1), device=device)
-        assert isinstance(out, torch.Tensor) and out.dtype == t.dtype, what
-        assert out.device == t.device, what
-        assert torch.equal(out.cpu(), expected), what
-    lazy = torch.zeros(12, dtype=torch.complex64, device=device).conj()
-    with pytest.raises(ValueError, match=r"outputs\[0\].*lazy conjugation or negation"):
-        copy(inputs=[lazy.resolve_conj()], output_shapes=[(12,)], output_dtypes=[lazy.dtype],
-             grid=(12, 1, 1), threadgroup=(32, 1, 1), device=device, outputs=[lazy])
 
 
 @needs_gpu

@@ -1,6 +1,7 @@
 """Kernels run on the CPU: the seed examples, launch geometry, outputs, inputs of every kind and
 dtype, return types, verbose output, and the dialects' arithmetic and math against NumPy."""
 
+import functools
 import math
 import threading
 
@@ -270,6 +271,56 @@ def test_reused_argument_objects_follow_their_changes(rng):
     shapes.append((1,))  # one output too many: still an error
     with pytest.raises(ValueError, match="output_shapes"):
         kernel(**kw)
+
+
+def test_new_argument_lists_convert_to_what_they_hold(rng):
+    # Calls written out build new lists and tuples each time; equal contents may be new objects
+    # (ints over 256, strs made at run time), and changed contents must be seen.
+    kernel = kjit.metal_kernel(name="scaled_copy", input_names=["x"], output_names=["y"],
+                               source="""
+        uint i = thread_position_in_grid.x;
+        y[i] = T(x[i] * S);
+    """)
+    x = rng.standard_normal(1000).astype(np.float32)
+    calls = [(300, "T", 2, np.float32), (int("300"), "".join(["T"]), 2, np.float32),
+             (int("299"), "T", 2, np.float32), (299, "T", 3, np.float32),
+             (299, "T", 3, np.float64), (299, "T", True, np.float64)]
+    for n, name, scale, dtype in calls:
+        (y,) = kernel(inputs=[x[:n]], output_shapes=[(n,)], output_dtypes=[dtype],
+                      grid=(n, 1, 1), threadgroup=(16, 1, 1),
+                      template=[(name, dtype), ("S", scale)])
+        assert y.shape == (n,) and y.dtype == dtype
+        np.testing.assert_array_equal(y, (x[:n] * float(scale)).astype(dtype))
+
+
+def test_every_way_python_calls_a_kernel(rng):
+    kernel = kjit._kjit.metal_kernel(name="twice", input_names=["x"], output_names=["y"],
+                                     source="y[thread_position_in_grid.x] = "
+                                            "2 * x[thread_position_in_grid.x];")
+    x = rng.standard_normal(40).astype(np.float32)
+    kw = dict(inputs=[x], output_shapes=[(40,)], output_dtypes=[np.float32], grid=(40, 1, 1),
+              threadgroup=(8, 1, 1))
+    calls = {
+        "keywords": lambda: kernel(inputs=[x], output_shapes=[(40,)],
+                                   output_dtypes=[np.float32], grid=(40, 1, 1),
+                                   threadgroup=(8, 1, 1)),
+        "a dict": lambda: kernel(**kw),
+        "partial": functools.partial(kernel, **kw),
+        "__call__": lambda: kernel.__call__(**kw),
+        "Kernel.__call__": lambda: type(kernel).__call__(kernel, **kw),
+        "map": lambda: list(map(lambda k: k(**kw), [kernel]))[0],
+    }
+    for what, call in calls.items():
+        (y,) = call()
+        np.testing.assert_array_equal(y, 2 * x, err_msg=what)
+    with pytest.raises(TypeError):
+        kernel([x], [(40,)], [np.float32], (40, 1, 1), (8, 1, 1))  # keywords only
+    with pytest.raises(TypeError):
+        kernel(inputs=[x], output_shapes=[(40,)], output_dtypes=[np.float32], grid=(40, 1, 1))
+    with pytest.raises(TypeError):
+        kernel(**kw, threads=(8, 1, 1))
+    with pytest.raises(TypeError):
+        type("Sub", (type(kernel),), {})  # kernels are not subclassed
 
 
 def test_one_kernel_called_from_two_threads_with_different_arguments(rng):

@@ -1,0 +1,18 @@
+// kjit's exceptions as Python exceptions.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <exception>
+
+namespace kjit::python {
+
+/// Registers the translation of kjit's exceptions with nanobind (and library warnings as
+/// Python warnings).
+void init_errors(nanobind::module_& m);
+
+/// Sets the Python error for |error|, as nanobind's translation would: for code that Python
+/// calls directly rather than through nanobind's dispatch.
+void set_python_error(const std::exception_ptr& error) noexcept;
+
+}  // namespace kjit::python

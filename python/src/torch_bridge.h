@@ -1,0 +1,50 @@
+// The C interface between kjit's module and kjit._torch, the optional module built against
+// torch's C++ API. Through it a call reads torch tensors, learns torch's current stream and makes
+// output tensors without going through torch's Python entry points (DLPack capsules, is_neg(),
+// the stream getter), which cost more than the rest of a call. kjit._torch is built only where
+// torch is present at build time, and loads only under the torch version it was built for; kjit
+// goes the DLPack way otherwise.
+#pragma once
+
+#include <Python.h>
+#include <kjit/array.h>
+#include <kjit/dtype.h>
+
+#include <cstdint>
+
+namespace kjit::python {
+
+/// Changes whenever TorchBridge or TorchTensorView change.
+inline constexpr uint32_t kTorchBridgeAbi = 1;
+
+/// A strided tensor's memory, as kjit describes arrays (strides in elements).
+struct TorchTensorView {
+  void* data = nullptr;
+  int ndim = 0;
+  int64_t shape[kMaxNdim] = {};
+  int64_t strides[kMaxNdim] = {};
+  Dtype dtype = Dtype::Float32;
+  bool cuda = false;  // else host memory
+  int device_index = 0;
+};
+
+struct TorchBridge {
+  uint32_t abi;
+  /// True when |obj| is a torch tensor this bridge reads, now in |view|. False (no Python error
+  /// set) for anything else, including tensors with torch's lazy conjugation or negation, other
+  /// layouts and devices, and tensors without storage: the general path decides what they are.
+  /// |writable| asks for memory the kernel may write (a lazily copied tensor is copied first).
+  bool (*read)(PyObject* obj, bool writable, TorchTensorView* view);
+  /// torch's current stream on CUDA device |index|, as a CUstream, in |stream|. False with a
+  /// Python error set on failure.
+  bool (*current_stream)(int index, uintptr_t* stream);
+  /// A new tensor (a new reference) over |view|'s memory; torch calls release(context) when it
+  /// frees the tensor's storage, or at once if making the tensor fails. nullptr with a Python
+  /// error set on failure.
+  PyObject* (*wrap)(const TorchTensorView* view, void* context, void (*release)(void*));
+};
+
+/// The name of the capsule kjit._torch holds its TorchBridge in.
+inline constexpr const char* kTorchBridgeCapsule = "kjit._torch.bridge";
+
+}  // namespace kjit::python

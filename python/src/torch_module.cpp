@@ -1,0 +1,170 @@
+// kjit._torch: torch tensors read and made through torch's C++ API (see torch_bridge.h). A plain
+// CPython module: torch's headers bring pybind11, which is kept apart from kjit's nanobind module.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <cstring>
+#include <optional>
+
+#include "torch_bridge.h"
+
+namespace kjit::python {
+namespace {
+
+std::optional<Dtype> to_kjit(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Bool:
+      return Dtype::Bool;
+    case c10::ScalarType::Char:
+      return Dtype::Int8;
+    case c10::ScalarType::Short:
+      return Dtype::Int16;
+    case c10::ScalarType::Int:
+      return Dtype::Int32;
+    case c10::ScalarType::Long:
+      return Dtype::Int64;
+    case c10::ScalarType::Byte:
+      return Dtype::UInt8;
+    case c10::ScalarType::UInt16:
+      return Dtype::UInt16;
+    case c10::ScalarType::UInt32:
+      return Dtype::UInt32;
+    case c10::ScalarType::UInt64:
+      return Dtype::UInt64;
+    case c10::ScalarType::Half:
+      return Dtype::Float16;
+    case c10::ScalarType::BFloat16:
+      return Dtype::BFloat16;
+    case c10::ScalarType::Float:
+      return Dtype::Float32;
+    case c10::ScalarType::Double:
+      return Dtype::Float64;
+    case c10::ScalarType::ComplexFloat:
+      return Dtype::Complex64;
+    default:
+      return std::nullopt;
+  }
+}
+
+c10::ScalarType to_torch(Dtype d) {
+  static constexpr c10::ScalarType kTypes[kNumDtypes] = {
+      c10::ScalarType::Bool,   c10::ScalarType::Char,        c10::ScalarType::Short,
+      c10::ScalarType::Int,    c10::ScalarType::Long,        c10::ScalarType::Byte,
+      c10::ScalarType::UInt16, c10::ScalarType::UInt32,      c10::ScalarType::UInt64,
+      c10::ScalarType::Half,   c10::ScalarType::BFloat16,    c10::ScalarType::Float,
+      c10::ScalarType::Double, c10::ScalarType::ComplexFloat};
+  return kTypes[static_cast<int>(d)];
+}
+
+bool read(PyObject* obj, bool writable, TorchTensorView* view) {
+  if (!THPVariable_Check(obj)) return false;
+  try {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (!t.defined() || t.layout() != c10::kStrided || t.is_neg() || t.is_conj() ||
+        t.dim() > kMaxNdim) {
+      return false;
+    }
+    const std::optional<Dtype> dtype = to_kjit(t.scalar_type());
+    const c10::Device device = t.device();
+    if (!dtype || !(device.is_cpu() || device.is_cuda())) return false;
+    view->data = writable ? t.mutable_data_ptr() : const_cast<void*>(t.const_data_ptr());
+    view->ndim = static_cast<int>(t.dim());
+    std::memcpy(view->shape, t.sizes().data(), sizeof(int64_t) * t.dim());
+    std::memcpy(view->strides, t.strides().data(), sizeof(int64_t) * t.dim());
+    view->dtype = *dtype;
+    view->cuda = device.is_cuda();
+    view->device_index = device.is_cuda() ? device.index() : 0;
+    return true;
+  } catch (const std::exception&) {
+    return false;  // e.g. a tensor subclass without storage
+  }
+}
+
+bool current_stream(int index, uintptr_t* stream) {
+  try {
+    const c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
+    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+    *stream = reinterpret_cast<uintptr_t>(cuda.getStream(device).native_handle());
+    return true;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return false;
+  }
+}
+
+PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*)) {
+  try {
+    const c10::Device device =
+        view->cuda
+            ? c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(view->device_index))
+            : c10::Device(c10::DeviceType::CPU);
+    // The device is given: otherwise torch asks the driver where the pointer lives.
+    at::Tensor t = at::for_blob(view->data, c10::IntArrayRef(view->shape, view->ndim))
+                       .strides(c10::IntArrayRef(view->strides, view->ndim))
+                       .context(context, release)
+                       .options(at::TensorOptions().dtype(to_torch(view->dtype)).device(device))
+                       .target_device(device)
+                       .make_tensor();
+    return THPVariable_Wrap(std::move(t));
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
+const TorchBridge kBridge = {kTorchBridgeAbi, read, current_stream, wrap};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
+                       "_torch",
+                       "torch tensors read and made through torch's C++ API",
+                       -1,
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr};
+
+// The torch this module was built for is the only one it may run with: its C++ API has no stable
+// ABI across versions.
+bool same_torch_version() {
+  PyObject* torch = PyImport_ImportModule("torch");
+  if (!torch) return false;
+  PyObject* version = PyObject_GetAttrString(torch, "__version__");
+  Py_DECREF(torch);
+  if (!version) return false;
+  PyObject* text = PyObject_Str(version);
+  Py_DECREF(version);
+  if (!text) return false;
+  const char* running = PyUnicode_AsUTF8(text);
+  const bool same = running && std::strcmp(running, KJIT_TORCH_VERSION) == 0;
+  if (running && !same) {
+    PyErr_Format(PyExc_ImportError, "kjit._torch was built for torch %s, not torch %s",
+                 KJIT_TORCH_VERSION, running);
+  }
+  Py_DECREF(text);
+  return same;
+}
+
+}  // namespace
+}  // namespace kjit::python
+
+PyMODINIT_FUNC PyInit__torch() {
+  using namespace kjit::python;
+  if (!same_torch_version()) return nullptr;
+  PyObject* module = PyModule_Create(&kModule);
+  if (!module) return nullptr;
+  PyObject* capsule =
+      PyCapsule_New(const_cast<TorchBridge*>(&kBridge), kTorchBridgeCapsule, nullptr);
+  if (!capsule || PyModule_AddObject(module, "bridge", capsule) < 0) {
+    Py_XDECREF(capsule);
+    Py_DECREF(module);
+    return nullptr;
+  }
+  if (PyModule_AddStringConstant(module, "torch_version", KJIT_TORCH_VERSION) < 0) {
+    Py_DECREF(module);
+    return nullptr;
+  }
+  return module;
+}
