@@ -2,7 +2,7 @@
 // call that is not Python. Same kernel, stream kind and loop as bench/launch_floor.cu; prints
 // JSON (microseconds per call). Built and run by bench/gpu.py, which passes the body:
 //   nvcc -O2 -std=c++20 -Iinclude bench/cpp_call.cpp build/libkjit.a -lcuda -ldl
-//   ./cpp_call "$MYEXP_BODY"
+//   ./cpp_call "$MYEXP_BODY" [loops]
 #include <cuda.h>
 #include <kjit/kjit.h>
 
@@ -11,7 +11,8 @@
 #include <cstdlib>
 
 int main(int argc, char** argv) {
-  if (argc != 2) return 2;
+  if (argc < 2) return 2;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 5;  // loops timed per figure, best kept
   cuInit(0);
   CUdevice dev;
   CUcontext ctx;
@@ -22,31 +23,44 @@ int main(int argc, char** argv) {
   if (cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return 1;
   kjit::Kernel k = kjit::metal_kernel("myexp", {"inp"}, {"out"}, argv[1]);
   const kjit::Device gpu = kjit::Device::cuda(0);
-  const kjit::Array x = kjit::Array::zeros({16}, kjit::Dtype::Float32, gpu);
-  const kjit::Array out = kjit::Array::empty({16}, kjit::Dtype::Float32, gpu);
+  // Memory from outside kjit, as a framework's tensors are (kjit's own arrays made on another
+  // stream would have each launch record an event for their next user).
+  CUdeviceptr x_memory, out_memory;
+  if (cuMemAlloc(&x_memory, 64) != CUDA_SUCCESS || cuMemAlloc(&out_memory, 64) != CUDA_SUCCESS) {
+    return 1;
+  }
+  cuMemsetD8(x_memory, 0, 64);
+  const kjit::Array x =
+      kjit::Array::borrow(reinterpret_cast<void*>(x_memory), {16}, {}, kjit::Dtype::Float32, gpu);
+  const kjit::Array out =
+      kjit::Array::borrow(reinterpret_cast<void*>(out_memory), {16}, {}, kjit::Dtype::Float32, gpu);
   const kjit::TemplateArgs targs = {{"T", kjit::Dtype::Float32}};
   kjit::LaunchOptions allocating;
   allocating.stream = reinterpret_cast<uintptr_t>(stream);
   kjit::LaunchOptions in_place = allocating;
   in_place.outputs = std::vector<kjit::Array>{out};
-  auto time_loop = [&](const kjit::LaunchOptions& options) {
+  // As in bench/launch_floor.cu: the steady rate, or the host's part of a short burst.
+  auto time_loop = [&](const kjit::LaunchOptions& options, int calls, int reps, bool wait) {
     double best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
+    for (int rep = 0; rep < reps; ++rep) {
       cuStreamSynchronize(stream);
       auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 20000; ++i) {
+      for (int i = 0; i < calls; ++i) {
         k({x}, {{16}}, {kjit::Dtype::Float32}, {16, 1, 1}, {16, 1, 1}, targs, std::nullopt,
           false, options);
       }
-      cuStreamSynchronize(stream);
+      if (wait) cuStreamSynchronize(stream);
       auto t1 = std::chrono::steady_clock::now();
-      const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / 20000;
+      const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
       best = us < best ? us : best;
     }
     return best;
   };
-  time_loop(in_place);  // warm-up: builds and loads the kernel
-  const double in_place_us = time_loop(in_place), allocating_us = time_loop(allocating);
-  std::printf("{\"outputs_us\": %.3f, \"alloc_us\": %.3f}\n", in_place_us, allocating_us);
+  time_loop(in_place, 20000, 1, true);  // warm-up: builds and loads the kernel
+  const double in_place_us = time_loop(in_place, 20000, reps, true);
+  const double allocating_us = time_loop(allocating, 20000, reps, true);
+  const double host_us = time_loop(in_place, 256, 50, false);
+  std::printf("{\"outputs_us\": %.3f, \"alloc_us\": %.3f, \"outputs_host_us\": %.3f}\n",
+              in_place_us, allocating_us, host_us);
   return 0;
 }

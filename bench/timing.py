@@ -49,6 +49,23 @@ def per_call(fn: Callable[[], object], calls: int, repeats: int = 5, warmup: int
     return per_call_each([(fn, calls)], repeats, warmup, sync)[0]
 
 
+def host_per_call(fn: Callable[[], object], sync: Callable[[], object], calls: int = 256,
+                  repeats: int = 50) -> float:
+    """The host's part of one call, in seconds: the best mean over bursts of |calls| calls short
+    enough for the device's launch queue, timed without waiting for the device (|sync| waits
+    before each burst)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    sync()
+    return best
+
+
 def child_report(script: str, args: list[str], env: dict) -> dict:
     """Runs |script| in a fresh Python process and returns the JSON it prints."""
     run = subprocess.run([sys.executable, "-c", script, *args], env=env, check=True,
