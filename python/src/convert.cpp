@@ -165,8 +165,7 @@ Framework framework_of(nb::handle obj) {
                 : starts("cupy")                    ? Framework::Cupy
                 : starts("jax") || starts("jaxlib") ? Framework::Jax
                                                     : Framework::Other;
-  known.emplace(type, f);
-  Py_INCREF(type);  // a type remembered by its address stays alive
+  if (known.emplace(type, f).second) Py_INCREF(type);  // remembered by address: kept alive
   return f;
 }
 
@@ -536,8 +535,13 @@ Shape to_shape(nb::handle obj, const Param& param) {
     throw TypeError(param.str() + ": expected a sequence of ints, got " + describe(obj));
   }
   nb::sequence seq = nb::borrow<nb::sequence>(obj);
+  const size_t ndim = nb::len(seq);
+  if (ndim > static_cast<size_t>(kMaxNdim)) {
+    throw ValueError(param.str() + " has " + std::to_string(ndim) +
+                     " dimensions; at most 10 are supported");
+  }
   Shape shape;
-  shape.reserve(nb::len(seq));
+  shape.reserve(ndim);
   for (nb::handle item : seq) {
     int64_t d = to_int(item, param);
     if (d < 0) throw ValueError(param.str() + ": dimensions must be >= 0, got " + std::to_string(d));

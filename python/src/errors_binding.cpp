@@ -6,6 +6,7 @@
 #include <kjit/errors.h>
 
 #include <new>
+#include <stdexcept>
 
 #include "core/warning.h"
 
@@ -41,14 +42,25 @@ void raise_kjit_error(const std::exception_ptr& p) {
 }  // namespace
 
 void set_python_error(const std::exception_ptr& error) noexcept {
+  // After kjit's own errors, the mapping nanobind's default translation makes.
   try {
     raise_kjit_error(error);
   } catch (nb::python_error& e) {
     e.restore();
-  } catch (const nb::cast_error&) {
-    PyErr_SetString(PyExc_TypeError, "an argument has the wrong type");
-  } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
+  } catch (const std::bad_alloc& e) {
+    PyErr_SetString(PyExc_MemoryError, e.what());
+  } catch (const std::out_of_range& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const std::overflow_error& e) {
+    PyErr_SetString(PyExc_OverflowError, e.what());
+  } catch (const std::domain_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::length_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::range_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (...) {

@@ -377,6 +377,16 @@ void init_kernel(nb::module_& m) {
   nb::class_<PyKernel> kernel(
       m, "Kernel", nb::is_final(),
       "A kernel built from a body string. Call it with keyword arguments to run.");
+  // Kernels come from metal_kernel and cuda_kernel only: an instance Python made itself
+  // (Kernel.__new__) would hold no kernel, and no vectorcall slot.
+  auto* kernel_type = reinterpret_cast<PyTypeObject*>(kernel.ptr());
+  kernel_type->tp_new = [](PyTypeObject*, PyObject*, PyObject*) -> PyObject* {
+    PyErr_SetString(PyExc_TypeError,
+                    "kjit.Kernel cannot be made directly; use kjit.metal_kernel or "
+                    "kjit.cuda_kernel");
+    return nullptr;
+  };
+  PyType_Modified(kernel_type);
   kernel.def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_prop_ro("input_names", [](const PyKernel& k) { return k.kernel.input_names(); })
       .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); })

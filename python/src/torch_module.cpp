@@ -4,6 +4,7 @@
 #include <ATen/ops/from_blob.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/device_lazy_init.h>
 
 #include <cstring>
 #include <optional>
@@ -59,8 +60,8 @@ c10::ScalarType to_torch(Dtype d) {
 }
 
 bool read(PyObject* obj, bool writable, TorchTensorView* view) {
-  if (!THPVariable_Check(obj)) return false;
   try {
+    if (!THPVariable_Check(obj)) return false;
     const at::Tensor& t = THPVariable_Unpack(obj);
     if (!t.defined() || t.layout() != c10::kStrided || t.is_neg() || t.is_conj() ||
         t.dim() > kMaxNdim) {
@@ -78,7 +79,8 @@ bool read(PyObject* obj, bool writable, TorchTensorView* view) {
     view->device_index = device.is_cuda() ? device.index() : 0;
     return true;
   } catch (const std::exception&) {
-    return false;  // e.g. a tensor subclass without storage
+    PyErr_Clear();  // e.g. a tensor subclass without storage: the general path says why
+    return false;
   }
 }
 
@@ -100,6 +102,9 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
         view->cuda
             ? c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(view->device_index))
             : c10::Device(c10::DeviceType::CPU);
+    // torch's CUDA state is set up before its first CUDA tensor, as torch's own constructors
+    // do: kjit may make it first.
+    if (view->cuda) torch::utils::device_lazy_init(c10::DeviceType::CUDA);
     // The device is given: otherwise torch asks the driver where the pointer lives.
     at::Tensor t = at::for_blob(view->data, c10::IntArrayRef(view->shape, view->ndim))
                        .strides(c10::IntArrayRef(view->strides, view->ndim))
@@ -109,7 +114,7 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
                        .make_tensor();
     return THPVariable_Wrap(std::move(t));
   } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
   }
 }

@@ -321,6 +321,11 @@ def test_every_way_python_calls_a_kernel(rng):
         kernel(**kw, threads=(8, 1, 1))
     with pytest.raises(TypeError):
         type("Sub", (type(kernel),), {})  # kernels are not subclassed
+    with pytest.raises(TypeError, match="kjit.metal_kernel"):
+        type(kernel).__new__(type(kernel))  # nor made empty
+    for call in (kernel, type(kernel).__call__.__get__(kernel)):  # both ways, the same errors
+        with pytest.raises(ValueError, match=r"output_shapes\[0\] has 4611686018427387904 dim"):
+            call(**dict(kw, output_shapes=[range(2**62)]))
 
 
 def test_one_kernel_called_from_two_threads_with_different_arguments(rng):

@@ -210,6 +210,26 @@ def test_torch_tensors_of_every_kind(device, rng):
              grid=(12, 1, 1), threadgroup=(32, 1, 1), device=device, outputs=[lazy])
 
 
+@needs_gpu
+def test_kjit_may_make_a_programs_first_cuda_tensor(rng):
+    # torch's CUDA state is set up as its own constructors do, so torch can work on the output.
+    script = r"""
+import sys, numpy as np, torch, kjit
+k = kjit.metal_kernel(name="torch_copy", input_names=["inp"], output_names=["out"],
+                      source=sys.argv[1])
+x = torch.from_numpy(np.array(sys.argv[2].split(","), dtype=np.float32))
+assert not torch.cuda.is_initialized()
+(out,) = k(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
+           grid=(x.numel(), 1, 1), threadgroup=(32, 1, 1), device="cuda")
+assert out.is_cuda and torch.cuda.is_initialized()
+assert torch.equal((out * 2 + torch.ones_like(out)).cpu(), x * 2 + 1)
+"""
+    values = ",".join(str(v) for v in rng.standard_normal(10).astype(np.float32))
+    run = subprocess.run([sys.executable, "-c", script, COPY, values], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
 def test_another_torch_version_goes_through_dlpack(rng):
     script = r"""
 import sys, numpy as np, torch
