@@ -315,9 +315,9 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
   return imported;
 }
 
-// A torch.Tensor, described by torch._C._to_dlpack: one call into torch's C++ (the tensor's
-// Python __dlpack__ costs several microseconds, its accessors a call each for the dtype, device,
-// shape, strides and address).
+// A torch.Tensor, read by kjit._torch where it serves, else described by torch._C._to_dlpack:
+// one call into torch's C++ (the tensor's Python __dlpack__ costs several microseconds, its
+// accessors a call each for the dtype, device, shape, strides and address).
 Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner,
                  bool writable) {
   if (const TorchBridge* bridge = torch_bridge()) {

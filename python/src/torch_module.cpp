@@ -14,49 +14,21 @@
 namespace kjit::python {
 namespace {
 
-std::optional<Dtype> to_kjit(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Bool:
-      return Dtype::Bool;
-    case c10::ScalarType::Char:
-      return Dtype::Int8;
-    case c10::ScalarType::Short:
-      return Dtype::Int16;
-    case c10::ScalarType::Int:
-      return Dtype::Int32;
-    case c10::ScalarType::Long:
-      return Dtype::Int64;
-    case c10::ScalarType::Byte:
-      return Dtype::UInt8;
-    case c10::ScalarType::UInt16:
-      return Dtype::UInt16;
-    case c10::ScalarType::UInt32:
-      return Dtype::UInt32;
-    case c10::ScalarType::UInt64:
-      return Dtype::UInt64;
-    case c10::ScalarType::Half:
-      return Dtype::Float16;
-    case c10::ScalarType::BFloat16:
-      return Dtype::BFloat16;
-    case c10::ScalarType::Float:
-      return Dtype::Float32;
-    case c10::ScalarType::Double:
-      return Dtype::Float64;
-    case c10::ScalarType::ComplexFloat:
-      return Dtype::Complex64;
-    default:
-      return std::nullopt;
-  }
-}
+// torch's type for each kjit dtype, in kjit's order.
+constexpr c10::ScalarType kTorchTypes[kNumDtypes] = {
+    c10::ScalarType::Bool,   c10::ScalarType::Char,        c10::ScalarType::Short,
+    c10::ScalarType::Int,    c10::ScalarType::Long,        c10::ScalarType::Byte,
+    c10::ScalarType::UInt16, c10::ScalarType::UInt32,      c10::ScalarType::UInt64,
+    c10::ScalarType::Half,   c10::ScalarType::BFloat16,    c10::ScalarType::Float,
+    c10::ScalarType::Double, c10::ScalarType::ComplexFloat};
 
-c10::ScalarType to_torch(Dtype d) {
-  static constexpr c10::ScalarType kTypes[kNumDtypes] = {
-      c10::ScalarType::Bool,   c10::ScalarType::Char,        c10::ScalarType::Short,
-      c10::ScalarType::Int,    c10::ScalarType::Long,        c10::ScalarType::Byte,
-      c10::ScalarType::UInt16, c10::ScalarType::UInt32,      c10::ScalarType::UInt64,
-      c10::ScalarType::Half,   c10::ScalarType::BFloat16,    c10::ScalarType::Float,
-      c10::ScalarType::Double, c10::ScalarType::ComplexFloat};
-  return kTypes[static_cast<int>(d)];
+c10::ScalarType to_torch(Dtype d) { return kTorchTypes[static_cast<int>(d)]; }
+
+std::optional<Dtype> to_kjit(c10::ScalarType t) {
+  for (int i = 0; i < kNumDtypes; ++i) {
+    if (kTorchTypes[i] == t) return static_cast<Dtype>(i);
+  }
+  return std::nullopt;
 }
 
 bool read(PyObject* obj, bool writable, TorchTensorView* view) {
