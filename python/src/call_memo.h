@@ -25,10 +25,10 @@ class Memo {
   template <class Convert>
   std::shared_ptr<const T> get(nb::handle obj, Convert&& convert) {
     size_t pos = 0;
-    if (!value_ || !remembered_ || !matches(obj.ptr(), pos, 0) || pos != entries_.size()) {
+    if (entries_.empty() || !matches(obj.ptr(), pos, 0) || pos != entries_.size()) {
       value_ = std::make_shared<const T>(convert(obj));
       entries_.clear();
-      remembered_ = describe(obj.ptr(), 0);
+      if (!describe(obj.ptr(), 0)) entries_.clear();  // not to be remembered
     }
     return value_;
   }
@@ -78,8 +78,7 @@ class Memo {
     return true;
   }
 
-  std::vector<Entry> entries_;
-  bool remembered_ = false;
+  std::vector<Entry> entries_;  // empty: nothing remembered
   std::shared_ptr<const T> value_;
 };
 

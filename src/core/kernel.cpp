@@ -439,9 +439,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     }
     // Outputs elsewhere (NumPy arrays for a GPU kernel) are copied over and back; the kernel
     // writes the others in place.
-    for (const Array& a : *options.outputs) {
-      if (!(a.device() == device)) outputs_moved = true;
-    }
+    outputs_moved = std::any_of(options.outputs->begin(), options.outputs->end(),
+                                [&](const Array& a) { return !(a.device() == device); });
     if (outputs_moved) {
       for (const Array& a : *options.outputs) {
         outputs.push_back(a.device() == device ? a : to_contiguous(a, device, options.stream));
