@@ -57,6 +57,27 @@ TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
   EXPECT_EQ(cache.event_for(0x1000, 8), 0u);            // the waits went with the block
 }
 
+TEST(BlockCache, LoansAreFoundAsTheirStreamsComeAndGo) {
+  BlockCache cache(size_t{1} << 30);
+  cache.lend(0x1000, 512, 7);  // every loan on stream 7
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 7), 0u);
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0x1000u);
+  cache.lend(0x2000, 512, 8);  // loans on two streams
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0x1000u);
+  EXPECT_EQ(cache.lent_elsewhere(0x2000, 7), 0x2000u);
+  EXPECT_EQ(cache.lent_elsewhere(0x2000, 8), 0u);
+  cache.keep(0, 7, 512, 0x1000);  // every loan on stream 8 again
+  EXPECT_EQ(cache.lent_elsewhere(0x2000, 7), 0x2000u);
+  EXPECT_EQ(cache.lent_elsewhere(0x2000, 8), 0u);
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0u);
+  EXPECT_EQ(cache.take(0, 7, 512).block, 0x1000u);  // back on stream 7: two streams
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0x1000u);
+  cache.keep(0, 7, 512, 0x1000);
+  cache.keep(0, 8, 512, 0x2000);  // nothing lent
+  EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0u);
+  EXPECT_EQ(cache.lent_elsewhere(0x2000, 7), 0u);
+}
+
 TEST(BlockCache, ReportsADeviceHoldingMoreThanTheLimit) {
   BlockCache cache(2560);
   EXPECT_FALSE(cache.keep(0, 1, 1024, 0x1000));

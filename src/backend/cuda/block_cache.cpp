@@ -20,6 +20,25 @@ std::vector<uintptr_t> BlockCache::waits_of(uintptr_t block) {
   return events;
 }
 
+void BlockCache::add_loan(uintptr_t block, size_t size, uintptr_t stream) {
+  lent_[block] = {block + size, stream};
+  ++loans_per_stream_[stream];
+  sole_stream_.store(loans_per_stream_.size() == 1 ? stream : kManyStreams,
+                     std::memory_order_release);
+}
+
+void BlockCache::end_loan(uintptr_t block) {
+  auto it = lent_.find(block);
+  if (it == lent_.end()) return;
+  auto count = loans_per_stream_.find(it->second.stream);
+  if (--count->second == 0) loans_per_stream_.erase(count);
+  lent_.erase(it);
+  sole_stream_.store(loans_per_stream_.empty()       ? kNoLoans
+                     : loans_per_stream_.size() == 1 ? loans_per_stream_.begin()->first
+                                                     : kManyStreams,
+                     std::memory_order_release);
+}
+
 BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   std::lock_guard lock(mutex_);
   auto it = kept_.find({device, stream, size});
@@ -27,23 +46,25 @@ BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   const uintptr_t block = it->second.back();
   it->second.pop_back();
   held_[device] -= size;
-  lent_[block] = {block + size, stream};
+  add_loan(block, size, stream);
   return {block, waits_of(block)};
 }
 
 void BlockCache::lend(uintptr_t block, size_t size, uintptr_t stream) {
   std::lock_guard lock(mutex_);
-  lent_[block] = {block + size, stream};
+  add_loan(block, size, stream);
 }
 
 bool BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block) {
   std::lock_guard lock(mutex_);
-  lent_.erase(block);
+  end_loan(block);
   kept_[{device, stream, size}].push_back(block);
   return (held_[device] += size) > limit_;
 }
 
 uintptr_t BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
+  const uintptr_t sole = sole_stream_.load(std::memory_order_acquire);
+  if (sole == kNoLoans || sole == stream) return 0;
   std::lock_guard lock(mutex_);
   auto it = lent_.upper_bound(ptr);
   if (it == lent_.begin()) return 0;

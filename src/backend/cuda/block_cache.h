@@ -10,6 +10,7 @@
 // per output on an H200 host). Blocks, streams and events are opaque handles here.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -64,6 +65,8 @@ class BlockCache {
     }
   };
   std::vector<uintptr_t> waits_of(uintptr_t block);  // with mutex_ held
+  void add_loan(uintptr_t block, size_t size, uintptr_t stream);  // with mutex_ held
+  void end_loan(uintptr_t block);                                 // with mutex_ held
 
   const size_t limit_;
   std::mutex mutex_;
@@ -73,6 +76,12 @@ class BlockCache {
     uintptr_t end, stream;
   };
   std::map<uintptr_t, Loan> lent_;  // by start, to find the block of a view
+  std::unordered_map<uintptr_t, size_t> loans_per_stream_;
+  // The one stream every lent block is lent to, kNoLoans or kManyStreams: lent_elsewhere, asked
+  // at every launch, answers without the lock while a program uses one stream. An array's loan
+  // is published before the array can reach another thread, so a launch on it sees it here.
+  static constexpr uintptr_t kNoLoans = ~uintptr_t{0}, kManyStreams = ~uintptr_t{0} - 1;
+  std::atomic<uintptr_t> sole_stream_{kNoLoans};
   struct Wait {
     uintptr_t stream, event;
   };
