@@ -27,47 +27,48 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+inline constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 
-#define KJIT_CUDA_DRIVER_FUNCTIONS(X)                                                         \
-  X(cuInit, CUresult, (unsigned flags))                                                      \
-  X(cuDriverGetVersion, CUresult, (int* version))                                            \
-  X(cuDeviceGetCount, CUresult, (int* count))                                                \
-  X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                                 \
-  X(cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))                          \
-  X(cuDeviceGetAttribute, CUresult, (int* value, int attribute, CUdevice dev))               \
-  X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                     \
-  X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                              \
-  X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                            \
-  X(cuCtxSynchronize, CUresult, ())                                                          \
-  X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                      \
-  X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char* name))     \
-  X(cuFuncSetAttribute, CUresult, (CUfunction fn, int attribute, int value))                 \
-  X(cuLaunchKernel, CUresult,                                                                \
-    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,          \
-     unsigned bz, unsigned shared_bytes, CUstream stream, void** params, void** extra))      \
-  X(cuMemAllocAsync, CUresult, (CUdeviceptr * ptr, size_t bytes, CUstream stream))           \
-  X(cuMemFreeAsync, CUresult, (CUdeviceptr ptr, CUstream stream))                            \
-  X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool * pool, CUdevice dev))                \
-  X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, int attribute, void* value))        \
-  X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t keep))                             \
-  X(cuMemcpyAsync, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))   \
-  X(cuMemcpyHtoDAsync_v2, CUresult,                                                          \
-    (CUdeviceptr dst, const void* src, size_t bytes, CUstream s))                            \
-  X(cuMemcpyDtoHAsync_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes, CUstream s))  \
-  X(cuMemsetD8Async, CUresult, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))     \
-  X(cuMemsetD16Async, CUresult, (CUdeviceptr dst, unsigned short v, size_t n, CUstream s))   \
-  X(cuMemsetD32Async, CUresult, (CUdeviceptr dst, unsigned v, size_t n, CUstream s))         \
-  X(cuMemsetD2D32Async, CUresult,                                                            \
-    (CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height, CUstream s))    \
-  X(cuStreamSynchronize, CUresult, (CUstream stream))                                        \
-  X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags))           \
-  X(cuEventCreate, CUresult, (CUevent * event, unsigned flags))                              \
-  X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                               \
-  X(cuEventDestroy_v2, CUresult, (CUevent event))                                            \
-  X(cuGetErrorName, CUresult, (CUresult error, const char** name))                           \
+#define KJIT_CUDA_DRIVER_FUNCTIONS(X)                                                             \
+  X(cuInit, CUresult, (unsigned flags))                                                           \
+  X(cuDriverGetVersion, CUresult, (int* version))                                                 \
+  X(cuDeviceGetCount, CUresult, (int* count))                                                     \
+  X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                                      \
+  X(cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))                               \
+  X(cuDeviceGetAttribute, CUresult, (int* value, int attribute, CUdevice dev))                    \
+  X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                          \
+  X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                   \
+  X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
+  X(cuCtxSynchronize, CUresult, ())                                                               \
+  X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                           \
+  X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char* name))          \
+  X(cuFuncSetAttribute, CUresult, (CUfunction fn, int attribute, int value))                      \
+  X(cuFuncGetAttribute, CUresult, (int* value, int attribute, CUfunction fn))                     \
+  X(cuLaunchKernel, CUresult,                                                                     \
+    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
+     unsigned shared_bytes, CUstream stream, void** params, void** extra))                        \
+  X(cuMemAllocAsync, CUresult, (CUdeviceptr * ptr, size_t bytes, CUstream stream))                \
+  X(cuMemFreeAsync, CUresult, (CUdeviceptr ptr, CUstream stream))                                 \
+  X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool * pool, CUdevice dev))                     \
+  X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, int attribute, void* value))             \
+  X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t keep))                                  \
+  X(cuMemcpyAsync, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))        \
+  X(cuMemcpyHtoDAsync_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes, CUstream s)) \
+  X(cuMemcpyDtoHAsync_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes, CUstream s))       \
+  X(cuMemsetD8Async, CUresult, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))          \
+  X(cuMemsetD16Async, CUresult, (CUdeviceptr dst, unsigned short v, size_t n, CUstream s))        \
+  X(cuMemsetD32Async, CUresult, (CUdeviceptr dst, unsigned v, size_t n, CUstream s))              \
+  X(cuMemsetD2D32Async, CUresult,                                                                 \
+    (CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height, CUstream s))         \
+  X(cuStreamSynchronize, CUresult, (CUstream stream))                                             \
+  X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags))                \
+  X(cuEventCreate, CUresult, (CUevent * event, unsigned flags))                                   \
+  X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                    \
+  X(cuEventDestroy_v2, CUresult, (CUevent event))                                                 \
+  X(cuGetErrorName, CUresult, (CUresult error, const char** name))                                \
   X(cuGetErrorString, CUresult, (CUresult error, const char** text))
 
 #define KJIT_NVRTC_FUNCTIONS(X)                                                              \

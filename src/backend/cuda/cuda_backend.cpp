@@ -19,7 +19,7 @@ namespace {
 
 struct DeviceState {
   DeviceInfo info;
-  CUcontext context = nullptr;
+  std::atomic<CUcontext> context = nullptr;
   bool pool_configured = false;
 };
 
@@ -44,7 +44,7 @@ DeviceState& state(int device) {
   std::call_once(once, [] {
     std::vector<DeviceState>& s = states();
     int count = device_count();
-    s.resize(static_cast<size_t>(count));
+    s = std::vector<DeviceState>(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) {
       CUdevice dev = 0;
       KJIT_CU(cuDeviceGet, &dev, i);
@@ -75,13 +75,17 @@ CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 
 // What identifies a stream to the block cache: its handle, except that the legacy stream has
 // two (0 and CU_STREAM_LEGACY) and the per-thread default stream (CU_STREAM_PER_THREAD) is a
-// different stream on each thread, told apart by an address unique to the thread.
+// different stream on each thread. Each thread's gets a number no other thread is given, even
+// after the thread ends (a later thread may reuse its addresses, and must not get the blocks
+// its stream may still use); the numbers are odd, which stream handles, pointers to aligned
+// driver objects, are not.
 uintptr_t stream_key(uintptr_t stream) {
   constexpr uintptr_t kLegacy = 1, kPerThread = 2;
   if (stream == kLegacy) return 0;
   if (stream != kPerThread) return stream;
-  static thread_local char marker;
-  return reinterpret_cast<uintptr_t>(&marker);
+  static std::atomic<uintptr_t> threads_seen{0};
+  static thread_local const uintptr_t key = 3 + 2 * threads_seen.fetch_add(1);
+  return key;
 }
 
 BlockCache& block_cache() {
@@ -137,20 +141,31 @@ int device_count() {
 
 const DeviceInfo& device_info(int device) { return state(device).info; }
 
-void make_current(int device) {
+ContextScope::ContextScope(int device) {
   DeviceState& s = state(device);
   const DriverApi& d = loaded_driver();
-  if (!s.context) {
+  CUcontext context = s.context.load(std::memory_order_acquire);
+  if (!context) {
     std::lock_guard lock(devices_mutex());
-    if (!s.context) {
+    context = s.context.load(std::memory_order_relaxed);
+    if (!context) {
       CUdevice dev = 0;
       KJIT_CU(cuDeviceGet, &dev, device);
-      KJIT_CU(cuDevicePrimaryCtxRetain, &s.context, dev);
+      KJIT_CU(cuDevicePrimaryCtxRetain, &context, dev);
+      s.context.store(context, std::memory_order_release);
     }
   }
   CUcontext current = nullptr;
   d.cuCtxGetCurrent(&current);
-  if (current != s.context) KJIT_CU(cuCtxSetCurrent, s.context);
+  if (current == context) return;
+  KJIT_CU(cuCtxSetCurrent, context);
+  // A thread with no context keeps this one: putting nothing back would cost two driver calls
+  // in each of its calls, and it has no device of its own to lose.
+  previous_ = current;
+}
+
+ContextScope::~ContextScope() {
+  if (previous_) driver().cuCtxSetCurrent(previous_);
 }
 
 namespace {
@@ -160,7 +175,7 @@ namespace {
 // runs when an array is released.
 void drain(int device) noexcept {
   try {
-    make_current(device);
+    const ContextScope context(device);
     const DriverApi& d = driver();
     // Out of the cache first, then the device idle: a block released meanwhile, by another
     // thread, stays kept rather than being freed while its kernel runs.
@@ -190,14 +205,26 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
   CUdeviceptr ptr = lent.block;
   if (ptr && !lent.waits.empty()) {
     // Kernels on other streams used the block: this stream's work on it comes after theirs.
-    make_current(device);
-    for (uintptr_t e : lent.waits) {
-      KJIT_CU(cuStreamWaitEvent, as_stream(stream), as_event(e), 0);
-      driver().cuEventDestroy_v2(as_event(e));
+    size_t waited = 0;
+    try {
+      const ContextScope context(device);
+      for (; waited < lent.waits.size(); ++waited) {
+        KJIT_CU(cuStreamWaitEvent, as_stream(stream), as_event(lent.waits[waited]), 0);
+        driver().cuEventDestroy_v2(as_event(lent.waits[waited]));
+      }
+    } catch (...) {
+      // A stream that cannot wait (not a stream of this device): the block is kept again, once
+      // the work its remaining events mark is done.
+      driver().cuCtxSynchronize();
+      for (; waited < lent.waits.size(); ++waited) {
+        driver().cuEventDestroy_v2(as_event(lent.waits[waited]));
+      }
+      block_cache().keep(device, key, size, ptr);
+      throw;
     }
   }
   if (!ptr) {
-    make_current(device);
+    const ContextScope context(device);
     DeviceState& s = state(device);
     if (!s.pool_configured) {
       // Keep freed memory in the pool: returning it to the OS makes the next allocation slow.
@@ -217,7 +244,12 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       drain(device);
       KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
     }
-    block_cache().lend(ptr, size, key);
+    try {
+      block_cache().lend(ptr, size, key);
+    } catch (...) {
+      driver().cuMemFreeAsync(ptr, as_stream(stream));
+      throw;
+    }
   }
   return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, key, size](void* p) {
     bool over = false;
@@ -233,7 +265,7 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
 void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream, bool to_host,
           bool from_host) {
   if (bytes == 0) return;
-  make_current(device);
+  const ContextScope context(device);
   if (to_host) {
     KJIT_CU(cuMemcpyDtoHAsync_v2, dst, as_ptr(src), bytes, as_stream(stream));
     KJIT_CU(cuStreamSynchronize, as_stream(stream));
@@ -248,7 +280,7 @@ void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream
 void fill(void* dst, const void* value, size_t item_size, size_t count, int device,
           uintptr_t stream) {
   if (count == 0) return;
-  make_current(device);
+  const ContextScope context(device);
   CUstream s = as_stream(stream);
   switch (item_size) {
     case 1: {
@@ -282,7 +314,7 @@ void fill(void* dst, const void* value, size_t item_size, size_t count, int devi
 }
 
 void synchronize(int device, uintptr_t stream) {
-  make_current(device);
+  const ContextScope context(device);
   KJIT_CU(cuStreamSynchronize, as_stream(stream));
 }
 
@@ -297,7 +329,7 @@ std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& im
                      " bytes is more than " + info.name + " allows per block (" +
                      std::to_string(info.max_shared_optin) + ")");
   }
-  make_current(device);
+  const ContextScope context(device);
   CUmodule module = nullptr;
   KJIT_CU(cuModuleLoadData, &module, image.data());
   Module::Functions functions = {};
@@ -305,7 +337,16 @@ std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& im
     if (!(mask & (1u << index))) continue;
     KJIT_CU(cuModuleGetFunction, &functions[index], module,
             codegen::cuda_entry_name(index).c_str());
-    if (spec.shared_memory > 48 * 1024) {
+    if (spec.shared_memory > 0) {
+      // The default cap is 48 KB less the body's own __shared__ arrays.
+      int fixed = 0;
+      KJIT_CU(cuFuncGetAttribute, &fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, functions[index]);
+      if (spec.shared_memory + fixed > info.max_shared_optin) {
+        throw ValueError("[kjit.cuda_kernel] shared_memory: " + std::to_string(spec.shared_memory) +
+                         " bytes and the body's " + std::to_string(fixed) +
+                         " bytes of __shared__ arrays are more than " + info.name +
+                         " allows per block (" + std::to_string(info.max_shared_optin) + ")");
+      }
       KJIT_CU(cuFuncSetAttribute, functions[index], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               spec.shared_memory);
     }
@@ -320,7 +361,9 @@ std::shared_ptr<const Module> module_for(const KernelSpec& spec, const codegen::
   const int cc = device_info(device).cc;
   const std::string source = g.text + codegen::cuda_entry_points(g, mask);
   const std::string key = disk_key(spec, source, cc);
-  const std::string memory_key = key + "\ndevice " + std::to_string(device);
+  // A module's functions are set up for the kernel's dynamic shared memory.
+  const std::string memory_key = key + "\ndevice " + std::to_string(device) + "\nshared memory " +
+                                 std::to_string(spec.shared_memory);
   if (compile) {
     return modules().get_or_build(
         memory_key, [&] { return load(spec, image_for(key, spec, source, cc), device, mask); });
@@ -491,27 +534,33 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
     }
   }
   put(&record, sizeof record);
-  make_current(a.device);
+  const ContextScope context(a.device);
   KJIT_CU(cuLaunchKernel, function, launch_grid[0], launch_grid[1], launch_grid[2], a.dims.group[0],
           a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
           as_stream(a.stream), params, nullptr);
   // Blocks lent to other streams that this kernel uses (whole or through a view): their next
   // user waits for it.
   const uintptr_t key = stream_key(a.stream);
-  for (const std::vector<Array>* arrays : {&a.inputs, &a.outputs}) {
-    for (const Array& x : *arrays) {
-      if (x.device().type != DeviceType::CUDA) continue;
-      const uintptr_t block = block_cache().lent_elsewhere(as_ptr(x.data()), key);
-      if (!block) continue;
-      uintptr_t event = block_cache().event_for(block, key);
-      if (!event) {
-        CUevent e = nullptr;
-        KJIT_CU(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
-        event = reinterpret_cast<uintptr_t>(e);
-        block_cache().add_wait(block, key, event);
+  try {
+    for (const std::vector<Array>* arrays : {&a.inputs, &a.outputs}) {
+      for (const Array& x : *arrays) {
+        if (x.device().type != DeviceType::CUDA) continue;
+        const uintptr_t block = block_cache().lent_elsewhere(as_ptr(x.data()), key);
+        if (!block) continue;
+        uintptr_t event = block_cache().event_for(block, key);
+        if (!event) {
+          CUevent e = nullptr;
+          KJIT_CU(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+          event = reinterpret_cast<uintptr_t>(e);
+          block_cache().add_wait(block, key, event);
+        }
+        KJIT_CU(cuEventRecord, as_event(event), as_stream(a.stream));
       }
-      KJIT_CU(cuEventRecord, as_event(event), as_stream(a.stream));
     }
+  } catch (...) {
+    // The kernel is queued but a block's next user may not learn to wait for it: it ends first.
+    driver().cuStreamSynchronize(as_stream(a.stream));
+    throw;
   }
 }
 

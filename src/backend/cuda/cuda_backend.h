@@ -32,8 +32,19 @@ struct DeviceInfo {
 };
 const DeviceInfo& device_info(int device);
 
-/// Makes |device|'s primary context current on this thread (shared with PyTorch, CuPy, JAX).
-void make_current(int device);
+/// Makes |device|'s primary context (shared with PyTorch, CuPy, JAX) current on this thread for
+/// the scope, then puts back the context that was current before, if any: the CUDA runtime, and
+/// with it those libraries, takes the current context as the thread's device.
+class ContextScope {
+ public:
+  explicit ContextScope(int device);
+  ~ContextScope();
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+};
 
 /// Device memory for use on |stream|, kept for that stream's next allocations when released
 /// (BlockCache).
