@@ -46,34 +46,58 @@ void init_array(nb::module_& m) {
   dtype.def("__repr__", [](Dtype d) { return "kjit." + std::string(dtype_name(d)); });
 
   nb::class_<Array>(m, "Array", "An n-dimensional array on a device, owning or borrowing memory.")
-      .def_prop_ro("shape", &shape_tuple, nb::for_getter(nb::sig("def shape(self, /) -> tuple[int, ...]")))
-      .def_prop_ro("strides", [](const Array& a) {
-        nb::list l;
-        for (int64_t s : a.strides()) l.append(s);
-        return nb::tuple(l);
-      }, nb::for_getter(nb::sig("def strides(self, /) -> tuple[int, ...]")),
-         nb::for_getter("Strides in elements."))
+      .def_prop_ro("shape", &shape_tuple,
+                   nb::for_getter(nb::sig("def shape(self, /) -> tuple[int, ...]")))
+      .def_prop_ro(
+          "strides",
+          [](const Array& a) {
+            nb::list l;
+            for (int64_t s : a.strides()) l.append(s);
+            return nb::tuple(l);
+          },
+          nb::for_getter(nb::sig("def strides(self, /) -> tuple[int, ...]")),
+          nb::for_getter("Strides in elements."))
       .def_prop_ro("dtype", &Array::dtype)
       .def_prop_ro("ndim", &Array::ndim)
       .def_prop_ro("size", &Array::size)
       .def_prop_ro("nbytes", &Array::nbytes)
       .def_prop_ro("device", [](const Array& a) { return a.device().str(); })
-      .def("numpy", [](const Array& a) { return from_array(a, Framework::Numpy); },
-           "A NumPy view of the array (CPU arrays only).")
-      .def("__array__", [](const Array& a, nb::handle dtype, nb::handle copy) {
-             nb::object arr = from_array(a, Framework::Numpy);
-             if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
-             if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
-             return arr;
-           }, "dtype"_a = nb::none(), "copy"_a = nb::none())
-      .def("__dlpack__", [](const Array& a, nb::kwargs kwargs) {
-             return dlpack_view(a).attr("__dlpack__")(**kwargs);
-           }, nb::sig("def __dlpack__(self, **kwargs: object) -> object"))
-      .def("__dlpack_device__", [](const Array& a) {
-        return nb::make_tuple(a.device().type == DeviceType::CPU ? 1 : 2, a.device().index);
-      }, nb::sig("def __dlpack_device__(self) -> tuple[int, int]"))
-      .def("to", [](const Array& a, nb::handle device) { return a.to(to_device(device, "device")); },
-           "device"_a, "The array on another device (itself when already there).")
+      .def(
+          "numpy", [](const Array& a) { return from_array(a, Framework::Numpy); },
+          "A NumPy view of the array (CPU arrays only).")
+      .def(
+          "__array__",
+          [](const Array& a, nb::handle dtype, nb::handle copy) {
+            // NumPy's protocol: copy=True always copies, copy=False never does (and raises
+            // when it would have to), None copies only when it must.
+            nb::object view = from_array(a, Framework::Numpy);
+            nb::object arr = view;
+            if (!dtype.is_none()) arr = arr.attr("astype")(dtype, "copy"_a = false);
+            if (!copy.is_none() && !PyObject_IsTrue(copy.ptr()) && !arr.is(view)) {
+              throw ValueError("__array__: dtype " + nb::cast<std::string>(nb::str(dtype)) +
+                               " needs a copy, which copy=False forbids");
+            }
+            if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) && arr.is(view)) {
+              arr = arr.attr("copy")();
+            }
+            return arr;
+          },
+          "dtype"_a = nb::none(), "copy"_a = nb::none())
+      .def(
+          "__dlpack__",
+          [](const Array& a, nb::kwargs kwargs) {
+            return dlpack_view(a).attr("__dlpack__")(**kwargs);
+          },
+          nb::sig("def __dlpack__(self, **kwargs: object) -> object"))
+      .def(
+          "__dlpack_device__",
+          [](const Array& a) {
+            return nb::make_tuple(a.device().type == DeviceType::CPU ? 1 : 2, a.device().index);
+          },
+          nb::sig("def __dlpack_device__(self) -> tuple[int, int]"))
+      .def(
+          "to", [](const Array& a, nb::handle device) { return a.to(to_device(device, "device")); },
+          "device"_a, "The array on another device (itself when already there).")
       .def("__repr__", [](const Array& a) {
         std::string s = "kjit.Array(shape=(";
         for (int i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));

@@ -26,9 +26,16 @@ class Memo {
   std::shared_ptr<const T> get(nb::handle obj, Convert&& convert) {
     size_t pos = 0;
     if (entries_.empty() || !matches(obj.ptr(), pos, 0) || pos != entries_.size()) {
-      value_ = std::make_shared<const T>(convert(obj));
+      // Described before it is converted: when it is remembered, its leaves are immutable
+      // objects, whose conversion runs no Python code that could change the containers.
       entries_.clear();
       if (!describe(obj.ptr(), 0)) entries_.clear();  // not to be remembered
+      try {
+        value_ = std::make_shared<const T>(convert(obj));
+      } catch (...) {
+        entries_.clear();
+        throw;
+      }
     }
     return value_;
   }
@@ -54,7 +61,7 @@ class Memo {
     if (pos >= entries_.size()) return false;
     const Entry& e = entries_[pos++];
     if (e.leaf.is_valid()) return same_leaf(e.leaf.ptr(), o);
-    if (!is_list(o) || PySequence_Fast_GET_SIZE(o) != e.length) return false;
+    if (!is_plain_list(o) || PySequence_Fast_GET_SIZE(o) != e.length) return false;
     PyObject** items = PySequence_Fast_ITEMS(o);
     for (Py_ssize_t i = 0; i < e.length; ++i) {
       if (!matches(items[i], pos, depth + 1)) return false;
@@ -62,8 +69,11 @@ class Memo {
     return true;
   }
 
+  // Lists and tuples themselves: a subclass may convert through methods of its own.
+  static bool is_plain_list(PyObject* o) { return PyList_CheckExact(o) || PyTuple_CheckExact(o); }
+
   bool describe(PyObject* o, int depth) {
-    if (!is_list(o)) {
+    if (!is_plain_list(o)) {
       if (!is_immutable(o)) return false;
       entries_.push_back({nb::borrow(o), 0});
       return true;

@@ -107,8 +107,7 @@ std::shared_ptr<void> python_owner(nb::object obj) {
 }
 
 template <class Nd>
-Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override,
-                   const Param& param, std::shared_ptr<void> owner) {
+Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override, const Param& param) {
   std::optional<Dtype> dtype = dtype_override ? dtype_override : from_dlpack_dtype(nd.dtype());
   if (!dtype) {
     throw TypeError(param.str() + ": unsupported element type (DLPack code " +
@@ -132,8 +131,10 @@ Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override,
     shape[i] = nd.shape(i);
     strides[i] = nd.stride(i);
   }
+  // The imported ndarray holds what the producer exported, whose capsule may be all that owns
+  // the memory: the array keeps it (releasing it takes the GIL itself).
   return Array::borrow(const_cast<void*>(nd.data()), shape, strides, *dtype, device,
-                       std::move(owner));
+                       std::make_shared<Nd>(nd));
 }
 
 }  // namespace
@@ -165,8 +166,12 @@ Framework framework_of(nb::handle obj) {
                 : starts("cupy")                    ? Framework::Cupy
                 : starts("jax") || starts("jaxlib") ? Framework::Jax
                                                     : Framework::Other;
-  if (known.emplace(type, f).second) Py_INCREF(type);  // remembered by address: kept alive
-  return f;
+  // The frameworks' own types live as long as their modules, and are remembered (by address,
+  // so kept alive); any other type may be made and dropped at run time, and is looked at anew.
+  if (f == Framework::Other) return f;
+  if (known.emplace(type, f).second) Py_INCREF(type);
+  last_type = type;
+  return last = f;
 }
 
 namespace {
@@ -293,9 +298,14 @@ Dtype to_dtype(nb::handle obj, const Param& param) {
   } catch (const TypeError& e) {
     throw TypeError(param.str() + e.what());
   }
+  // Remembered by address, so kept alive; a program that makes new dtype objects all the time
+  // (unpickled arrays bring their own) would fill the map, which stops growing at a bound.
+  constexpr size_t kMaxKnownDtypes = 256;
   if (!nb::isinstance<nb::str>(obj)) {
     std::lock_guard lock(known.mutex);
-    if (known.map.emplace(obj.ptr(), d).second) Py_INCREF(obj.ptr());  // kept for the cache key
+    if (known.map.size() < kMaxKnownDtypes && known.map.emplace(obj.ptr(), d).second) {
+      Py_INCREF(obj.ptr());
+    }
   }
   return d;
 }
@@ -357,7 +367,7 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
     nb::object resolved = tensor.attr("resolve_conj")().attr("resolve_neg")();
     return from_torch(resolved, param, python_owner(resolved), false);
   }
-  return from_ndarray(nd, std::nullopt, param, std::move(owner));
+  return from_ndarray(nd, std::nullopt, param);
 }
 
 // True when |obj| says through __dlpack_device__ that it lives on a CUDA device.
@@ -393,35 +403,36 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
     return Array::scalar(PyFloat_AS_DOUBLE(obj.ptr()), Dtype::Float32);
   }
   if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
-  std::shared_ptr<void> owner = keep_alive ? python_owner(nb::borrow(obj)) : nullptr;
   const Framework framework = framework_of(obj);
-  if (framework == Framework::Torch) return from_torch(obj, param, owner, writable);
+  if (framework == Framework::Torch) {
+    return from_torch(obj, param, keep_alive ? python_owner(nb::borrow(obj)) : nullptr, writable);
+  }
   nb::ndarray<> rw;
   if (dlpack_stream && framework == Framework::Jax && on_cuda(obj)) {
     // Export for work on our stream: JAX makes it wait for the array instead of blocking the
     // host until the array is ready.
     try {
       nb::object capsule = obj.attr("__dlpack__")(nb::arg("stream") = dlpack_stream);
-      if (import_ndarray(capsule, rw)) return from_ndarray(rw, std::nullopt, param, owner);
+      if (import_ndarray(capsule, rw)) return from_ndarray(rw, std::nullopt, param);
     } catch (const nb::python_error&) {
     }
     // Otherwise the usual export, which waits until the array is ready.
   }
-  if (import_ndarray(obj, rw)) return from_ndarray(rw, std::nullopt, param, owner);
+  if (import_ndarray(obj, rw)) return from_ndarray(rw, std::nullopt, param);
   nb::ndarray<nb::ro> ro;
   if (import_ndarray(obj, ro)) {
     if (writable) throw ValueError(param.str() + ": the array is read-only");
-    return from_ndarray(ro, std::nullopt, param, owner);
+    return from_ndarray(ro, std::nullopt, param);
   }
   // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
   const bool has_dtype = !PyType_Check(obj.ptr()) && nb::hasattr(obj, "dtype");
   const std::string dtype = has_dtype ? str_of(obj.attr("dtype")) : "";
   if (framework == Framework::Numpy && dtype == "bfloat16") {
     nb::object view = obj.attr("view")("uint16");
-    if (import_ndarray(view, rw)) return from_ndarray(rw, Dtype::BFloat16, param, owner);
+    if (import_ndarray(view, rw)) return from_ndarray(rw, Dtype::BFloat16, param);
     if (import_ndarray(view, ro)) {
       if (writable) throw ValueError(param.str() + ": the array is read-only");
-      return from_ndarray(ro, Dtype::BFloat16, param, owner);
+      return from_ndarray(ro, Dtype::BFloat16, param);
     }
   }
   if (has_dtype) {
@@ -516,6 +527,13 @@ int64_t to_int(nb::handle obj, const Param& param) {
 }
 
 bool is_list(nb::handle obj) { return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()); }
+
+nb::tuple items_of(nb::handle list) {
+  if (PyTuple_CheckExact(list.ptr())) return nb::borrow<nb::tuple>(list);
+  PyObject* items = PySequence_Tuple(list.ptr());
+  if (!items) throw nb::python_error();
+  return nb::steal<nb::tuple>(items);
+}
 
 Dim3 to_dim3(nb::handle obj, const Param& param) {
   if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {

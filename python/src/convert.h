@@ -81,10 +81,11 @@ bool is_immutable(nb::handle obj);
 bool is_python_scalar(nb::handle obj);
 
 /// A kernel input (or, when |writable|, an output) from a Python scalar, a kjit.Array or any
-/// DLPack/buffer-protocol array. The result borrows the object's memory; |keep_alive| makes the
-/// Array own a reference to it. A JAX array on a GPU is asked, through the DLPack stream
-/// protocol, to be ready for work queued on |dlpack_stream| (DLPack's numbering: 1 is the
-/// legacy default stream) when that is not 0.
+/// DLPack/buffer-protocol array. The result borrows the object's memory, keeping what DLPack or
+/// the buffer protocol exported; a torch tensor read directly is kept only with |keep_alive|
+/// (a call's own arguments live through the call). A JAX array on a GPU is asked, through the
+/// DLPack stream protocol, to be ready for work queued on |dlpack_stream| (DLPack's numbering: 1 is
+/// the legacy default stream) when that is not 0.
 Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable = false,
                uintptr_t dlpack_stream = 0);
 
@@ -99,6 +100,10 @@ int64_t to_int(nb::handle obj, const Param& param);
 
 /// True for list and tuple objects: the only containers taken for inputs= and outputs=.
 bool is_list(nb::handle obj);
+
+/// The items of a list or tuple as a tuple, which holds them: converting an item may run Python
+/// code that changes the list, and a call uses its arrays while other threads run.
+nb::tuple items_of(nb::handle list);
 
 /// A sequence of exactly three non-negative ints.
 Dim3 to_dim3(nb::handle obj, const Param& param);

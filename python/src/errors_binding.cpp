@@ -5,8 +5,11 @@
 
 #include <kjit/errors.h>
 
+#include <mutex>
 #include <new>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "core/warning.h"
 
@@ -14,6 +17,22 @@ namespace nb = nanobind;
 
 namespace kjit::python {
 namespace {
+
+std::mutex& pending_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::string>& pending_warnings() {
+  static auto* w = new std::vector<std::string>();
+  return *w;
+}
+
+// With the GIL held.
+void issue_warning(const std::string& message) {
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, ("kjit: " + message).c_str(), 1) < 0) {
+    throw nb::python_error();
+  }
+}
 
 PyObject* compile_error_type = nullptr;
 PyObject* launch_error_type = nullptr;
@@ -78,14 +97,29 @@ void init_errors(nb::module_&) {
       [](const std::exception_ptr& p, void*) { raise_kjit_error(p); });
 
   // Library warnings become Python warnings; a warning filter that turns them into errors
-  // makes the call that warned raise.
+  // makes the call that warned raise. A thread without the GIL leaves its warning for the call
+  // to issue once it has the GIL back: taking the GIL inside the library, perhaps holding a lock
+  // or inside a static's initialisation, could wait forever on a thread that holds the GIL and
+  // waits for that lock.
   set_warning_handler([](const std::string& message) {
     if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
-    if (PyErr_WarnEx(PyExc_RuntimeWarning, ("kjit: " + message).c_str(), 1) < 0) {
-      throw nb::python_error();
+    if (PyGILState_Check()) {
+      issue_warning(message);
+    } else {
+      std::lock_guard lock(pending_mutex());
+      pending_warnings().push_back(message);
     }
   });
+}
+
+void flush_warnings() {
+  std::vector<std::string> messages;
+  {
+    std::lock_guard lock(pending_mutex());
+    if (pending_warnings().empty()) return;
+    messages.swap(pending_warnings());
+  }
+  for (const std::string& m : messages) issue_warning(m);
 }
 
 }  // namespace kjit::python

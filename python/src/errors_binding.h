@@ -11,6 +11,11 @@ namespace kjit::python {
 /// Python warnings).
 void init_errors(nanobind::module_& m);
 
+/// Issues, as Python warnings, the library warnings that threads without the GIL left: called
+/// with the GIL held, after library code that ran without it. Throws nanobind::python_error when
+/// a warning filter turns one into an error.
+void flush_warnings();
+
 /// Sets the Python error for |error|, as nanobind's translation would: for code that Python
 /// calls directly rather than through nanobind's dispatch.
 void set_python_error(const std::exception_ptr& error) noexcept;

@@ -90,20 +90,34 @@ bool to_bool(nb::handle obj, const char* api, const char* param) {
   return obj.ptr() == Py_True;
 }
 
+// A NumPy (or other array library's) integer or bool scalar: np.int64(2), np.True_.
+bool is_integer_scalar(nb::handle obj) {
+  if (PyType_Check(obj.ptr()) || !nb::hasattr(obj, "dtype")) return false;
+  try {
+    const Dtype d = to_dtype(obj.attr("dtype"), "template");
+    return is_integral(d) || d == Dtype::Bool;
+  } catch (const std::exception&) {
+    PyErr_Clear();
+    return false;
+  }
+}
+
 TemplateArgs to_template_args(const Param& p, nb::handle obj) {
   TemplateArgs args;
   if (obj.is_none()) return args;
   if (!is_list(obj)) throw TypeError(p.str() + ": expected a list of (name, value) pairs");
-  const Py_ssize_t n_items = PySequence_Fast_GET_SIZE(obj.ptr());
+  const nb::tuple items = items_of(obj);
+  const Py_ssize_t n_items = PyTuple_GET_SIZE(items.ptr());
   args.reserve(static_cast<size_t>(n_items));
   for (Py_ssize_t k = 0; k < n_items; ++k) {
-    nb::handle item = PySequence_Fast_GET_ITEM(obj.ptr(), k);
-    if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
+    nb::handle item_list = PyTuple_GET_ITEM(items.ptr(), k);
+    if (!is_list(item_list) || PySequence_Fast_GET_SIZE(item_list.ptr()) != 2) {
       throw TypeError(p.str() + ": expected (name, value) pairs, got " +
-                      nb::cast<std::string>(nb::repr(item)));
+                      nb::cast<std::string>(nb::repr(item_list)));
     }
-    nb::handle name = PySequence_Fast_GET_ITEM(item.ptr(), 0);
-    nb::handle value = PySequence_Fast_GET_ITEM(item.ptr(), 1);
+    const nb::tuple item = items_of(item_list);
+    nb::handle name = PyTuple_GET_ITEM(item.ptr(), 0);
+    nb::handle value = PyTuple_GET_ITEM(item.ptr(), 1);
     if (!nb::isinstance<nb::str>(name)) {
       throw TypeError(p.str() + ": a template name must be a str");
     }
@@ -113,9 +127,17 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
     auto what = [&] { return p.str() + ": the value of '" + n + "'"; };
     if (PyBool_Check(value.ptr())) {
       args.emplace_back(std::move(n), value.ptr() == Py_True);
-    } else if (PyLong_Check(value.ptr())) {
+    } else if (PyLong_Check(value.ptr()) || is_integer_scalar(value)) {
+      const bool numpy_bool =
+          !PyLong_Check(value.ptr()) && to_dtype(value.attr("dtype"), p) == Dtype::Bool;
+      if (numpy_bool) {
+        args.emplace_back(std::move(n), PyObject_IsTrue(value.ptr()) == 1);
+        continue;
+      }
       int overflow = 0;
-      long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+      nb::object index = nb::steal(PyNumber_Index(value.ptr()));
+      if (!index.is_valid()) throw nb::python_error();
+      long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
       if (overflow || v < INT32_MIN || v > INT32_MAX) {
         throw ValueError(what() + " does not fit in a 32-bit int");
       }
@@ -136,13 +158,38 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
   return args;
 }
 
+// A Python int or float, or a real scalar of an array library (np.float32(1), np.int64(2)).
+bool is_real_number(nb::handle obj) {
+  if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) return true;
+  if (!PyNumber_Check(obj.ptr()) || !nb::hasattr(obj, "dtype") || !nb::hasattr(obj, "ndim")) {
+    return false;
+  }
+  try {
+    if (to_int(obj.attr("ndim"), "ndim") != 0) return false;
+    const Dtype d = to_dtype(obj.attr("dtype"), "init_value");
+    return is_floating(d) || is_integral(d) || d == Dtype::Bool;
+  } catch (const std::exception&) {
+    PyErr_Clear();
+    return false;
+  }
+}
+
+// A stream handle given as an int: an address, so in [0, 2^64).
+uintptr_t to_handle(nb::handle value, const Param& param) {
+  const unsigned long long handle = PyLong_AsUnsignedLongLong(value.ptr());
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    throw ValueError(param.str() + ": " + nb::cast<std::string>(nb::repr(value)).substr(0, 40) +
+                     " is not a stream handle (an int in [0, 2^64))");
+  }
+  return static_cast<uintptr_t>(handle);
+}
+
 // A CUDA stream: None (the default), a raw handle (int), or an object exposing one through
 // __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
 uintptr_t to_stream(nb::handle obj, const Param& param) {
   if (obj.is_none()) return 0;
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-    return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(obj.ptr()));
-  }
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return to_handle(obj, param);
   nb::object handle = nb::borrow(obj);
   if (nb::hasattr(obj, "__cuda_stream__")) {
     nb::object pair = obj.attr("__cuda_stream__")();
@@ -160,7 +207,7 @@ uintptr_t to_stream(nb::handle obj, const Param& param) {
                     "__cuda_stream__, .cuda_stream or .ptr), got " +
                     nb::cast<std::string>(obj.type().attr("__name__")));
   }
-  return static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(handle.ptr()));
+  return to_handle(handle, param);
 }
 
 // The stream a framework's work on |device| is queued on now, so that a kernel is ordered after
@@ -186,21 +233,25 @@ uintptr_t current_stream(Framework framework, int device) {
   return 0;
 }
 
-// A list or tuple converted element by element; |param| names each element on errors.
+// A list or tuple converted element by element; |param| names each element on errors. |held|,
+// when given, receives the items converted.
 template <class F>
 std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handle obj,
-                                                                      const Param& param,
-                                                                      F convert) {
+                                                                       const Param& param,
+                                                                       F convert,
+                                                                       nb::tuple* held = nullptr) {
   if (!is_list(obj)) {
     throw TypeError(param.str() + ": expected a list, got " +
                     nb::cast<std::string>(obj.type().attr("__name__")));
   }
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj.ptr());
+  const nb::tuple items = items_of(obj);
+  const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
   std::vector<std::invoke_result_t<F, nb::handle, const Param&>> out;
   out.reserve(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
-    out.push_back(convert(PySequence_Fast_GET_ITEM(obj.ptr(), i), param.at(static_cast<size_t>(i))));
+    out.push_back(convert(PyTuple_GET_ITEM(items.ptr(), i), param.at(static_cast<size_t>(i))));
   }
+  if (held) *held = items;
   return out;
 }
 
@@ -219,11 +270,12 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   }
   LaunchOptions options;
   options.stream = to_stream(stream, t / "stream");
-  const Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs.ptr());
+  const nb::tuple input_items = items_of(inputs);  // the arrays, held through the call
+  const Py_ssize_t n_in = PyTuple_GET_SIZE(input_items.ptr());
   // Outputs belong to the library of the first array input.
   Framework framework = Framework::None;
   for (Py_ssize_t i = 0; i < n_in && framework == Framework::None; ++i) {
-    nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), i);
+    nb::handle item = PyTuple_GET_ITEM(input_items.ptr(), i);
     if (!is_python_scalar(item)) framework = framework_of(item);
   }
   // JAX inputs on a GPU are exported for the kernel's stream when it is known now (DLPack's
@@ -235,7 +287,7 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   std::vector<Array> arrays;
   arrays.reserve(static_cast<size_t>(n_in));
   for (Py_ssize_t i = 0; i < n_in; ++i) {
-    nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), i);
+    nb::handle item = PyTuple_GET_ITEM(input_items.ptr(), i);
     const size_t index = static_cast<size_t>(i);
     const std::string* name = index < k.input_names().size() ? &k.input_names()[index] : nullptr;
     arrays.push_back(to_array(item, input_param.at(index, name), false, false, dlpack_stream));
@@ -252,8 +304,9 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
       template_args, [&](nb::handle o) { return to_template_args(t / "template", o); });
   std::optional<double> init;
   if (!init_value.is_none()) {
-    if (!PyFloat_Check(init_value.ptr()) && !PyLong_Check(init_value.ptr())) {
-      throw TypeError((t / "init_value").str() + ": expected a number or None");
+    if (!is_real_number(init_value)) {
+      throw TypeError((t / "init_value").str() + ": expected a real number or None, got '" +
+                      nb::cast<std::string>(init_value.type().attr("__name__")) + "'");
     }
     double v = PyFloat_AsDouble(init_value.ptr());
     if (v == -1.0 && PyErr_Occurred()) {
@@ -271,10 +324,12 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     }
     options.device = Device::parse(nb::cast<std::string>(device), (t / "device").str());
   }
+  nb::tuple output_items;  // the given outputs, held through the call
   if (!outputs.is_none()) {
-    options.outputs = to_list(outputs, t / "outputs", [](nb::handle o, const Param& p) {
-      return to_array(o, p, false, /*writable=*/true);
-    });
+    options.outputs = to_list(
+        outputs, t / "outputs",
+        [](nb::handle o, const Param& p) { return to_array(o, p, false, /*writable=*/true); },
+        &output_items);
   }
   if (verbose.ptr() == Py_True) {
     options.print = [](std::string_view text) {
@@ -282,11 +337,12 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
       nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
     };
   }
-  // On a GPU, run on the stream of the inputs' framework unless told otherwise.
+  // With arrays on a GPU, work (a kernel, or a copy of a 0-d input to a CPU kernel) runs on the
+  // stream of the inputs' framework unless told otherwise.
   std::optional<Device> gpu;
   if (options.device && options.device->type == DeviceType::CUDA) gpu = options.device;
   for (const Array& a : arrays) {
-    if (!gpu && a.ndim() > 0 && a.device().type == DeviceType::CUDA) gpu = a.device();
+    if (!gpu && a.device().type == DeviceType::CUDA) gpu = a.device();
   }
   if (gpu && stream.is_none()) options.stream = current_stream(framework, gpu->index);
   std::vector<Array> result;
@@ -296,7 +352,8 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     // JAX reads DLPack imports without waiting on the exporter's stream.
     if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
   }
-  if (!outputs.is_none()) return nb::list(outputs);
+  flush_warnings();
+  if (!outputs.is_none()) return nb::list(output_items);
   nb::list out;
   for (const Array& a : result) out.append(from_array(a, framework));
   return out;
@@ -433,8 +490,11 @@ void init_kernel(nb::module_& m) {
           throw TypeError((t / "target").str() + ": expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
         }
         std::string where = nb::cast<std::string>(target);
-        nb::gil_scoped_release release;
-        k.build(sig, dtypes, targs, where);
+        {
+          nb::gil_scoped_release release;
+          k.build(sig, dtypes, targs, where);
+        }
+        flush_warnings();
       },
       nb::kw_only(), "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none() = nb::none(),
       "target"_a.none() = "cpu",

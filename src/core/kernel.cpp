@@ -347,6 +347,18 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(t[2]) + ")");
     }
   }
+  // Every group gets a number (and on the CPU an iteration): their count must fit in 64 bits.
+  uint64_t groups = 1;
+  for (int d = 0; d < 3; ++d) {
+    const uint64_t per_dim = static_cast<uint64_t>((g[d] + t[d] - 1) / t[d]);
+    if (__builtin_mul_overflow(groups, per_dim, &groups)) {
+      throw ValueError(prefix_named(spec) + "grid: (" + std::to_string(g[0]) + ", " +
+                       std::to_string(g[1]) + ", " + std::to_string(g[2]) +
+                       ") threads in threadgroups of (" + std::to_string(t[0]) + ", " +
+                       std::to_string(t[1]) + ", " + std::to_string(t[2]) +
+                       ") are more than 2^64 threadgroups");
+    }
+  }
   const Device device = resolve_device(spec, inputs, options.device);
   const int64_t max_threads = device.type == DeviceType::CUDA && cuda::device_count() > device.index
                                   ? cuda::device_info(device.index).max_threads_per_block
@@ -356,6 +368,21 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                      std::to_string(t[1]) + ", " + std::to_string(t[2]) + ") has " +
                      std::to_string(t[0] * t[1] * t[2]) + " threads; at most " +
                      std::to_string(max_threads) + " are allowed per threadgroup");
+  }
+  // Arrays on another GPU are refused: a copy between two devices' streams could not be
+  // ordered with the work queued on either.
+  auto check_same_gpu = [&](const Array& a, const char* list, size_t i,
+                            const std::vector<std::string>& names) {
+    if (device.type == DeviceType::CUDA && a.device().type == DeviceType::CUDA &&
+        !(a.device() == device)) {
+      throw ValueError(prefix_named(spec) + list + "[" + std::to_string(i) + "] ('" + names[i] +
+                       "') is on " + a.device().str() + " but the kernel runs on " + device.str() +
+                       "; move it there first");
+    }
+  };
+  for (size_t i = 0; i < n_in; ++i) check_same_gpu(inputs[i], "inputs", i, spec.input_names);
+  for (size_t o = 0; options.outputs && o < std::min(n_out, options.outputs->size()); ++o) {
+    check_same_gpu((*options.outputs)[o], "outputs", o, spec.output_names);
   }
   for (size_t i = 0; i < n_in; ++i) {
     if (!inputs[i].valid()) {
@@ -459,10 +486,11 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   }
 
   // Inputs as the kernel sees them: on its device, and row-contiguous when asked for. Most
-  // calls need no copy, and use the inputs as they are.
+  // calls need no copy, and use the inputs as they are. A 0-d input is passed by value, which a
+  // GPU kernel reads from either side, and a CPU kernel from host memory only.
   auto needs_copy = [&](const Array& a) {
-    return a.ndim() > 0 &&
-           (!(a.device() == device) || (spec.ensure_row_contiguous && !a.is_row_contiguous()));
+    if (a.ndim() == 0) return device.type == DeviceType::CPU && !(a.device() == device);
+    return !(a.device() == device) || (spec.ensure_row_contiguous && !a.is_row_contiguous());
   };
   std::vector<Array> staged;
   if (std::any_of(inputs.begin(), inputs.end(), needs_copy)) {

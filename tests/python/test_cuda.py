@@ -405,6 +405,94 @@ def test_dynamic_shared_memory_without_barriers(device, rng):
 
 
 @needs_gpu
+def test_one_body_with_two_shared_memory_sizes(rng):
+    # The same generated source, so the same module, set up for each kernel's own size.
+    source = """
+        extern __shared__ float buf[];
+        const unsigned n = inp_shape[0];
+        for (unsigned i = threadIdx.x; i < n; i += blockDim.x) buf[i] = inp[i];
+        __syncthreads();
+        for (unsigned i = threadIdx.x; i < n; i += blockDim.x) out[i] = buf[n - 1 - i];
+    """
+    for words in (1000, 20_000):  # 4 KB, then 80 KB
+        kernel = kjit.cuda_kernel(name="smem_sized", input_names=["inp"], output_names=["out"],
+                                  shared_memory=words * 4, source=source)
+        x = rng.standard_normal(words).astype(np.float32)
+        (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                        grid=(256, 1, 1), threadgroup=(256, 1, 1), device="cuda")
+        np.testing.assert_array_equal(out, x[::-1])
+
+
+@needs_gpu
+def test_shared_arrays_of_the_body_count_against_the_limit(rng):
+    # 40 KB of __shared__ arrays and 16 KB of dynamic shared memory: over the default 48 KB.
+    source = """
+        __shared__ float fixed[10240];
+        extern __shared__ float dynamic[];
+        const unsigned t = threadIdx.x;
+        for (unsigned i = t; i < 10240; i += blockDim.x) fixed[i] = inp[i];
+        for (unsigned i = t; i < 4096; i += blockDim.x) dynamic[i] = inp[10240 + i];
+        __syncthreads();
+        for (unsigned i = t; i < 10240; i += blockDim.x) out[i] = fixed[10239 - i];
+        for (unsigned i = t; i < 4096; i += blockDim.x) out[10240 + i] = 2 * dynamic[i];
+    """
+    kernel = kjit.cuda_kernel(name="smem_fixed_and_dynamic", input_names=["inp"],
+                              output_names=["out"], shared_memory=4096 * 4, source=source)
+    x = rng.standard_normal(10240 + 4096).astype(np.float32)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                    grid=(256, 1, 1), threadgroup=(256, 1, 1), device="cuda")
+    np.testing.assert_array_equal(out[:10240], x[:10240][::-1])
+    np.testing.assert_array_equal(out[10240:], 2 * x[10240:])
+    too_much = kjit.cuda_kernel(name="smem_fixed_and_dynamic", input_names=["inp"],
+                                output_names=["out"], shared_memory=200 * 1024, source=source)
+    with pytest.raises(ValueError, match=r"shared_memory: 204800 bytes and the body's 40960 "
+                                         r"bytes of __shared__ arrays are more than"):
+        too_much(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                 grid=(256, 1, 1), threadgroup=(256, 1, 1), device="cuda")
+
+
+@needs_gpu
+def test_a_0d_gpu_input_to_a_cpu_kernel(rng):
+    torch = pytest.importorskip("torch")
+    kernel = kjit.metal_kernel(name="scale_by_gpu_scalar", input_names=["x", "s"],
+                               output_names=["y"],
+                               source="uint i = thread_position_in_grid.x; y[i] = x[i] * s;")
+    x = rng.standard_normal(100).astype(np.float32)
+    s = torch.tensor(2.5, device="cuda") * 2  # queued on torch's stream
+    (y,) = kernel(inputs=[x, s], output_shapes=[x.shape], output_dtypes=[np.float32],
+                  grid=(100, 1, 1), threadgroup=(32, 1, 1))
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_array_equal(y, x * np.float32(5))
+
+
+KEEPS_THE_CALLERS_CONTEXT = r"""
+import ctypes, json, numpy as np, kjit
+cuda = ctypes.CDLL("libcuda.so.1")
+assert cuda.cuInit(0) == 0
+device, mine, current = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
+assert cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+assert cuda.cuCtxCreate_v2(ctypes.byref(mine), 0, device) == 0  # now current, not the primary
+k = kjit.metal_kernel(name="ctx_copy", input_names=["x"], output_names=["y"],
+                      source="uint i = thread_position_in_grid.x; y[i] = x[i] + 1;")
+x = np.arange(64, dtype=np.float32)
+(y,) = k(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+         threadgroup=(64, 1, 1), device="cuda")
+del y
+cuda.cuCtxGetCurrent(ctypes.byref(current))
+print(json.dumps({"kept": current.value == mine.value}))
+"""
+
+
+@needs_gpu
+def test_the_callers_current_context_is_kept():
+    run = subprocess.run([sys.executable, "-c", KEEPS_THE_CALLERS_CONTEXT], capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout) == {"kept": True}
+
+
+@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex64, np.float16, np.uint8])
 def test_init_value_on_the_gpu(dtype):
     kernel = kjit.metal_kernel(name="every_other_gpu", input_names=["inp"], output_names=["out"],

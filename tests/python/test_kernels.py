@@ -2,7 +2,11 @@
 dtype, return types, verbose output, and the dialects' arithmetic and math against NumPy."""
 
 import functools
+import json
 import math
+import os
+import subprocess
+import sys
 import threading
 
 import ml_dtypes
@@ -354,6 +358,201 @@ def test_one_kernel_called_from_two_threads_with_different_arguments(rng):
     for t in threads:
         t.join()
     assert failures == []
+
+
+# --- arguments that change, or go away, while a call uses them ------------------------------
+
+ADD = "uint i = thread_position_in_grid.x; out[i] = a[i] + b[i];"
+
+
+class EmptiesOnExport:
+    """An array whose export empties the list it was passed in."""
+
+    def __init__(self, array: np.ndarray, passed_in: list):
+        self.array, self.passed_in = array, passed_in
+
+    def __dlpack__(self, **kwargs):
+        self.passed_in.clear()
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+class EmptiesOnIndex:
+    """A size whose conversion to an int empties a list."""
+
+    def __init__(self, value: int, target: list):
+        self.value, self.target = value, target
+
+    def __index__(self) -> int:
+        self.target.clear()
+        return self.value
+
+
+def test_argument_lists_emptied_while_they_are_read(rng):
+    # Unwrapped (conftest's wrapper reads the arguments again after the call).
+    kernel = kjit._kjit.metal_kernel(name="add_emptied", input_names=["a", "b"],
+                                     output_names=["out"], source=ADD)
+    a, b = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    inputs: list = []
+    inputs += [EmptiesOnExport(a, inputs), b]
+    shapes: list = []
+    shapes.append((EmptiesOnIndex(64, shapes),))
+    out = poisoned((64,), np.float32)
+    outputs: list = []
+    outputs.append(EmptiesOnExport(out, outputs))
+    (returned,) = kernel(inputs=inputs, output_shapes=shapes, output_dtypes=[np.float32],
+                         grid=(64, 1, 1), threadgroup=(32, 1, 1), outputs=outputs)
+    np.testing.assert_array_equal(out, a + b)
+    assert returned.array is out
+    assert inputs == [] and shapes == [] and outputs == []
+
+
+REPLACED_BY_ANOTHER_THREAD = """
+import threading, time, numpy as np, kjit
+kernel = kjit.metal_kernel(name="slow_sum", input_names=["x"], output_names=["y"], source='''
+    uint i = thread_position_in_grid.x;
+    float acc = 0.0f;
+    for (int r = 0; r < 400; ++r) acc += x[i];
+    y[i] = acc;
+''')
+x = np.random.default_rng().integers(0, 8, 1 << 22).astype(np.float32)
+expected = x * 400
+inputs = [x.copy()]
+kernel(inputs=[x[:64]], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+       threadgroup=(64, 1, 1))  # compiled before the call that is raced
+
+def replace():
+    time.sleep(0.05)
+    inputs[0] = None  # the caller's last reference to the array the kernel is reading
+    junk = [np.full(1 << 22, 9, np.float32) for _ in range(4)]
+
+t = threading.Thread(target=replace)
+t.start()
+(y,) = kernel(inputs=inputs, output_shapes=[(1 << 22,)], output_dtypes=[np.float32],
+              grid=(1 << 22, 1, 1), threadgroup=(256, 1, 1))
+t.join()
+print("same" if np.array_equal(y, expected) else "different")
+"""
+
+
+def test_inputs_dropped_by_another_thread_while_the_kernel_runs():
+    run = subprocess.run([sys.executable, "-c", REPLACED_BY_ANOTHER_THREAD], capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "same"
+
+
+class ExportsATemporary:
+    """A producer whose DLPack capsule alone owns the memory it exports."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+
+    def __dlpack__(self, **kwargs):
+        return self.values.copy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_an_input_whose_capsule_owns_its_memory(rng):
+    kernel = kjit.metal_kernel(name="add_capsule", input_names=["a", "b"], output_names=["out"],
+                               source=ADD)
+    a, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
+    for _ in range(3):
+        (out,) = kernel(inputs=[ExportsATemporary(a), b], output_shapes=[(1000,)],
+                        output_dtypes=[np.float32], grid=(1000, 1, 1), threadgroup=(64, 1, 1))
+        np.testing.assert_array_equal(out, a + b)
+    view = kjit.array(ExportsATemporary(a))
+    junk = [np.full(1000, 9, np.float32) for _ in range(16)]
+    np.testing.assert_array_equal(np.asarray(view), a)
+    del junk
+
+
+class ScaledGrid(list):
+    """A list subclass whose items are read through its own __getitem__."""
+
+    scale = 1
+
+    def __getitem__(self, i):
+        return list.__getitem__(self, i) * ScaledGrid.scale
+
+
+def test_list_subclasses_are_read_afresh_each_call(rng):
+    kernel = kjit.metal_kernel(name="copy_scaled", input_names=["x"], output_names=["y"],
+                               source="uint i = thread_position_in_grid.x; y[i] = x[i];")
+    x = rng.standard_normal(8).astype(np.float32)
+    grid = ScaledGrid([2, 1, 1])
+    for scale in (1, 4):
+        ScaledGrid.scale = scale
+        out = poisoned((8,), np.float32)
+        kernel(inputs=[x], output_shapes=[(8,)], output_dtypes=[np.float32], grid=grid,
+               threadgroup=(1, 1, 1), outputs=[out])
+        np.testing.assert_array_equal(out[:2 * scale], x[:2 * scale])
+        assert np.isnan(out[2 * scale:]).all()
+
+
+def test_numpy_scalars_as_init_value_and_template_values(rng):
+    kernel = kjit.metal_kernel(name="scaled_evens", input_names=["x"], output_names=["y"],
+                               source="""
+        uint i = thread_position_in_grid.x;
+        if (i % 2 == 0) y[i] = ON ? x[i] * N : 0.0f;
+    """)
+    x = rng.standard_normal(10).astype(np.float32)
+    expected = np.full(10, 2.5, np.float32)
+    expected[::2] = x[::2] * 3
+    for n, on, init in [(np.int64(3), np.True_, np.float32(2.5)),
+                        (np.uint8(3), np.bool_(True), np.float64(2.5)), (3, True, 2.5)]:
+        (y,) = kernel(inputs=[x], output_shapes=[(10,)], output_dtypes=[np.float32],
+                      grid=(10, 1, 1), threadgroup=(10, 1, 1),
+                      template=[("N", n), ("ON", on)], init_value=init)
+        np.testing.assert_array_equal(y, expected)
+    with pytest.raises(ValueError, match="does not fit in a 32-bit int"):
+        kernel(inputs=[x], output_shapes=[(10,)], output_dtypes=[np.float32], grid=(10, 1, 1),
+               threadgroup=(10, 1, 1), template=[("N", np.int64(2**40)), ("ON", True)])
+
+
+WARNING_IN_A_THREAD = """
+import json, threading, warnings, numpy as np, kjit
+warnings.simplefilter("error", RuntimeWarning)
+kernel = kjit.metal_kernel(name="fill_in_thread", input_names=["x"], output_names=["y"],
+                           source="y[thread_position_in_grid.x] = x[0];")
+caught = {}
+
+def call():
+    try:
+        kernel(inputs=[np.ones(1, np.float32)], output_shapes=[(1 << 20,)],
+               output_dtypes=[np.float32], grid=(1 << 20, 1, 1), threadgroup=(256, 1, 1))
+    except RuntimeWarning as e:
+        caught["warning"] = str(e)
+
+t = threading.Thread(target=call)
+t.start()
+t.join()
+print(json.dumps(caught))
+"""
+
+
+def test_a_warning_from_a_call_in_another_thread_raises_there():
+    run = subprocess.run([sys.executable, "-c", WARNING_IN_A_THREAD], capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path),
+                                  KJIT_CPU_POOL_BYTES="lots"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "KJIT_CPU_POOL_BYTES='lots' is not a number of bytes" in json.loads(run.stdout)["warning"]
+
+
+def test_array_protocol_copy_argument():
+    a = kjit.zeros((3,), dtype=kjit.float32)
+    assert np.shares_memory(np.asarray(a), a.numpy())
+    assert not np.shares_memory(np.asarray(a, copy=True), a.numpy())
+    assert np.asarray(a, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="copy=False"):
+        np.asarray(a, dtype=np.float64, copy=False)
+    assert np.shares_memory(np.asarray(a, dtype=np.float32, copy=False), a.numpy())
 
 
 def test_outputs_in_place(rng):
