@@ -528,11 +528,25 @@ int64_t to_int(nb::handle obj, const Param& param) {
 
 bool is_list(nb::handle obj) { return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()); }
 
-nb::tuple items_of(nb::handle list) {
-  if (PyTuple_CheckExact(list.ptr())) return nb::borrow<nb::tuple>(list);
-  PyObject* items = PySequence_Tuple(list.ptr());
-  if (!items) throw nb::python_error();
-  return nb::steal<nb::tuple>(items);
+HeldItems::HeldItems(nb::handle list)
+    : size_(static_cast<size_t>(PySequence_Fast_GET_SIZE(list.ptr()))) {
+  if (size_ > kInPlace) {
+    on_heap_.resize(size_);
+    items_ = on_heap_.data();
+  }
+  PyObject** items = PySequence_Fast_ITEMS(list.ptr());
+  for (size_t i = 0; i < size_; ++i) items_[i] = Py_NewRef(items[i]);
+}
+
+HeldItems::~HeldItems() {
+  for (size_t i = 0; i < size_; ++i) Py_DECREF(items_[i]);
+}
+
+nb::list HeldItems::list() const {
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(size_)));
+  for (size_t i = 0; i < size_; ++i)
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), Py_NewRef(items_[i]));
+  return out;
 }
 
 Dim3 to_dim3(nb::handle obj, const Param& param) {

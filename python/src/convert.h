@@ -101,9 +101,28 @@ int64_t to_int(nb::handle obj, const Param& param);
 /// True for list and tuple objects: the only containers taken for inputs= and outputs=.
 bool is_list(nb::handle obj);
 
-/// The items of a list or tuple as a tuple, which holds them: converting an item may run Python
-/// code that changes the list, and a call uses its arrays while other threads run.
-nb::tuple items_of(nb::handle list);
+/// The items of a list or tuple, each held while this lives: converting an item may run Python
+/// code that changes the list, and a call uses its arrays while other threads run. A few are
+/// held in place, as a call's arguments are.
+class HeldItems {
+ public:
+  explicit HeldItems(nb::handle list);
+  ~HeldItems();
+  HeldItems(const HeldItems&) = delete;
+  HeldItems& operator=(const HeldItems&) = delete;
+
+  size_t size() const { return size_; }
+  nb::handle operator[](size_t i) const { return items_[i]; }
+  /// A new list of the items.
+  nb::list list() const;
+
+ private:
+  static constexpr size_t kInPlace = 8;
+  PyObject* in_place_[kInPlace];
+  std::vector<PyObject*> on_heap_;
+  PyObject** items_ = in_place_;
+  size_t size_ = 0;
+};
 
 /// A sequence of exactly three non-negative ints.
 Dim3 to_dim3(nb::handle obj, const Param& param);

@@ -5,6 +5,7 @@
 
 #include <kjit/errors.h>
 
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <stdexcept>
@@ -26,6 +27,7 @@ std::vector<std::string>& pending_warnings() {
   static auto* w = new std::vector<std::string>();
   return *w;
 }
+std::atomic<bool> any_pending{false};  // read by every call, without the lock
 
 // With the GIL held.
 void issue_warning(const std::string& message) {
@@ -108,16 +110,18 @@ void init_errors(nb::module_&) {
     } else {
       std::lock_guard lock(pending_mutex());
       pending_warnings().push_back(message);
+      any_pending.store(true, std::memory_order_release);
     }
   });
 }
 
 void flush_warnings() {
+  if (!any_pending.load(std::memory_order_acquire)) return;
   std::vector<std::string> messages;
   {
     std::lock_guard lock(pending_mutex());
-    if (pending_warnings().empty()) return;
     messages.swap(pending_warnings());
+    any_pending.store(false, std::memory_order_relaxed);
   }
   for (const std::string& m : messages) issue_warning(m);
 }

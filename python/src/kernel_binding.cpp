@@ -106,18 +106,17 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
   TemplateArgs args;
   if (obj.is_none()) return args;
   if (!is_list(obj)) throw TypeError(p.str() + ": expected a list of (name, value) pairs");
-  const nb::tuple items = items_of(obj);
-  const Py_ssize_t n_items = PyTuple_GET_SIZE(items.ptr());
-  args.reserve(static_cast<size_t>(n_items));
-  for (Py_ssize_t k = 0; k < n_items; ++k) {
-    nb::handle item_list = PyTuple_GET_ITEM(items.ptr(), k);
+  const HeldItems items(obj);
+  args.reserve(items.size());
+  for (size_t k = 0; k < items.size(); ++k) {
+    nb::handle item_list = items[k];
     if (!is_list(item_list) || PySequence_Fast_GET_SIZE(item_list.ptr()) != 2) {
       throw TypeError(p.str() + ": expected (name, value) pairs, got " +
                       nb::cast<std::string>(nb::repr(item_list)));
     }
-    const nb::tuple item = items_of(item_list);
-    nb::handle name = PyTuple_GET_ITEM(item.ptr(), 0);
-    nb::handle value = PyTuple_GET_ITEM(item.ptr(), 1);
+    const HeldItems item(item_list);
+    nb::handle name = item[0];
+    nb::handle value = item[1];
     if (!nb::isinstance<nb::str>(name)) {
       throw TypeError(p.str() + ": a template name must be a str");
     }
@@ -233,26 +232,32 @@ uintptr_t current_stream(Framework framework, int device) {
   return 0;
 }
 
-// A list or tuple converted element by element; |param| names each element on errors. |held|,
-// when given, receives the items converted.
-template <class F>
-std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handle obj,
-                                                                       const Param& param,
-                                                                       F convert,
-                                                                       nb::tuple* held = nullptr) {
+// A list or tuple, else a TypeError naming |param|.
+void check_list(nb::handle obj, const Param& param) {
   if (!is_list(obj)) {
     throw TypeError(param.str() + ": expected a list, got " +
                     nb::cast<std::string>(obj.type().attr("__name__")));
   }
-  const nb::tuple items = items_of(obj);
-  const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
+}
+
+// Items converted one by one; |param| names each on errors.
+template <class F>
+std::vector<std::invoke_result_t<F, nb::handle, const Param&>> convert_items(const HeldItems& items,
+                                                                             const Param& param,
+                                                                             F convert) {
   std::vector<std::invoke_result_t<F, nb::handle, const Param&>> out;
-  out.reserve(static_cast<size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    out.push_back(convert(PyTuple_GET_ITEM(items.ptr(), i), param.at(static_cast<size_t>(i))));
-  }
-  if (held) *held = items;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) out.push_back(convert(items[i], param.at(i)));
   return out;
+}
+
+// A list or tuple converted element by element.
+template <class F>
+std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handle obj,
+                                                                       const Param& param,
+                                                                       F convert) {
+  check_list(obj, param);
+  return convert_items(HeldItems(obj), param, convert);
 }
 
 nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
@@ -270,12 +275,12 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   }
   LaunchOptions options;
   options.stream = to_stream(stream, t / "stream");
-  const nb::tuple input_items = items_of(inputs);  // the arrays, held through the call
-  const Py_ssize_t n_in = PyTuple_GET_SIZE(input_items.ptr());
+  const HeldItems input_items(inputs);  // the arrays, held through the call
+  const size_t n_in = input_items.size();
   // Outputs belong to the library of the first array input.
   Framework framework = Framework::None;
-  for (Py_ssize_t i = 0; i < n_in && framework == Framework::None; ++i) {
-    nb::handle item = PyTuple_GET_ITEM(input_items.ptr(), i);
+  for (size_t i = 0; i < n_in && framework == Framework::None; ++i) {
+    nb::handle item = input_items[i];
     if (!is_python_scalar(item)) framework = framework_of(item);
   }
   // JAX inputs on a GPU are exported for the kernel's stream when it is known now (DLPack's
@@ -285,12 +290,11 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
                                   : framework == Framework::Jax ? 1
                                                                 : 0;
   std::vector<Array> arrays;
-  arrays.reserve(static_cast<size_t>(n_in));
-  for (Py_ssize_t i = 0; i < n_in; ++i) {
-    nb::handle item = PyTuple_GET_ITEM(input_items.ptr(), i);
-    const size_t index = static_cast<size_t>(i);
-    const std::string* name = index < k.input_names().size() ? &k.input_names()[index] : nullptr;
-    arrays.push_back(to_array(item, input_param.at(index, name), false, false, dlpack_stream));
+  arrays.reserve(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const std::string* name = i < k.input_names().size() ? &k.input_names()[i] : nullptr;
+    arrays.push_back(
+        to_array(input_items[i], input_param.at(i, name), false, false, dlpack_stream));
   }
   // Shared with the memo: kept while the kernel runs without the GIL.
   const auto shapes = memo.output_shapes.get(
@@ -324,12 +328,13 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     }
     options.device = Device::parse(nb::cast<std::string>(device), (t / "device").str());
   }
-  nb::tuple output_items;  // the given outputs, held through the call
+  std::optional<HeldItems> output_items;  // the given outputs, held through the call
   if (!outputs.is_none()) {
-    options.outputs = to_list(
-        outputs, t / "outputs",
-        [](nb::handle o, const Param& p) { return to_array(o, p, false, /*writable=*/true); },
-        &output_items);
+    check_list(outputs, t / "outputs");
+    output_items.emplace(outputs);
+    options.outputs = convert_items(*output_items, t / "outputs", [](nb::handle o, const Param& p) {
+      return to_array(o, p, false, /*writable=*/true);
+    });
   }
   if (verbose.ptr() == Py_True) {
     options.print = [](std::string_view text) {
@@ -353,7 +358,7 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
   }
   flush_warnings();
-  if (!outputs.is_none()) return nb::list(output_items);
+  if (output_items) return output_items->list();
   nb::list out;
   for (const Array& a : result) out.append(from_array(a, framework));
   return out;

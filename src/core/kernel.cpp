@@ -347,9 +347,14 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        std::to_string(t[2]) + ")");
     }
   }
-  // Every group gets a number (and on the CPU an iteration): their count must fit in 64 bits.
-  uint64_t groups = 1;
+  // Every group gets a number (and on the CPU an iteration): their count must fit in 64 bits,
+  // as it does whenever the count of threads does.
+  uint64_t threads = 1, groups = 1;
+  bool many_threads = false;
   for (int d = 0; d < 3; ++d) {
+    many_threads |= __builtin_mul_overflow(threads, static_cast<uint64_t>(g[d]), &threads);
+  }
+  for (int d = 0; d < 3 && many_threads; ++d) {
     const uint64_t per_dim = static_cast<uint64_t>((g[d] + t[d] - 1) / t[d]);
     if (__builtin_mul_overflow(groups, per_dim, &groups)) {
       throw ValueError(prefix_named(spec) + "grid: (" + std::to_string(g[0]) + ", " +

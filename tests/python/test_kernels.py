@@ -546,7 +546,7 @@ def test_a_warning_from_a_call_in_another_thread_raises_there():
 
 
 def test_array_protocol_copy_argument():
-    a = kjit.zeros((3,), dtype=kjit.float32)
+    a = kjit.zeros((3,), dtype=kjit.float32, device="cpu")
     assert np.shares_memory(np.asarray(a), a.numpy())
     assert not np.shares_memory(np.asarray(a, copy=True), a.numpy())
     assert np.asarray(a, dtype=np.float64).dtype == np.float64
