@@ -19,6 +19,11 @@ using Strides = std::vector<int64_t>;  // in elements, signed
 class Array {
  public:
   Array() = default;
+  Array(const Array&) = default;
+  Array& operator=(const Array&) = default;
+  /// Moving leaves the source empty (not valid()), as a default Array.
+  Array(Array&& other) noexcept;
+  Array& operator=(Array&& other) noexcept;
 
   /// Fresh row-contiguous memory (uninitialised).
   static Array empty(const Shape& shape, Dtype dtype, Device device = Device::cpu());

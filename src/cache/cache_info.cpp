@@ -1,6 +1,7 @@
 #include <kjit/cache.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "cache/disk_cache.h"
 #include "cache/stats.h"
 
@@ -15,7 +16,7 @@ CacheInfo cache_info() {
   info.disk_entries = u.entries;
   info.disk_bytes = u.bytes;
   info.disk_limit_bytes = disk.max_bytes();
-  info.memory_entries = cpu::memory_entries();
+  info.memory_entries = cpu::memory_entries() + cuda::memory_entries();
   info.compiles = cache::stats().compiles;
   info.disk_hits = cache::stats().disk_hits;
   return info;
@@ -23,6 +24,7 @@ CacheInfo cache_info() {
 
 void clear_cache() {
   cpu::clear_memory();
+  cuda::clear_memory();
   cache::DiskCache::instance().clear();
 }
 

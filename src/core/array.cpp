@@ -1,6 +1,7 @@
 #include <kjit/array.h>
 #include <kjit/errors.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -48,6 +49,13 @@ Array Array::borrow(void* data, std::span<const int64_t> shape, std::span<const 
     throw ValueError("strides: expected " + std::to_string(shape.size()) + " entries, got " +
                      std::to_string(strides.size()));
   }
+  if (!data) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    if (n != 0) {
+      throw ValueError("data: a null pointer for an array of " + std::to_string(n) + " element(s)");
+    }
+  }
   Array a;
   a.owner_ = std::move(owner);
   a.data_ = data;
@@ -61,6 +69,22 @@ Array Array::borrow(void* data, std::span<const int64_t> shape, std::span<const 
     stride *= shape[i];
   }
   return a;
+}
+
+Array::Array(Array&& other) noexcept { *this = std::move(other); }
+
+Array& Array::operator=(Array&& other) noexcept {
+  if (this == &other) return *this;
+  owner_ = std::move(other.owner_);
+  data_ = other.data_;
+  dtype_ = other.dtype_;
+  device_ = other.device_;
+  ndim_ = other.ndim_;
+  std::copy_n(other.shape_, ndim_, shape_);
+  std::copy_n(other.strides_, ndim_, strides_);
+  other.data_ = nullptr;  // empty, as a default Array: not valid() for a call
+  other.ndim_ = 0;
+  return *this;
 }
 
 Array Array::contiguous() const { return to_contiguous(*this, device_); }

@@ -121,7 +121,9 @@ Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_
 }
 
 void fill(const Array& array, double value, uintptr_t stream) {
+  if (!array.valid()) throw ValueError("fill: the array is empty (a default or moved-from Array)");
   if (!array.is_row_contiguous()) throw ValueError("fill: the array must be row-contiguous");
+  if (array.size() == 0) return;
   const size_t item = itemsize(array.dtype());
   unsigned char one[16];
   encode(value, array.dtype(), one);

@@ -395,6 +395,12 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        spec.input_names[i] + "') is an empty Array");
     }
   }
+  for (size_t o = 0; options.outputs && o < std::min(n_out, options.outputs->size()); ++o) {
+    if (!(*options.outputs)[o].valid()) {
+      throw ValueError(prefix_named(spec) + "outputs[" + std::to_string(o) + "] ('" +
+                       spec.output_names[o] + "') is an empty Array");
+    }
+  }
   for (size_t i = 0; i < n_in; ++i) {
     const Array& a = inputs[i];
     for (int d = 0; d < a.ndim(); ++d) {

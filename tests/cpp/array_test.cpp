@@ -232,6 +232,27 @@ TEST(Array, FillEveryDtype) {
   }
 }
 
+TEST(Array, MovingLeavesTheSourceEmpty) {
+  Array a = Array::zeros({4}, Dtype::Float32);
+  const void* data = a.data();
+  Array b = std::move(a);
+  EXPECT_EQ(b.data(), data);
+  EXPECT_EQ(vec(b.shape()), (std::vector<int64_t>{4}));
+  EXPECT_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): what a moved-from Array is
+  EXPECT_THROW(a.fill(1.0), ValueError);
+  Array c;
+  c = std::move(b);
+  EXPECT_EQ(c.data(), data);
+  EXPECT_FALSE(b.valid());  // NOLINT(bugprone-use-after-move)
+  c.fill(2.0);
+  EXPECT_EQ(elements<float>(c), (std::vector<float>{2, 2, 2, 2}));
+  Array copy = c;  // copies share the memory and stay valid
+  EXPECT_TRUE(c.valid() && copy.valid());
+  EXPECT_EQ(copy.data(), data);
+}
+
+TEST(Array, EmptyArraysAreNotFilled) { EXPECT_THROW(Array().fill(1.0), ValueError); }
+
 TEST(Array, FillRejectsNonContiguousViews) {
   auto buffer = iota_buffer(8);
   Array v = Array::borrow(buffer.get(), {4}, {2}, Dtype::Int32, Device::cpu(), buffer);
@@ -244,6 +265,9 @@ TEST(Array, BadShapes) {
   EXPECT_THROW(Array::empty(Shape(11, 1), Dtype::Float32), ValueError);
   EXPECT_THROW(Array::borrow(nullptr, Shape(11, 1), {}, Dtype::Float32), ValueError);
   EXPECT_THROW(Array::borrow(nullptr, {-1}, {}, Dtype::Float32), ValueError);
+  EXPECT_THROW(Array::borrow(nullptr, {4}, {}, Dtype::Float32), ValueError);  // no memory
+  EXPECT_THROW(Array::borrow(nullptr, Shape{}, Strides{}, Dtype::Float32), ValueError);  // 0-d
+  EXPECT_EQ(Array::borrow(nullptr, {3, 0}, {}, Dtype::Float32).size(), 0);  // nothing to hold
   Array ten = Array::empty(Shape(10, 1), Dtype::Float32);
   EXPECT_EQ(ten.ndim(), 10);
   EXPECT_EQ(ten.size(), 1);

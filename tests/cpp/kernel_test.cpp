@@ -387,6 +387,21 @@ TEST(Kernel, ArgumentErrors) {
         k({a, Array()}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
       },
       "inputs");
+  LaunchOptions empty_output;
+  empty_output.outputs = std::vector<Array>{Array()};
+  expect_value_error(
+      [&] {
+        k({a, a}, {{}}, {Dtype::Float32}, {1, 1, 1}, {1, 1, 1}, {}, std::nullopt, false,
+          empty_output);
+      },
+      "outputs[0] ('out') is an empty Array");
+  Array moved = Array::zeros({4}, Dtype::Float32);
+  Array taker = std::move(moved);
+  expect_value_error(
+      [&] {
+        k({a, moved}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+      },
+      "inputs[1] ('b') is an empty Array");
   expect_value_error(
       [&] {
         k({a, a}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}, {{"a", 1}});

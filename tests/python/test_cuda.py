@@ -492,6 +492,40 @@ def test_the_callers_current_context_is_kept():
     assert json.loads(run.stdout) == {"kept": True}
 
 
+GPU_MEMORY_CACHE = r"""
+import json, numpy as np, kjit
+source = "uint i = thread_position_in_grid.x; y[i] = x[i] + 1;"
+x = np.arange(64, dtype=np.float32)
+
+def run():
+    k = kjit.metal_kernel(name="cleared_gpu", input_names=["x"], output_names=["y"],
+                          source=source)
+    (y,) = k(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+             threadgroup=(64, 1, 1), device="cuda")
+    assert np.array_equal(y, x + 1)
+
+run()
+before = kjit.cache_info()
+kjit.clear_cache()
+cleared = kjit.cache_info()
+run()
+print(json.dumps({"before": before, "cleared": cleared, "after": kjit.cache_info()}))
+"""
+
+
+@needs_gpu
+def test_clear_cache_empties_the_gpu_memory_cache(tmp_path):
+    run = subprocess.run([sys.executable, "-c", GPU_MEMORY_CACHE], capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path),
+                                  KJIT_CACHE_DIR=str(tmp_path / "cache")))
+    assert run.returncode == 0, run.stderr[-2000:]
+    info = json.loads(run.stdout)
+    assert info["before"]["memory_entries"] >= 1 and info["before"]["compiles"] == 1
+    assert info["cleared"]["memory_entries"] == 0 and info["cleared"]["disk_entries"] == 0
+    assert info["after"]["compiles"] == 2  # built again: nothing was left to find
+
+
 @needs_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.complex64, np.float16, np.uint8])
 def test_init_value_on_the_gpu(dtype):

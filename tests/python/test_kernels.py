@@ -555,6 +555,33 @@ def test_array_protocol_copy_argument():
     assert np.shares_memory(np.asarray(a, dtype=np.float32, copy=False), a.numpy())
 
 
+FORKED_CHILD = """
+import os, numpy as np, kjit
+k = kjit.metal_kernel(name="fork_twice", input_names=["x"], output_names=["y"],
+                      source="uint i = thread_position_in_grid.x; y[i] = x[i] * 2;")
+x = np.arange(1 << 16, dtype=np.float32)  # enough threads for the worker pool
+
+def run():
+    (y,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+             grid=(x.size, 1, 1), threadgroup=(64, 1, 1), device="cpu")
+    return np.array_equal(y, 2 * x)
+
+assert run()  # the parent's worker threads are running now
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if run() else 3)
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_forked_child_runs_kernels():
+    run = subprocess.run([sys.executable, "-c", FORKED_CHILD], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path),
+                                               KJIT_NUM_THREADS="4"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "0"
+
+
 def test_outputs_in_place(rng):
     kernel = kjit.metal_kernel(name="in_place", input_names=["x", "y"],
                                output_names=["s", "p"], source="""

@@ -1,5 +1,7 @@
 #include "backend/cpu/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -77,8 +79,26 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
 };
 
+// The pool of this process. Never destroyed: workers outlive static teardown. A child made by
+// fork() has none of its parent's threads, and makes a pool of its own (the parent's is left
+// behind: its state may be mid-job).
+std::atomic<ThreadPool*> current_pool{nullptr};
+
 ThreadPool& pool() {
-  static ThreadPool* p = new ThreadPool();  // never destroyed: workers outlive static teardown
+  if (ThreadPool* p = current_pool.load(std::memory_order_acquire)) return *p;
+  static std::mutex making;
+  std::lock_guard lock(making);
+  ThreadPool* p = current_pool.load(std::memory_order_relaxed);
+  if (!p) {
+    static const bool forget_in_child = [] {
+      pthread_atfork(nullptr, nullptr,
+                     [] { current_pool.store(nullptr, std::memory_order_relaxed); });
+      return true;
+    }();
+    (void)forget_in_child;
+    p = new ThreadPool();
+    current_pool.store(p, std::memory_order_release);
+  }
   return *p;
 }
 
