@@ -350,8 +350,8 @@ void combine_shuffle(lane** lanes, const unsigned* ids, int n) {
     values[ids[i]] = operand<T>(lanes[i]);
     present[ids[i]] = true;
   }
-  for (int i = 0; i < n; ++i) {
-    const unsigned src = Source(ids[i], lanes[0]->request.arg, lanes[0]->request.width);
+  for (int i = 0; i < n; ++i) {  // each lane reads from the lane it names
+    const unsigned src = Source(ids[i], lanes[i]->request.arg, lanes[i]->request.width);
     set_result(lanes[i], src < 32 && present[src] ? values[src] : values[ids[i]]);
   }
 }
@@ -370,9 +370,8 @@ void combine_shuffle_and_fill(lane** lanes, const unsigned* ids, int n) {
     values[ids[i]] = operand<pair>(lanes[i]);
     present[ids[i]] = true;
   }
-  const unsigned d = lanes[0]->request.arg, w = lanes[0]->request.width;
   for (int i = 0; i < n; ++i) {
-    const unsigned id = ids[i];
+    const unsigned id = ids[i], d = lanes[i]->request.arg, w = lanes[i]->request.width;
     const unsigned src = Up ? lanes::rotated_up(id, d, w) : lanes::rotated_down(id, d, w);
     set_result(lanes[i], !present[src]                       ? values[id].x
                          : lanes::reads_within(id, d, w, Up) ? values[src].x

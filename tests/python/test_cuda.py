@@ -655,6 +655,10 @@ SHUFFLES = """
     up[i] = simd_shuffle_up(x, 5);
     flip[i] = simd_shuffle_xor(x, 9);
     first[i] = simd_broadcast(x, 7);
+    // Each lane names its own source or distance.
+    const ushort lane = thread_index_in_simdgroup;
+    spread[i] = simd_shuffle(x, ushort(lane * 5 % 32));
+    varying[i] = simd_shuffle_down(x, ushort(lane % 3)) + quad_shuffle(x, ushort(3 - lane % 4));
 """
 
 HISTOGRAM = """
@@ -724,10 +728,11 @@ def test_exclusive_scan_with_simd_prefix_and_threadgroup_memory(device, rng):
 @pytest.mark.parametrize("device", DEVICES)
 def test_simd_shuffles(device, rng):
     k = kjit.metal_kernel(name="shuffles", input_names=["inp"],
-                          output_names=["down", "up", "flip", "first"], source=SHUFFLES)
+                          output_names=["down", "up", "flip", "first", "spread", "varying"],
+                          source=SHUFFLES)
     n = 256
     x = rng.integers(-1000, 1000, n).astype(np.int32)
-    outs = k(inputs=[x], output_shapes=[(n,)] * 4, output_dtypes=[np.int32] * 4, grid=(n, 1, 1),
+    outs = k(inputs=[x], output_shapes=[(n,)] * 6, output_dtypes=[np.int32] * 6, grid=(n, 1, 1),
              threadgroup=(128, 1, 1), device=device)
     lane = np.arange(n) % 32
     base = np.arange(n) - lane
@@ -737,6 +742,9 @@ def test_simd_shuffles(device, rng):
     np.testing.assert_array_equal(outs[1], up)
     np.testing.assert_array_equal(outs[2], x[base + (lane ^ 9)])
     np.testing.assert_array_equal(outs[3], x[base + 7])
+    np.testing.assert_array_equal(outs[4], x[base + lane * 5 % 32])
+    shifted = np.where(lane + lane % 3 < 32, x[base + np.minimum(lane + lane % 3, 31)], x)
+    np.testing.assert_array_equal(outs[5], shifted + x[np.arange(n) - lane % 4 + 3 - lane % 4])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -1131,8 +1139,9 @@ GPU_KERNELS = [
     (kjit.metal_kernel, dict(name="block_scan", input_names=["inp"], output_names=["out"],
                              source=BLOCK_SCAN), [("float32", 1)], ["float32"]),
     (kjit.metal_kernel, dict(name="shuffles", input_names=["inp"],
-                             output_names=["down", "up", "flip", "first"], source=SHUFFLES),
-     [("int32", 1)], ["int32"] * 4),
+                             output_names=["down", "up", "flip", "first", "spread", "varying"],
+                             source=SHUFFLES),
+     [("int32", 1)], ["int32"] * 6),
     (kjit.metal_kernel, dict(name="histogram", input_names=["inp"],
                              output_names=["counts", "sums", "peak"], source=HISTOGRAM,
                              atomic_outputs=True), [("float32", 1)],
