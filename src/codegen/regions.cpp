@@ -109,9 +109,30 @@ class Splitter {
     }
   }
 
+  // Whether [begin, end) assigns to |name|, steps it or takes its address.
+  bool written_within(std::string_view name, size_t begin, size_t end) const {
+    for (size_t k = begin; k < end; ++k) {
+      if (t_[k].kind != TokenKind::Identifier || t_[k].text != name ||
+          is_member_access(prev_significant(t_, k))) {
+        continue;
+      }
+      const Token* before = prev_significant(t_, k);
+      const size_t next = index_after(t_, k);
+      const std::string_view after = next < end ? t_[next].text : std::string_view();
+      const size_t next2 = next < end ? index_after(t_, next) : end;
+      if ((before && is_one_of(before->text, {"++", "--", "&"})) ||
+          is_one_of(after, {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "++", "--"}) ||
+          (is_one_of(after, {"&", "|", "^"}) && next2 < end && t_[next2].text == "=")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Every identifier of the loop header [begin, end) is uniform, a type word, or a name the
-  // header declares.
-  bool uniform_header(size_t begin, size_t end) const {
+  // header declares, which the loop's body [body, body_end) leaves to the header to change:
+  // the group runs the header once per iteration, the body once per thread.
+  bool uniform_header(size_t begin, size_t end, size_t body, size_t body_end) const {
     std::vector<std::string_view> declared;
     for (size_t k = begin; k < end; ++k) {
       const Token& tk = t_[k];
@@ -130,6 +151,9 @@ class Splitter {
         continue;
       }
       return false;
+    }
+    for (std::string_view name : declared) {
+      if (written_within(name, body, body_end)) return false;
     }
     return true;
   }
@@ -167,7 +191,9 @@ class Splitter {
       const size_t brace_end = closing(t_, brace);
       if (brace_end >= end || !waits_within(brace, brace_end)) continue;
       // A loop with barriers: all threads must run it alike, one loop for the group.
-      if (in_loop || !starts_statement(k, begin) || !uniform_header(k, close)) return false;
+      if (in_loop || !starts_statement(k, begin) || !uniform_header(k, close, brace, brace_end)) {
+        return false;
+      }
       add_region(region, k, in_loop);
       plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopBegin, k, brace});
       in_loop_.push_back(false);

@@ -300,6 +300,14 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
         w << "  {\n";
         break;
       case RegionPlan::Piece::Kind::LoopEnd:
+        // The group's loop ends when every thread has left the kernel: a loop its threads
+        // leave by returning may have no end of its own.
+        if (plan.returns) {
+          w << "  {\n    bool kjit_running = false;\n"
+               "    for (unsigned kjit_i = 0; kjit_i < kjit_group.group_threads(); ++kjit_i) "
+               "kjit_running = kjit_running || !kjit_exited[kjit_i];\n"
+               "    if (!kjit_running) break;\n  }\n";
+        }
         w << "  }\n";
         break;
     }

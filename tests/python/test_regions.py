@@ -173,6 +173,80 @@ def test_barriers_threads_may_reach_apart_keep_cooperative_mode(body, rng):
     np.testing.assert_array_equal(out, np.roll(x.reshape(2, 32), -1, axis=1).reshape(-1))
 
 
+COUNTER_STEPPED_IN_THE_BODY = [
+    """
+    threadgroup float hits[32];
+    const uint lid = thread_index_in_threadgroup;
+    hits[lid] = 0;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (int t = 0; t < 8; ) {
+        hits[lid] += 1;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        t += 2;
+    }
+    out[thread_position_in_grid.x] = hits[lid] + inp[thread_position_in_grid.x];
+    """,
+    """
+    threadgroup float hits[32];
+    const uint lid = thread_index_in_threadgroup;
+    hits[lid] = 0;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = 16; s > 1; ) {
+        hits[lid] += 1;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        s >>= 1;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[thread_position_in_grid.x] = hits[lid] + inp[thread_position_in_grid.x];
+    """,
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", COUNTER_STEPPED_IN_THE_BODY)
+def test_a_loop_counter_the_body_steps_is_stepped_once_per_iteration(body, device, rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    kernel = kjit.metal_kernel("stepped_in_body", ["inp"], ["out"], body)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+                    grid=(64, 1, 1), threadgroup=(32, 1, 1), device=device,
+                    outputs=[poisoned(x.shape, np.float32)])
+    np.testing.assert_array_equal(out, x + 4)  # four iterations, each thread counting its own
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("loop", ["for (;;)", "while (true)", "for (int k = 0; k < 1 << 30; ++k)"])
+def test_a_loop_every_thread_leaves_by_returning_ends(loop, device, rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    kernel = kjit.metal_kernel("left_by_return", ["inp"], ["out"], f"""
+        threadgroup float shared[32];
+        const uint lid = thread_index_in_threadgroup;
+        float acc = 0.0f;
+        int round = 0;
+        {loop} {{
+            shared[lid] = inp[thread_position_in_grid.x] + round;
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            acc += shared[31 - lid];
+            ++round;
+            if (round == 3) {{
+                out[thread_position_in_grid.x] = acc;
+                return;
+            }}
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+        }}
+    """)
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(64, 1, 1), threadgroup=(32, 1, 1), device=device,
+        outputs=[poisoned(x.shape, np.float32)])
+    if device == "cpu":
+        assert "for_each_thread" in text and "co_await" not in text, text
+    mirrored = x.reshape(2, 32)[:, ::-1].reshape(-1)
+    expected = np.zeros(64, np.float32)
+    for r in range(3):  # the body's own float32 additions, in its order
+        expected += mirrored + np.float32(r)
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_regions_can_be_turned_off(monkeypatch, rng):
     monkeypatch.setenv("KJIT_CPU_REGIONS", "0")
     n = 200
