@@ -349,10 +349,10 @@ class Splitter {
   bool find_returns() {
     for (const RegionPlan::Piece& piece : plan_.pieces) {
       if (piece.kind != RegionPlan::Piece::Kind::Region) continue;
-      LambdaBodies lambdas;
+      FunctionsWithin functions;
       for (size_t k = piece.begin; k < piece.end; ++k) {
-        lambdas.step(t_, k);
-        if (t_[k].kind != TokenKind::Identifier || t_[k].text != "return" || lambdas.inside()) {
+        functions.step(t_, k);
+        if (t_[k].kind != TokenKind::Identifier || t_[k].text != "return" || functions.inside()) {
           continue;
         }
         const size_t next = index_after(t_, k);
@@ -398,10 +398,10 @@ std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
   }
   if (plan.returns) {
     const std::string_view leave = texts.emplace_back("return (void)(kjit_exited[kjit_wi] = true)");
-    LambdaBodies lambdas;
+    FunctionsWithin functions;
     for (size_t k = 0; k < t.size(); ++k) {
-      lambdas.step(spec.source_tokens, k);
-      if (t[k].kind == TokenKind::Identifier && t[k].text == "return" && !lambdas.inside()) {
+      functions.step(spec.source_tokens, k);
+      if (t[k].kind == TokenKind::Identifier && t[k].text == "return" && !functions.inside()) {
         t[k].text = leave;
       }
     }

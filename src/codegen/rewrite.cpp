@@ -227,13 +227,30 @@ bool names_helper(const std::vector<std::string>* helpers, std::string_view word
   return false;
 }
 
+// The '(' that opens the call of the name at token |i|: the next token, or the one after
+// explicit template arguments ("block_sum<float>("); t.size() when there is none.
+size_t call_parenthesis(const std::vector<Token>& t, size_t i) {
+  size_t k = index_after(t, i);
+  if (k != t.size() && t[k].text == "<") {
+    int depth = 0;
+    for (; k != t.size(); k = index_after(t, k)) {
+      const std::string_view text = t[k].text;
+      if (text == ";" || text == "{" || text == "}") return t.size();
+      depth += text == "<" ? 1 : text == ">" ? -1 : text == ">>" ? -2 : 0;
+      if (depth <= 0) break;
+    }
+    if (k == t.size() || depth < 0) return t.size();
+    k = index_after(t, k);
+  }
+  return k != t.size() && t[k].text == "(" ? k : t.size();
+}
+
 // Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
 // operations, cooperative groups' collective members, and the |helpers| of the header that wait).
 bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
               const std::vector<std::string>* helpers = nullptr) {
   if (t[i].kind != TokenKind::Identifier) return false;
-  const Token* next = next_significant(t, i);
-  if (names_helper(helpers, t[i].text) && next && next->text == "(" &&
+  if (names_helper(helpers, t[i].text) && call_parenthesis(t, i) != t.size() &&
       !is_member_access(prev_significant(t, i))) {
     return true;
   }
@@ -405,22 +422,21 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
-  LambdaBodies lambdas;
+  FunctionsWithin functions;
   for (size_t i = 0; i < tokens.size(); ++i) {
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
-    if (coroutine) lambdas.step(tokens, i);
+    if (coroutine) functions.step(tokens, i);
     if (coroutine && t.kind == TokenKind::Identifier) {
       // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
       // returning ends the coroutine (a lambda's return stays: the lambda is a function of its
       // own).
-      if (t.text == "return" && !lambdas.inside()) {
+      if (t.text == "return" && !functions.inside()) {
         out += "co_return";
         continue;
       }
-      const size_t open = index_after(tokens, i);
-      if (suspends(tokens, i, dialect, helpers) && open != tokens.size() &&
-          tokens[open].text == "(") {
+      const size_t open = call_parenthesis(tokens, i);
+      if (suspends(tokens, i, dialect, helpers) && open != tokens.size()) {
         const size_t k = closing(tokens, open);
         // A helper's call also records its line, which orders the helper's meeting points.
         const bool helper = names_helper(helpers, t.text);

@@ -67,10 +67,25 @@ bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
   return k != t.size() && t[k].text == "]";
 }
 
-void LambdaBodies::step(const std::vector<Token>& t, size_t i) {
+bool opens_class_body(const std::vector<Token>& t, size_t open) {
+  // Back over the name and any base clause ("S : public Base<int>") to the class key.
+  for (size_t k = index_before(t, open); k != t.size(); k = index_before(t, k)) {
+    const std::string_view text = t[k].text;
+    if (text == "struct" || text == "class" || text == "union") return true;
+    if (t[k].kind != TokenKind::Identifier &&
+        !(text == "::" || text == ":" || text == "," || text == "<" || text == ">")) {
+      return false;
+    }
+  }
+  return false;
+}
+
+void FunctionsWithin::step(const std::vector<Token>& t, size_t i) {
   if (t[i].text == "{") {
     ++depth_;
-    if (opens_lambda_body(t, i)) opened_at_.push_back(depth_);
+    if (opened_at_.empty() && (opens_lambda_body(t, i) || opens_class_body(t, i))) {
+      opened_at_.push_back(depth_);
+    }
   } else if (t[i].text == "}") {
     if (!opened_at_.empty() && opened_at_.back() == depth_) opened_at_.pop_back();
     --depth_;

@@ -30,9 +30,13 @@ bool is_member_access(const Token* t);
 /// optional specifiers and a trailing return type before the brace.
 bool opens_lambda_body(const std::vector<Token>& t, size_t open);
 
+/// Whether the '{' at |open| starts the body of a class, struct or union declared in the body:
+/// "struct S {", "struct S : Base {", "struct {".
+bool opens_class_body(const std::vector<Token>& t, size_t open);
+
 /// Follows the braces of a body token by token, to tell whether a token lies inside the body of
-/// a lambda (where return leaves the lambda, not the kernel).
-class LambdaBodies {
+/// a lambda or of a local class (where return leaves a function of its own, not the kernel).
+class FunctionsWithin {
  public:
   /// Takes token |i| into account; call for every token in order.
   void step(const std::vector<Token>& t, size_t i);
@@ -40,7 +44,7 @@ class LambdaBodies {
 
  private:
   int depth_ = 0;
-  std::vector<int> opened_at_;  // the brace depths at which lambda bodies opened
+  std::vector<int> opened_at_;  // the brace depths at which such bodies opened
 };
 
 }  // namespace kjit::codegen
