@@ -519,7 +519,11 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     dims.groups[d] = static_cast<unsigned>((g[d] + dims.group[d] - 1) / dims.group[d]);
   }
   if (device.type == DeviceType::CPU) {
-    cpu::launch(*plan->cpu_module, kernel_inputs, kernel_outputs, dims);
+    try {
+      cpu::launch(*plan->cpu_module, kernel_inputs, kernel_outputs, dims);
+    } catch (const LaunchError& e) {
+      throw LaunchError(prefix_named(spec) + e.what());
+    }
   } else {
     cuda::launch(plan->cuda_entry_points, spec,
                  {plan->source, kernel_inputs, kernel_outputs, dims, spec.shared_memory,

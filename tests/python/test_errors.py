@@ -865,3 +865,27 @@ def test_read_only_inputs_are_accepted(make_input, rng):
     x = make_input(v)
     out = twice("readonly_in")(**call_args(inputs=[x]))[0]
     np.testing.assert_array_equal(out, np.asarray(x) * 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Integer division traps on the CPU
+
+
+@pytest.mark.parametrize("n", [4, 1 << 16])  # on the calling thread, and on the worker pool
+@pytest.mark.parametrize("op,a_value,b_value", [("/", 7, 0), ("%", 7, 0), ("/", -(2**31), -1)])
+def test_integer_division_traps_raise_on_the_cpu(n, op, a_value, b_value, rng):
+    kernel = kjit.metal_kernel(name="divide_ints", input_names=["a", "b"], output_names=["out"],
+                               source=f"uint i = thread_position_in_grid.x; out[i] = a[i] {op} b[i];")
+    a = rng.integers(0, 1000, n).astype(np.int32)
+    b = rng.integers(1, 50, n).astype(np.int32)
+    at = int(rng.integers(0, n))
+    a[at], b[at] = a_value, b_value
+    call = dict(output_shapes=[(n,)], output_dtypes=[np.int32], grid=(n, 1, 1),
+                threadgroup=(64, 1, 1), device="cpu")
+    with pytest.raises(kjit.LaunchError,
+                       match=r"kernel 'divide_ints': an integer division by zero .* stopped the "
+                             r"kernel on the CPU"):
+        kernel(inputs=[a, b], **call)
+    b[at], a[at] = 3, 5  # the kernel, and division, keep working
+    (out,) = kernel(inputs=[a, b], **call)
+    np.testing.assert_array_equal(out, a // b if op == "/" else a % b)

@@ -1,7 +1,11 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <kjit/errors.h>
 #include <kjit/version.h>
 
+#include <atomic>
+
+#include "backend/cpu/division_traps.h"
 #include "backend/cpu/host_compiler.h"
 #include "backend/cpu/thread_pool.h"
 #include "cache/disk_cache.h"
@@ -73,11 +77,23 @@ void launch(const Module& module, const std::vector<Array>& inputs,
   const uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
   if (threads == 0) return;
   kjit_cpu_entry_fn entry = module.entry();
+  std::atomic<bool> trapped{false};
+  auto run = [&](uint64_t begin, uint64_t end) {
+    if (trapped.load(std::memory_order_relaxed)) return;
+    if (!run_trapping_divisions([&] { entry(&L, begin, end); })) {
+      trapped.store(true, std::memory_order_relaxed);
+    }
+  };
   if (threads <= kInlineThreads || groups == 1) {
-    entry(&L, 0, groups);
-    return;
+    run(0, groups);
+  } else {
+    parallel_for(groups, run);
   }
-  parallel_for(groups, [&](uint64_t begin, uint64_t end) { entry(&L, begin, end); });
+  if (trapped.load()) {
+    throw LaunchError(
+        "an integer division by zero (or of a type's lowest value by -1) stopped the kernel on "
+        "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete");
+  }
 }
 
 uint64_t memory_entries() { return modules().size(); }
