@@ -73,6 +73,42 @@ template <class T>
 KJIT_INLINE T fract(T x) {
   return ::kjit::fmin(x - ::kjit::floor(x), T(0x1.fffffep-1f));
 }
+// The same, element by element, for vectors (select takes a vector of bools too).
+template <class T, int N>
+KJIT_INLINE vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = c[i] ? b[i] : a[i];
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> sign(const vec<T, N>& x) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = sign(x[i]);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> step(const vec<T, N>& edge, const vec<T, N>& x) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = step(edge[i], x[i]);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> step(T edge, const vec<T, N>& x) {
+  return step(vec<T, N>(edge), x);
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> saturate(const vec<T, N>& x) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = saturate(x[i]);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> fract(const vec<T, N>& x) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = fract(x[i]);
+  return r;
+}
+
 template <class T>
 KJIT_INLINE T divide(T x, T y) {
   return x / y;

@@ -101,6 +101,9 @@ struct alignas(4 * sizeof(T)) vec<T, 4> : vector_access<vec<T, 4>, T, 4> {
   KJIT_INLINE constexpr vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
   KJIT_INLINE constexpr vec(const vec<T, 2>& ab, const vec<T, 2>& cd)
       : x(ab.x), y(ab.y), z(cd.x), w(cd.y) {}
+  KJIT_INLINE constexpr vec(const vec<T, 2>& ab, T c, T d) : x(ab.x), y(ab.y), z(c), w(d) {}
+  KJIT_INLINE constexpr vec(T a, const vec<T, 2>& bc, T d) : x(a), y(bc.x), z(bc.y), w(d) {}
+  KJIT_INLINE constexpr vec(T a, T b, const vec<T, 2>& cd) : x(a), y(b), z(cd.x), w(cd.y) {}
   KJIT_INLINE constexpr vec(const vec<T, 3>& abc, T d) : x(abc.x), y(abc.y), z(abc.z), w(d) {}
   KJIT_INLINE constexpr vec(T a, const vec<T, 3>& bcd) : x(a), y(bcd.x), z(bcd.y), w(bcd.z) {}
   template <class U>
@@ -150,6 +153,14 @@ KJIT_VEC_OP(>>)
     vec<bool, N> r;                                                              \
     for (int i = 0; i < N; ++i) r[i] = a[i] op b[i];                             \
     return r;                                                                    \
+  }                                                                              \
+  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                    \
+  KJIT_INLINE vec<bool, N> operator op(const vec<T, N>& a, S b) {                \
+    return a op vec<T, N>(T(b));                                                 \
+  }                                                                              \
+  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                    \
+  KJIT_INLINE vec<bool, N> operator op(S a, const vec<T, N>& b) {                \
+    return vec<T, N>(T(a)) op b;                                                 \
   }
 KJIT_VEC_CMP(==)
 KJIT_VEC_CMP(!=)
@@ -159,13 +170,42 @@ KJIT_VEC_CMP(>)
 KJIT_VEC_CMP(>=)
 #undef KJIT_VEC_CMP
 
+#define KJIT_VEC_PREFIX(op, R)                            \
+  template <class T, int N>                               \
+  KJIT_INLINE vec<R, N> operator op(const vec<T, N>& a) { \
+    vec<R, N> r;                                          \
+    for (int i = 0; i < N; ++i) r[i] = op a[i];           \
+    return r;                                             \
+  }
+KJIT_VEC_PREFIX(-, T)
+KJIT_VEC_PREFIX(+, T)
+KJIT_VEC_PREFIX(~, T)
+KJIT_VEC_PREFIX(!, bool)
+#undef KJIT_VEC_PREFIX
+
 template <class T, int N>
-KJIT_INLINE vec<T, N> operator-(const vec<T, N>& a) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = -a[i];
-  return r;
+KJIT_INLINE vec<T, N>& operator++(vec<T, N>& a) {
+  return a += T(1);
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N>& operator--(vec<T, N>& a) {
+  return a -= T(1);
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> operator++(vec<T, N>& a, int) {
+  const vec<T, N> before = a;
+  a += T(1);
+  return before;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> operator--(vec<T, N>& a, int) {
+  const vec<T, N> before = a;
+  a -= T(1);
+  return before;
 }
 
+// The math functions element by element: one argument, two (vectors, or a vector and a
+// scalar), three (fma), and the classifications, which give a vector of bools.
 #define KJIT_VEC_UNARY(name)                       \
   template <class T, int N>                        \
   KJIT_INLINE vec<T, N> name(const vec<T, N>& a) { \
@@ -175,19 +215,80 @@ KJIT_INLINE vec<T, N> operator-(const vec<T, N>& a) {
   }
 KJIT_VEC_UNARY(exp)
 KJIT_VEC_UNARY(exp2)
+KJIT_VEC_UNARY(expm1)
 KJIT_VEC_UNARY(log)
 KJIT_VEC_UNARY(log2)
+KJIT_VEC_UNARY(log10)
+KJIT_VEC_UNARY(log1p)
 KJIT_VEC_UNARY(sqrt)
 KJIT_VEC_UNARY(rsqrt)
+KJIT_VEC_UNARY(cbrt)
 KJIT_VEC_UNARY(sin)
 KJIT_VEC_UNARY(cos)
+KJIT_VEC_UNARY(tan)
+KJIT_VEC_UNARY(asin)
+KJIT_VEC_UNARY(acos)
+KJIT_VEC_UNARY(atan)
+KJIT_VEC_UNARY(sinh)
+KJIT_VEC_UNARY(cosh)
 KJIT_VEC_UNARY(tanh)
+KJIT_VEC_UNARY(asinh)
+KJIT_VEC_UNARY(acosh)
+KJIT_VEC_UNARY(atanh)
+KJIT_VEC_UNARY(erf)
+KJIT_VEC_UNARY(erfc)
 KJIT_VEC_UNARY(floor)
 KJIT_VEC_UNARY(ceil)
+KJIT_VEC_UNARY(trunc)
 KJIT_VEC_UNARY(round)
+KJIT_VEC_UNARY(rint)
 KJIT_VEC_UNARY(fabs)
 KJIT_VEC_UNARY(abs)
 #undef KJIT_VEC_UNARY
+
+#define KJIT_VEC_BINARY(name)                                          \
+  template <class T, int N>                                            \
+  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b) { \
+    vec<T, N> r;                                                       \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i]);               \
+    return r;                                                          \
+  }                                                                    \
+  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>          \
+  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, S b) {                \
+    return name(a, vec<T, N>(T(b)));                                   \
+  }                                                                    \
+  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>          \
+  KJIT_INLINE vec<T, N> name(S a, const vec<T, N>& b) {                \
+    return name(vec<T, N>(T(a)), b);                                   \
+  }
+KJIT_VEC_BINARY(pow)
+KJIT_VEC_BINARY(atan2)
+KJIT_VEC_BINARY(fmod)
+KJIT_VEC_BINARY(fmax)
+KJIT_VEC_BINARY(fmin)
+KJIT_VEC_BINARY(copysign)
+KJIT_VEC_BINARY(hypot)
+#undef KJIT_VEC_BINARY
+
+template <class T, int N>
+KJIT_INLINE vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = fma(a[i], b[i], c[i]);
+  return r;
+}
+
+#define KJIT_VEC_CLASSIFY(name)                       \
+  template <class T, int N>                           \
+  KJIT_INLINE vec<bool, N> name(const vec<T, N>& a) { \
+    vec<bool, N> r;                                   \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i]);    \
+    return r;                                         \
+  }
+KJIT_VEC_CLASSIFY(isnan)
+KJIT_VEC_CLASSIFY(isinf)
+KJIT_VEC_CLASSIFY(isfinite)
+KJIT_VEC_CLASSIFY(signbit)
+#undef KJIT_VEC_CLASSIFY
 
 template <class T, int N>
 KJIT_INLINE vec<T, N> max_same(const vec<T, N>& a, const vec<T, N>& b) {
