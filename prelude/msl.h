@@ -80,12 +80,7 @@ KJIT_INLINE vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<b
   for (int i = 0; i < N; ++i) r[i] = c[i] ? b[i] : a[i];
   return r;
 }
-template <class T, int N>
-KJIT_INLINE vec<T, N> sign(const vec<T, N>& x) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = sign(x[i]);
-  return r;
-}
+KJIT_VEC_ELEMENTWISE(sign, T)
 template <class T, int N>
 KJIT_INLINE vec<T, N> step(const vec<T, N>& edge, const vec<T, N>& x) {
   vec<T, N> r;
@@ -96,18 +91,8 @@ template <class T, int N>
 KJIT_INLINE vec<T, N> step(T edge, const vec<T, N>& x) {
   return step(vec<T, N>(edge), x);
 }
-template <class T, int N>
-KJIT_INLINE vec<T, N> saturate(const vec<T, N>& x) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = saturate(x[i]);
-  return r;
-}
-template <class T, int N>
-KJIT_INLINE vec<T, N> fract(const vec<T, N>& x) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = fract(x[i]);
-  return r;
-}
+KJIT_VEC_ELEMENTWISE(saturate, T)
+KJIT_VEC_ELEMENTWISE(fract, T)
 
 template <class T>
 KJIT_INLINE T divide(T x, T y) {

@@ -206,45 +206,46 @@ KJIT_INLINE vec<T, N> operator--(vec<T, N>& a, int) {
 
 // The math functions element by element: one argument, two (vectors, or a vector and a
 // scalar), three (fma), and the classifications, which give a vector of bools.
-#define KJIT_VEC_UNARY(name)                       \
+// KJIT_VEC_ELEMENTWISE(name, R): name(v) giving a vector of R (T, or bool for a
+// classification); the dialects' own functions use it too.
+#define KJIT_VEC_ELEMENTWISE(name, R)              \
   template <class T, int N>                        \
-  KJIT_INLINE vec<T, N> name(const vec<T, N>& a) { \
-    vec<T, N> r;                                   \
+  KJIT_INLINE vec<R, N> name(const vec<T, N>& a) { \
+    vec<R, N> r;                                   \
     for (int i = 0; i < N; ++i) r[i] = name(a[i]); \
     return r;                                      \
   }
-KJIT_VEC_UNARY(exp)
-KJIT_VEC_UNARY(exp2)
-KJIT_VEC_UNARY(expm1)
-KJIT_VEC_UNARY(log)
-KJIT_VEC_UNARY(log2)
-KJIT_VEC_UNARY(log10)
-KJIT_VEC_UNARY(log1p)
-KJIT_VEC_UNARY(sqrt)
-KJIT_VEC_UNARY(rsqrt)
-KJIT_VEC_UNARY(cbrt)
-KJIT_VEC_UNARY(sin)
-KJIT_VEC_UNARY(cos)
-KJIT_VEC_UNARY(tan)
-KJIT_VEC_UNARY(asin)
-KJIT_VEC_UNARY(acos)
-KJIT_VEC_UNARY(atan)
-KJIT_VEC_UNARY(sinh)
-KJIT_VEC_UNARY(cosh)
-KJIT_VEC_UNARY(tanh)
-KJIT_VEC_UNARY(asinh)
-KJIT_VEC_UNARY(acosh)
-KJIT_VEC_UNARY(atanh)
-KJIT_VEC_UNARY(erf)
-KJIT_VEC_UNARY(erfc)
-KJIT_VEC_UNARY(floor)
-KJIT_VEC_UNARY(ceil)
-KJIT_VEC_UNARY(trunc)
-KJIT_VEC_UNARY(round)
-KJIT_VEC_UNARY(rint)
-KJIT_VEC_UNARY(fabs)
-KJIT_VEC_UNARY(abs)
-#undef KJIT_VEC_UNARY
+KJIT_VEC_ELEMENTWISE(exp, T)
+KJIT_VEC_ELEMENTWISE(exp2, T)
+KJIT_VEC_ELEMENTWISE(expm1, T)
+KJIT_VEC_ELEMENTWISE(log, T)
+KJIT_VEC_ELEMENTWISE(log2, T)
+KJIT_VEC_ELEMENTWISE(log10, T)
+KJIT_VEC_ELEMENTWISE(log1p, T)
+KJIT_VEC_ELEMENTWISE(sqrt, T)
+KJIT_VEC_ELEMENTWISE(rsqrt, T)
+KJIT_VEC_ELEMENTWISE(cbrt, T)
+KJIT_VEC_ELEMENTWISE(sin, T)
+KJIT_VEC_ELEMENTWISE(cos, T)
+KJIT_VEC_ELEMENTWISE(tan, T)
+KJIT_VEC_ELEMENTWISE(asin, T)
+KJIT_VEC_ELEMENTWISE(acos, T)
+KJIT_VEC_ELEMENTWISE(atan, T)
+KJIT_VEC_ELEMENTWISE(sinh, T)
+KJIT_VEC_ELEMENTWISE(cosh, T)
+KJIT_VEC_ELEMENTWISE(tanh, T)
+KJIT_VEC_ELEMENTWISE(asinh, T)
+KJIT_VEC_ELEMENTWISE(acosh, T)
+KJIT_VEC_ELEMENTWISE(atanh, T)
+KJIT_VEC_ELEMENTWISE(erf, T)
+KJIT_VEC_ELEMENTWISE(erfc, T)
+KJIT_VEC_ELEMENTWISE(floor, T)
+KJIT_VEC_ELEMENTWISE(ceil, T)
+KJIT_VEC_ELEMENTWISE(trunc, T)
+KJIT_VEC_ELEMENTWISE(round, T)
+KJIT_VEC_ELEMENTWISE(rint, T)
+KJIT_VEC_ELEMENTWISE(fabs, T)
+KJIT_VEC_ELEMENTWISE(abs, T)
 
 #define KJIT_VEC_BINARY(name)                                          \
   template <class T, int N>                                            \
@@ -277,18 +278,10 @@ KJIT_INLINE vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N
   return r;
 }
 
-#define KJIT_VEC_CLASSIFY(name)                       \
-  template <class T, int N>                           \
-  KJIT_INLINE vec<bool, N> name(const vec<T, N>& a) { \
-    vec<bool, N> r;                                   \
-    for (int i = 0; i < N; ++i) r[i] = name(a[i]);    \
-    return r;                                         \
-  }
-KJIT_VEC_CLASSIFY(isnan)
-KJIT_VEC_CLASSIFY(isinf)
-KJIT_VEC_CLASSIFY(isfinite)
-KJIT_VEC_CLASSIFY(signbit)
-#undef KJIT_VEC_CLASSIFY
+KJIT_VEC_ELEMENTWISE(isnan, bool)
+KJIT_VEC_ELEMENTWISE(isinf, bool)
+KJIT_VEC_ELEMENTWISE(isfinite, bool)
+KJIT_VEC_ELEMENTWISE(signbit, bool)
 
 template <class T, int N>
 KJIT_INLINE vec<T, N> max_same(const vec<T, N>& a, const vec<T, N>& b) {
