@@ -4,9 +4,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "codegen/source.h"
 
@@ -53,7 +55,31 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
   MappedDiagnostics out;
   std::stringstream in(log);
   std::string line;
+  auto add = [&](const char* label, int number, std::string_view text, const std::string& what) {
+    out.text += std::string(label) + " line " + std::to_string(number) + ": " + what + "\n";
+    out.text += "    " + std::to_string(number) + " | " + line_of(text, number) + "\n";
+    ++out.count;
+  };
+  // GCC reports an error inside kjit's own code after the user's lines that led there ("required
+  // from here"): those wait for the error, and are reported with it.
+  std::vector<std::tuple<const char*, int, std::string_view>> waiting;
+  auto release_held = [&](const std::string& what) {
+    for (const auto& [label, number, text] : waiting) add(label, number, text, what);
+    waiting.clear();
+  };
   while (std::getline(in, line)) {
+    if (!waiting.empty() && line.rfind(kSourceFile, 0) != 0 && line.rfind(kHeaderFile, 0) != 0) {
+      const size_t error = line.find(": error: ");
+      if (error != std::string::npos) {
+        // The prelude's static assertions are written for users; other errors are said to be
+        // in kjit's code.
+        const std::string what = line.substr(error + 2);
+        release_held(what.find("static assertion failed") != std::string::npos
+                         ? what
+                         : what + " (in kjit's code this line uses)");
+        continue;
+      }
+    }
     // The prelude's static assertions are written for users (as_type of two sizes, a tile of 3
     // threads): their message joins the user's lines that required them.
     const size_t assertion = line.find("static assertion failed");
@@ -72,11 +98,14 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
         continue;
       }
       if (message.rfind("warning", 0) == 0) continue;
-      out.text += std::string(label) + " line " + std::to_string(number) + ": " + message + "\n";
-      out.text += "    " + std::to_string(number) + " | " + line_of(text, number) + "\n";
-      ++out.count;
+      if (message.rfind("required from", 0) == 0) {
+        waiting.emplace_back(label, number, text);
+        continue;
+      }
+      add(label, number, text, message);
     }
   }
+  release_held("required from here");  // no error followed
   return out;
 }
 

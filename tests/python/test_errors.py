@@ -629,7 +629,8 @@ PRELUDE_ASSERTIONS = [
                          ids=["tile-of-3", "as_type-sizes"])
 def test_prelude_assertions_reach_the_user(api, body, line, reason):
     k = make(api, name="asserting", input_names=["inp"], output_names=["out"], source=body)
-    with pytest.raises(kjit.CompileError, match=rf"source line {line}: [^\n]*\n.*\n.*{reason}"):
+    with pytest.raises(kjit.CompileError,
+                       match=rf"source line {line}: error: static assertion failed: [^\n]*{reason}\n"):
         k.build(inputs=[("float32", 1)], output_dtypes=["float32"])
     if kjit._kjit.cuda_status()["nvrtc"] is not None:
         with pytest.raises(kjit.CompileError, match=reason):
@@ -644,6 +645,36 @@ def test_compile_error_is_a_runtime_error():
         k.build(inputs=[("float32", 1)], output_dtypes=["float32"])
     assert isinstance(excinfo.value, kjit.CompileError)
     _check_compile_error(excinfo.value, "source", 1, "out[0] = ;", "out[0] = ;")
+
+
+@pytest.mark.parametrize("where,kw", [
+    ("source line 2", dict(source="float x = a[thread_position_in_grid.x];\n"
+                                  "auto f = [&](float v) { return simd_sum(v); };\n"
+                                  "out[thread_position_in_grid.x] = f(x);")),
+    ("header line 2", dict(header="struct Sum {\n  float of(float v) { return simd_sum(v); }\n};",
+                           source="out[thread_position_in_grid.x] = "
+                                  "Sum().of(a[thread_position_in_grid.x]);")),
+])
+def test_waits_inside_lambdas_or_local_classes_are_refused_on_the_cpu(where, kw):
+    k = kjit.metal_kernel(name="nested_wait", input_names=["a"], output_names=["out"], **kw)
+    with pytest.raises(ValueError, match=rf"\[kjit\.metal_kernel\] 'simd_sum' \({where}\) waits "
+                                         r"for other threads inside a lambda or a function of a "
+                                         r"local class"):
+        k(inputs=[np.ones(32, np.float32)], output_shapes=[(32,)], output_dtypes=[np.float32],
+          grid=(32, 1, 1), threadgroup=(32, 1, 1), device="cpu")
+
+
+def test_an_error_inside_kjits_code_is_reported_at_the_users_line():
+    # atomicAdd on a bool output fails inside kjit's own atomics on the CPU: the message gives
+    # that error at the body's line, not only "required from here".
+    k = make("cuda", name="bool_atomic", input_names=["inp"], output_names=["out"],
+             source="const unsigned i = threadIdx.x;\natomicAdd(&out[0], true);")
+    with pytest.raises(kjit.CompileError,
+                       match=r"source line 2: error: .*bool\*.* \(in kjit's code this line uses\)"
+                             r"\n    2 \| atomicAdd\(&out\[0\], true\);") as excinfo:
+        k(inputs=[X], output_shapes=[(1,)], output_dtypes=[np.bool_], grid=(N, 1, 1),
+          threadgroup=(N, 1, 1), device="cpu")
+    assert "required from here" not in str(excinfo.value)
 
 
 # ---------------------------------------------------------------------------------------------
