@@ -30,29 +30,58 @@ KJIT_ATOMIC_INT_OP(bit_or, atomicOr)
 KJIT_ATOMIC_INT_OP(bit_xor, atomicXor)
 #undef KJIT_ATOMIC_INT_OP
 #else
+// GCC's builtins take integers and pointers: a float or double travels as its bits.
+template <int Size>
+struct bits_sized;
+template <>
+struct bits_sized<4> {
+  using type = uint32_t;
+};
+template <>
+struct bits_sized<8> {
+  using type = uint64_t;
+};
+template <class T>
+using bits_of = typename bits_sized<sizeof(T)>::type;
 template <class T>
 KJIT_INLINE T exchange(T* p, T v) {
-  return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
-}
-template <class T>
-KJIT_INLINE T cas(T* p, T expected, T desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  return expected;  // the value seen
-}
-// A float addition by compare-and-swap on its bits.
-KJIT_INLINE float add(float* p, float v) {
-  unsigned* bits = reinterpret_cast<unsigned*>(p);
-  unsigned seen = __atomic_load_n(bits, __ATOMIC_RELAXED);
-  for (;;) {
-    const unsigned sum = __builtin_bit_cast(unsigned, __builtin_bit_cast(float, seen) + v);
-    if (__atomic_compare_exchange_n(bits, &seen, sum, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-      return __builtin_bit_cast(float, seen);
-    }
+  if constexpr (is_builtin_float_v<T>) {
+    using B = bits_of<T>;
+    return __builtin_bit_cast(T, __atomic_exchange_n(reinterpret_cast<B*>(p),
+                                                     __builtin_bit_cast(B, v), __ATOMIC_RELAXED));
+  } else {
+    return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
   }
 }
 template <class T>
+KJIT_INLINE T cas(T* p, T expected, T desired) {
+  if constexpr (is_builtin_float_v<T>) {
+    using B = bits_of<T>;
+    B seen = __builtin_bit_cast(B, expected);
+    __atomic_compare_exchange_n(reinterpret_cast<B*>(p), &seen, __builtin_bit_cast(B, desired),
+                                false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return __builtin_bit_cast(T, seen);  // the value seen
+  } else {
+    __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return expected;  // the value seen
+  }
+}
+// Floating-point addition by compare-and-swap on the bits; integers by the builtin.
+template <class T>
 KJIT_INLINE T add(T* p, T v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  if constexpr (is_builtin_float_v<T>) {
+    using B = bits_of<T>;
+    B* bits = reinterpret_cast<B*>(p);
+    B seen = __atomic_load_n(bits, __ATOMIC_RELAXED);
+    for (;;) {
+      const B sum = __builtin_bit_cast(B, T(__builtin_bit_cast(T, seen) + v));
+      if (__atomic_compare_exchange_n(bits, &seen, sum, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        return __builtin_bit_cast(T, seen);
+      }
+    }
+  } else {
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  }
 }
 #define KJIT_ATOMIC_INT_OP(name, builtin)   \
   template <class T>                        \

@@ -101,6 +101,22 @@ template <class T, class U, class V>
 KJIT_INLINE T atomicCAS(T* p, U expected, V desired) {
   return ::kjit::atomics::cas(p, T(expected), T(desired));
 }
+// Wrapping increment and decrement: old >= limit becomes 0; old == 0 or old > limit becomes
+// limit.
+KJIT_INLINE unsigned atomicInc(unsigned* p, unsigned limit) {
+  unsigned seen = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(p, &seen, seen >= limit ? 0u : seen + 1, true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return seen;
+}
+KJIT_INLINE unsigned atomicDec(unsigned* p, unsigned limit) {
+  unsigned seen = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(p, &seen, seen == 0 || seen > limit ? limit : seen - 1, true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return seen;
+}
 KJIT_INLINE void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 KJIT_INLINE void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 

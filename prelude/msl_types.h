@@ -73,6 +73,7 @@ template <class T>
 struct packed_vec<T, 2> : ::kjit::vector_access<packed_vec<T, 2>, T, 2> {
   T x, y;
   packed_vec() = default;
+  KJIT_INLINE packed_vec(T a, T b) : x(a), y(b) {}
   KJIT_INLINE packed_vec(const vec<T, 2>& v) : x(v.x), y(v.y) {}
   KJIT_INLINE operator vec<T, 2>() const { return {x, y}; }
 };
@@ -80,6 +81,7 @@ template <class T>
 struct packed_vec<T, 3> : ::kjit::vector_access<packed_vec<T, 3>, T, 3> {
   T x, y, z;
   packed_vec() = default;
+  KJIT_INLINE packed_vec(T a, T b, T c) : x(a), y(b), z(c) {}
   KJIT_INLINE packed_vec(const vec<T, 3>& v) : x(v.x), y(v.y), z(v.z) {}
   KJIT_INLINE operator vec<T, 3>() const { return {x, y, z}; }
 };
@@ -87,6 +89,7 @@ template <class T>
 struct packed_vec<T, 4> : ::kjit::vector_access<packed_vec<T, 4>, T, 4> {
   T x, y, z, w;
   packed_vec() = default;
+  KJIT_INLINE packed_vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
   KJIT_INLINE packed_vec(const vec<T, 4>& v) : x(v.x), y(v.y), z(v.z), w(v.w) {}
   KJIT_INLINE operator vec<T, 4>() const { return {x, y, z, w}; }
 };

@@ -322,6 +322,32 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrig
   }
 }
 
+void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect dialect,
+                                 TextOrigin origin, const std::vector<std::string>& helpers) {
+  // The operations themselves first, then calls of the header's helpers that wait: a function
+  // of a local class that waits is found as such a helper too, and the operation inside it
+  // names the problem better.
+  for (const std::vector<std::string>* calls :
+       {static_cast<const std::vector<std::string>*>(nullptr), &helpers}) {
+    FunctionsWithin functions;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      functions.step(tokens, i);
+      if (!functions.inside() || !suspends(tokens, i, dialect, calls) ||
+          call_parenthesis(tokens, i) == tokens.size()) {
+        continue;
+      }
+      throw ValueError(std::string("[kjit.") +
+                       (dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel") + "] '" +
+                       std::string(tokens[i].text) + "' (" +
+                       (origin == TextOrigin::Source ? "source" : "header") + " line " +
+                       std::to_string(tokens[i].line) +
+                       ") waits for other threads inside a lambda or a function of a local class, "
+                       "which the CPU backend cannot suspend; call it from the body or from a "
+                       "function of the header.");
+    }
+  }
+}
+
 bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect) {
   return suspends(tokens, i, dialect);
 }

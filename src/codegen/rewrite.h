@@ -20,6 +20,12 @@ enum class TextOrigin { Source, Header };
 /// matrices...), naming it and its line.
 void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
+/// Throws kjit::ValueError when |tokens| wait (a barrier, a SIMD-group or warp operation, or a
+/// call of one of |helpers|) inside a lambda or a function of a local class: on the CPU such a
+/// function cannot suspend its thread.
+void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect dialect,
+                                 TextOrigin origin, const std::vector<std::string>& helpers);
+
 /// The text of |tokens| rewritten for |target|. Line structure is kept exactly, so that line N of
 /// the result is line N of the input. With |coroutine| (a body in the CPU's cooperative mode),
 /// barriers, SIMD-group and warp operations are co_awaited and return becomes co_return;

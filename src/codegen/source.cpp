@@ -100,8 +100,9 @@ std::string signature(const KernelSpec& spec, const CallSignature& call) {
   }
   for (size_t i = 0; i < spec.output_names.size(); ++i) {
     std::string t(type_name(spec, call.outputs[i]));
-    if (spec.atomic_outputs) {
-      params.push_back((metal ? "device atomic<" : "atomic<") + t + ">* " + spec.output_names[i]);
+    // CUDA's atomic functions take plain pointers: atomic_outputs changes Metal's outputs only.
+    if (spec.atomic_outputs && metal) {
+      params.push_back("device atomic<" + t + ">* " + spec.output_names[i]);
     } else {
       params.push_back(metal ? "device " + t + "* " + spec.output_names[i]
                              : t + "* __restrict__ " + spec.output_names[i]);
@@ -148,8 +149,9 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
   }
   for (size_t o = 0; o < spec.output_names.size(); ++o) {
     std::string t(type_name(spec, call.outputs[o]));
-    layout.push_back({Param::Kind::Output, static_cast<int>(o),
-                      spec.atomic_outputs ? "atomic<" + t + ">*" : t + "*"});
+    layout.push_back(
+        {Param::Kind::Output, static_cast<int>(o),
+         spec.atomic_outputs && spec.dialect == Dialect::Metal ? "atomic<" + t + ">*" : t + "*"});
   }
   return layout;
 }
@@ -338,6 +340,12 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
     plan = plan_regions(spec, uniform_names(spec, call));
   }
   const bool coroutine = waits && !plan;
+  if (target == Target::Cpu) {
+    check_waits_are_suspendable(spec.source_tokens, spec.dialect, TextOrigin::Source,
+                                helpers.names);
+    check_waits_are_suspendable(spec.header_tokens, spec.dialect, TextOrigin::Header,
+                                helpers.names);
+  }
   g.regions = plan.has_value();
   Writer w;
   w << prelude_for(spec.dialect, target, coroutine);

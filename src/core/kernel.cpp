@@ -188,7 +188,7 @@ void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
 
 // Metal has 32-bit atomics only (int, uint, float).
 void check_atomic_outputs(const KernelSpec& spec, const std::vector<Dtype>& outputs) {
-  if (!spec.atomic_outputs) return;
+  if (!spec.atomic_outputs || spec.dialect != Dialect::Metal) return;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Dtype d = outputs[o];
     if (d != Dtype::Int32 && d != Dtype::UInt32 && d != Dtype::Float32) {

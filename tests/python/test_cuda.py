@@ -747,6 +747,34 @@ def test_simd_shuffles(device, rng):
     np.testing.assert_array_equal(outs[5], shifted + x[np.arange(n) - lane % 4 + 3 - lane % 4])
 
 
+CUDA_ATOMICS_OF_EVERY_KIND = """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(&total[0], (double)x[i]);
+    atomicExch(&last[0], 1.5f);
+    atomicInc(&wrapped[0], 9u);
+    atomicDec(&counted_down[0], 1000u);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("atomic_outputs", [False, True])  # the same for CUDA bodies
+def test_cuda_atomics_on_doubles_floats_and_wrapping_counters(device, atomic_outputs, rng):
+    k = kjit.cuda_kernel(name="atomics_of_every_kind", input_names=["x"],
+                         output_names=["total", "last", "wrapped", "counted_down"],
+                         source=CUDA_ATOMICS_OF_EVERY_KIND, atomic_outputs=atomic_outputs)
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    outs = [np.zeros(1, np.float64), np.zeros(1, np.float32), np.full(1, 3, np.uint32),
+            np.full(1, 1200, np.uint32)]
+    outs = k(inputs=[x], output_shapes=[(1,)] * 4, output_dtypes=[o.dtype for o in outs],
+             grid=(n, 1, 1), threadgroup=(128, 1, 1), device=device, outputs=outs)
+    np.testing.assert_allclose(outs[0], x.astype(np.float64).sum(), rtol=1e-12)
+    assert outs[1][0] == 1.5
+    assert outs[2][0] == (3 + n) % 10  # counts 0..9, then wraps to 0
+    # From 1200 (above the limit): the first decrement gives 1000, then it counts down.
+    assert outs[3][0] == 1000 - (n - 1)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_histogram_with_atomic_outputs(device, rng):
     k = kjit.metal_kernel(name="histogram", input_names=["inp"],
