@@ -90,16 +90,25 @@ bool to_bool(nb::handle obj, const char* api, const char* param) {
   return obj.ptr() == Py_True;
 }
 
-// A NumPy (or other array library's) integer or bool scalar: np.int64(2), np.True_.
-bool is_integer_scalar(nb::handle obj) {
-  if (PyType_Check(obj.ptr()) || !nb::hasattr(obj, "dtype")) return false;
+// The dtype of an array library's scalar (np.float32(1), np.int64(2), np.True_, a 0-d tensor),
+// or nothing for any other object.
+std::optional<Dtype> scalar_dtype(nb::handle obj) {
+  if (PyType_Check(obj.ptr()) || !PyNumber_Check(obj.ptr()) || !nb::hasattr(obj, "dtype")) {
+    return std::nullopt;
+  }
   try {
-    const Dtype d = to_dtype(obj.attr("dtype"), "template");
-    return is_integral(d) || d == Dtype::Bool;
+    if (nb::hasattr(obj, "ndim") && to_int(obj.attr("ndim"), "ndim") != 0) return std::nullopt;
+    return to_dtype(obj.attr("dtype"), "dtype");
   } catch (const std::exception&) {
     PyErr_Clear();
-    return false;
+    return std::nullopt;
   }
+}
+
+// An integer or bool scalar of an array library.
+bool is_integer_scalar(nb::handle obj) {
+  const std::optional<Dtype> d = scalar_dtype(obj);
+  return d && (is_integral(*d) || *d == Dtype::Bool);
 }
 
 TemplateArgs to_template_args(const Param& p, nb::handle obj) {
@@ -157,20 +166,11 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
   return args;
 }
 
-// A Python int or float, or a real scalar of an array library (np.float32(1), np.int64(2)).
+// A Python int or float, or a real scalar of an array library.
 bool is_real_number(nb::handle obj) {
   if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())) return true;
-  if (!PyNumber_Check(obj.ptr()) || !nb::hasattr(obj, "dtype") || !nb::hasattr(obj, "ndim")) {
-    return false;
-  }
-  try {
-    if (to_int(obj.attr("ndim"), "ndim") != 0) return false;
-    const Dtype d = to_dtype(obj.attr("dtype"), "init_value");
-    return is_floating(d) || is_integral(d) || d == Dtype::Bool;
-  } catch (const std::exception&) {
-    PyErr_Clear();
-    return false;
-  }
+  const std::optional<Dtype> d = scalar_dtype(obj);
+  return d && (is_floating(*d) || is_integral(*d) || *d == Dtype::Bool);
 }
 
 // A stream handle given as an int: an address, so in [0, 2^64).
