@@ -19,7 +19,8 @@ struct CacheInfo {
 
 CacheInfo cache_info();
 
-/// Empties the in-memory cache and deletes the disk cache's entries.
+/// Empties the CPU backend's in-memory cache and deletes the disk cache's entries (modules
+/// loaded on a GPU stay loaded: launches of them may still be queued).
 void clear_cache();
 
 }  // namespace kjit

@@ -153,7 +153,9 @@ def add_library_search_dir(dir: str) -> None:
     """
 
 def clear_cache() -> None:
-    """Empties the in-memory cache and deletes disk entries."""
+    """
+    Empties the CPU's in-memory cache and deletes disk entries (modules loaded on a GPU stay loaded).
+    """
 
 def version() -> str:
     """The library version."""

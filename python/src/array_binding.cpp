@@ -186,7 +186,9 @@ void init_array(nb::module_& m) {
         "Call it after importing torch.");
   m.def("add_library_search_dir", &cuda::add_library_search_dir, "dir"_a,
         "Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.");
-  m.def("clear_cache", &clear_cache, "Empties the in-memory cache and deletes disk entries.");
+  m.def("clear_cache", &clear_cache,
+        "Empties the CPU's in-memory cache and deletes disk entries (modules loaded on a GPU stay "
+        "loaded).");
   m.def("version", [] { return std::string(version()); }, "The library version.");
 }
 

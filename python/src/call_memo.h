@@ -27,15 +27,14 @@ class Memo {
     size_t pos = 0;
     if (entries_.empty() || !matches(obj.ptr(), pos, 0) || pos != entries_.size()) {
       // Described before it is converted: when it is remembered, its leaves are immutable
-      // objects, whose conversion runs no Python code that could change the containers.
-      entries_.clear();
-      if (!describe(obj.ptr(), 0)) entries_.clear();  // not to be remembered
-      try {
-        value_ = std::make_shared<const T>(convert(obj));
-      } catch (...) {
-        entries_.clear();
-        throw;
-      }
+      // objects, whose conversion runs no Python code that could change the containers. The
+      // conversion may run Python code (a leaf's __index__) that calls this kernel again, so
+      // the memo takes the description and the value together, after it.
+      std::vector<Entry> entries;
+      if (!describe(obj.ptr(), 0, entries)) entries.clear();  // not to be remembered
+      auto value = std::make_shared<const T>(convert(obj));
+      entries_ = std::move(entries);
+      value_ = std::move(value);
     }
     return value_;
   }
@@ -72,18 +71,18 @@ class Memo {
   // Lists and tuples themselves: a subclass may convert through methods of its own.
   static bool is_plain_list(PyObject* o) { return PyList_CheckExact(o) || PyTuple_CheckExact(o); }
 
-  bool describe(PyObject* o, int depth) {
+  static bool describe(PyObject* o, int depth, std::vector<Entry>& entries) {
     if (!is_plain_list(o)) {
       if (!is_immutable(o)) return false;
-      entries_.push_back({nb::borrow(o), 0});
+      entries.push_back({nb::borrow(o), 0});
       return true;
     }
     if (depth == kMaxDepth) return false;
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-    entries_.push_back({nb::object(), n});
+    entries.push_back({nb::object(), n});
     PyObject** items = PySequence_Fast_ITEMS(o);
     for (Py_ssize_t i = 0; i < n; ++i) {
-      if (!describe(items[i], depth + 1)) return false;
+      if (!describe(items[i], depth + 1, entries)) return false;
     }
     return true;
   }

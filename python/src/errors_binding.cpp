@@ -30,9 +30,10 @@ std::vector<std::string>& pending_warnings() {
 std::atomic<bool> any_pending{false};  // read by every call, without the lock
 
 // With the GIL held.
-void issue_warning(const std::string& message) {
+void issue_warning(const std::string& message, bool raise = true) {
   if (PyErr_WarnEx(PyExc_RuntimeWarning, ("kjit: " + message).c_str(), 1) < 0) {
-    throw nb::python_error();
+    if (raise) throw nb::python_error();
+    PyErr_Clear();
   }
 }
 
@@ -115,7 +116,7 @@ void init_errors(nb::module_&) {
   });
 }
 
-void flush_warnings() {
+void flush_warnings(bool raise) {
   if (!any_pending.load(std::memory_order_acquire)) return;
   std::vector<std::string> messages;
   {
@@ -123,7 +124,7 @@ void flush_warnings() {
     messages.swap(pending_warnings());
     any_pending.store(false, std::memory_order_relaxed);
   }
-  for (const std::string& m : messages) issue_warning(m);
+  for (const std::string& m : messages) issue_warning(m, raise);
 }
 
 }  // namespace kjit::python

@@ -12,9 +12,10 @@ namespace kjit::python {
 void init_errors(nanobind::module_& m);
 
 /// Issues, as Python warnings, the library warnings that threads without the GIL left: called
-/// with the GIL held, after library code that ran without it. Throws nanobind::python_error when
-/// a warning filter turns one into an error.
-void flush_warnings();
+/// with the GIL held, after library code that ran without it. When a warning filter turns one
+/// into an error, throws nanobind::python_error if |raise|, else drops it (a call that failed
+/// reports its own error).
+void flush_warnings(bool raise = true);
 
 /// Sets the Python error for |error|, as nanobind's translation would: for code that Python
 /// calls directly rather than through nanobind's dispatch.

@@ -351,11 +351,14 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   }
   if (gpu && stream.is_none()) options.stream = current_stream(framework, gpu->index);
   std::vector<Array> result;
-  {
+  try {
     nb::gil_scoped_release release;
     result = k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, verbose.ptr() == Py_True, options);
     // JAX reads DLPack imports without waiting on the exporter's stream.
     if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
+  } catch (...) {
+    flush_warnings(/*raise=*/false);
+    throw;
   }
   flush_warnings();
   if (output_items) return output_items->list();
@@ -495,9 +498,12 @@ void init_kernel(nb::module_& m) {
           throw TypeError((t / "target").str() + ": expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
         }
         std::string where = nb::cast<std::string>(target);
-        {
+        try {
           nb::gil_scoped_release release;
           k.build(sig, dtypes, targs, where);
+        } catch (...) {
+          flush_warnings(/*raise=*/false);
+          throw;
         }
         flush_warnings();
       },

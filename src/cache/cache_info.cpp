@@ -23,8 +23,7 @@ CacheInfo cache_info() {
 }
 
 void clear_cache() {
-  cpu::clear_memory();
-  cuda::clear_memory();
+  cpu::clear_memory();  // the GPU's modules stay loaded (cuda_backend.h says why)
   cache::DiskCache::instance().clear();
 }
 

@@ -102,6 +102,7 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
         waiting.emplace_back(label, number, text);
         continue;
       }
+      release_held("required from here");  // they led to this error, in the user's own text
       add(label, number, text, message);
     }
   }

@@ -329,7 +329,7 @@ void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect diale
   // names the problem better.
   for (const std::vector<std::string>* calls :
        {static_cast<const std::vector<std::string>*>(nullptr), &helpers}) {
-    FunctionsWithin functions;
+    FunctionsWithin functions(/*classes=*/origin == TextOrigin::Source);
     for (size_t i = 0; i < tokens.size(); ++i) {
       functions.step(tokens, i);
       if (!functions.inside() || !suspends(tokens, i, dialect, calls) ||

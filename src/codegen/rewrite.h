@@ -21,8 +21,8 @@ enum class TextOrigin { Source, Header };
 void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
 /// Throws kjit::ValueError when |tokens| wait (a barrier, a SIMD-group or warp operation, or a
-/// call of one of |helpers|) inside a lambda or a function of a local class: on the CPU such a
-/// function cannot suspend its thread.
+/// call of one of |helpers|) inside a lambda, or in the body inside a function of a local class:
+/// on the CPU such a function cannot suspend its thread.
 void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect dialect,
                                  TextOrigin origin, const std::vector<std::string>& helpers);
 

@@ -83,7 +83,7 @@ bool opens_class_body(const std::vector<Token>& t, size_t open) {
 void FunctionsWithin::step(const std::vector<Token>& t, size_t i) {
   if (t[i].text == "{") {
     ++depth_;
-    if (opened_at_.empty() && (opens_lambda_body(t, i) || opens_class_body(t, i))) {
+    if (opened_at_.empty() && (opens_lambda_body(t, i) || (classes_ && opens_class_body(t, i)))) {
       opened_at_.push_back(depth_);
     }
   } else if (t[i].text == "}") {

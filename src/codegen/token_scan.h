@@ -35,14 +35,17 @@ bool opens_lambda_body(const std::vector<Token>& t, size_t open);
 bool opens_class_body(const std::vector<Token>& t, size_t open);
 
 /// Follows the braces of a body token by token, to tell whether a token lies inside the body of
-/// a lambda or of a local class (where return leaves a function of its own, not the kernel).
+/// a lambda or, with |classes|, of a class (where return leaves a function of its own, not the
+/// kernel). Classes count in a body, where they are local; a header's are at namespace scope.
 class FunctionsWithin {
  public:
+  explicit FunctionsWithin(bool classes = true) : classes_(classes) {}
   /// Takes token |i| into account; call for every token in order.
   void step(const std::vector<Token>& t, size_t i);
   bool inside() const { return !opened_at_.empty(); }
 
  private:
+  bool classes_;
   int depth_ = 0;
   std::vector<int> opened_at_;  // the brace depths at which such bodies opened
 };

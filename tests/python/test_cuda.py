@@ -514,7 +514,7 @@ print(json.dumps({"before": before, "cleared": cleared, "after": kjit.cache_info
 
 
 @needs_gpu
-def test_clear_cache_empties_the_gpu_memory_cache(tmp_path):
+def test_clear_cache_keeps_the_gpu_modules_loaded(tmp_path):
     run = subprocess.run([sys.executable, "-c", GPU_MEMORY_CACHE], capture_output=True,
                          text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path),
@@ -522,8 +522,10 @@ def test_clear_cache_empties_the_gpu_memory_cache(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     info = json.loads(run.stdout)
     assert info["before"]["memory_entries"] >= 1 and info["before"]["compiles"] == 1
-    assert info["cleared"]["memory_entries"] == 0 and info["cleared"]["disk_entries"] == 0
-    assert info["after"]["compiles"] == 2  # built again: nothing was left to find
+    assert info["cleared"]["disk_entries"] == 0
+    # Loaded modules cannot be unloaded while launches may be queued: they stay, and counted.
+    assert info["cleared"]["memory_entries"] == info["before"]["memory_entries"]
+    assert info["after"]["compiles"] == 1
 
 
 @needs_gpu
@@ -1086,6 +1088,30 @@ def test_header_helpers_that_wait(device, dialect, rng):
     if dialect == "metal":
         expected += np.repeat((np.arange(n) % 3).reshape(-1, 32).sum(1), 32)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_header_class_whose_static_function_waits(device, rng):
+    k = kjit.cuda_kernel(name="class_reduce", input_names=["x"], output_names=["out"], header="""
+struct BlockReduce {
+    static __device__ float sum(float v, float* scratch, unsigned t, unsigned n) {
+        scratch[t] = v;
+        __syncthreads();
+        float s = 0;
+        for (unsigned i = 0; i < n; ++i) s += scratch[i];
+        __syncthreads();
+        return s;
+    }
+};
+""", source="""
+    __shared__ float scratch[64];
+    out[blockIdx.x * blockDim.x + threadIdx.x] =
+        BlockReduce::sum(x[blockIdx.x * blockDim.x + threadIdx.x], scratch, threadIdx.x, blockDim.x);
+""")
+    x = rng.integers(-50, 50, 256).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32], grid=(256, 1, 1),
+               threadgroup=(64, 1, 1), device=device, outputs=[poisoned(x.shape, np.float32)])
+    np.testing.assert_array_equal(out, np.repeat(x.reshape(4, 64).sum(1), 64))
 
 
 HELPER_IN_A_BRANCH = """

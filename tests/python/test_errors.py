@@ -651,8 +651,13 @@ def test_compile_error_is_a_runtime_error():
     ("source line 2", dict(source="float x = a[thread_position_in_grid.x];\n"
                                   "auto f = [&](float v) { return simd_sum(v); };\n"
                                   "out[thread_position_in_grid.x] = f(x);")),
-    ("header line 2", dict(header="struct Sum {\n  float of(float v) { return simd_sum(v); }\n};",
+    ("header line 2", dict(header="float total(float v) {\n"
+                                  "  auto f = [](float x) { return simd_sum(x); };\n"
+                                  "  return f(v);\n}",
                            source="out[thread_position_in_grid.x] = "
+                                  "total(a[thread_position_in_grid.x]);")),
+    ("source line 2", dict(source="struct Sum {\n  float of(float v) { return simd_sum(v); }\n};\n"
+                                  "out[thread_position_in_grid.x] = "
                                   "Sum().of(a[thread_position_in_grid.x]);")),
 ])
 def test_waits_inside_lambdas_or_local_classes_are_refused_on_the_cpu(where, kw):
@@ -675,6 +680,20 @@ def test_an_error_inside_kjits_code_is_reported_at_the_users_line():
         k(inputs=[X], output_shapes=[(1,)], output_dtypes=[np.bool_], grid=(N, 1, 1),
           threadgroup=(N, 1, 1), device="cpu")
     assert "required from here" not in str(excinfo.value)
+
+
+def test_an_error_in_the_users_header_keeps_the_line_that_led_there():
+    # The body's line 1 leads to an error in the header; line 2's error is inside kjit's code.
+    k = make("cuda", name="two_errors", input_names=["inp"], output_names=["out"],
+             header="template <class T> T f(T v) { return v.foo; }\n",
+             source="out[0] = f(inp[0]);\natomicAdd(&out[1], true);")
+    with pytest.raises(kjit.CompileError) as excinfo:
+        k(inputs=[X], output_shapes=[(2,)], output_dtypes=[np.bool_], grid=(1, 1, 1),
+          threadgroup=(1, 1, 1), device="cpu")
+    text = str(excinfo.value)
+    assert re.search(r"source line 1: required from here\n    1 \| out\[0\] = f\(inp\[0\]\);\n"
+                     r"header line 1: error: [^\n]*foo", text), text
+    assert re.search(r"source line 2: error: [^\n]*bool\*[^\n]*in kjit's code", text), text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -445,6 +445,24 @@ def test_inputs_dropped_by_another_thread_while_the_kernel_runs():
     assert run.stdout.strip() == "same"
 
 
+def test_a_conversion_that_calls_the_kernel_again_keeps_each_calls_arguments():
+    kernel = kjit._kjit.cuda_kernel(name="reentrant_copy", input_names=["x"], output_names=["out"],
+                                    source="out[threadIdx.x + blockIdx.x * blockDim.x] = x[0];")
+    x = np.ones(1, np.float32)
+
+    def call(shape, n):
+        return kernel(inputs=[x], output_shapes=[shape], output_dtypes=[np.float32],
+                      grid=(n, 1, 1), threadgroup=(n, 1, 1), device="cpu")[0]
+
+    class CallsAgain:
+        def __index__(self) -> int:
+            assert call((16,), 16).shape == (16,)
+            return 4
+
+    assert call((CallsAgain(),), 4).shape == (4,)
+    assert call((16,), 16).shape == (16,)  # its own shape, not the one converted around it
+
+
 class ExportsATemporary:
     """A producer whose DLPack capsule alone owns the memory it exports."""
 

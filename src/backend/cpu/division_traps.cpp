@@ -47,8 +47,15 @@ bool run_trapping_divisions(void (*call)(const void*), const void* context) {
   install_handler();
   sigjmp_buf landing;
   if (sigsetjmp(landing, 0) != 0) return false;
+  // Unwatched again however call() ends, an exception too: a later trap must not land here.
+  // (No object with a destructor lives in this frame, which the jump back leaves.)
   trap_landing = &landing;
-  call(context);
+  try {
+    call(context);
+  } catch (...) {
+    trap_landing = nullptr;
+    throw;
+  }
   trap_landing = nullptr;
   return true;
 }

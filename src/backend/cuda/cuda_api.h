@@ -67,6 +67,7 @@ inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
   X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags))                \
   X(cuEventCreate, CUresult, (CUevent * event, unsigned flags))                                   \
   X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                    \
+  X(cuEventSynchronize, CUresult, (CUevent event))                                                \
   X(cuEventDestroy_v2, CUresult, (CUevent event))                                                 \
   X(cuGetErrorName, CUresult, (CUresult error, const char** name))                                \
   X(cuGetErrorString, CUresult, (CUresult error, const char** text))

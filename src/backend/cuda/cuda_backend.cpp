@@ -214,9 +214,9 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       }
     } catch (...) {
       // A stream that cannot wait (not a stream of this device): the block is kept again, once
-      // the work its remaining events mark is done.
-      driver().cuCtxSynchronize();
+      // the work its remaining events mark is done (waiting on an event needs no context).
       for (; waited < lent.waits.size(); ++waited) {
+        driver().cuEventSynchronize(as_event(lent.waits[waited]));
         driver().cuEventDestroy_v2(as_event(lent.waits[waited]));
       }
       block_cache().keep(device, key, size, ptr);
@@ -565,6 +565,5 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
 }
 
 uint64_t memory_entries() { return modules().size(); }
-void clear_memory() { modules().clear(); }
 
 }  // namespace kjit::cuda

@@ -104,7 +104,8 @@ struct LaunchArgs {
 };
 void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& args);
 
+/// Modules loaded in this process. They stay loaded (and in the memory cache) for good:
+/// launches of them may still be queued, and kernels hold their entry points.
 uint64_t memory_entries();
-void clear_memory();
 
 }  // namespace kjit::cuda
