@@ -374,32 +374,23 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                      std::to_string(t[0] * t[1] * t[2]) + " threads; at most " +
                      std::to_string(max_threads) + " are allowed per threadgroup");
   }
-  // Arrays on another GPU are refused: a copy between two devices' streams could not be
-  // ordered with the work queued on either.
-  auto check_same_gpu = [&](const Array& a, const char* list, size_t i,
-                            const std::vector<std::string>& names) {
+  // Each array given: not empty, and not on another GPU (a copy between two devices' streams
+  // could not be ordered with the work queued on either).
+  auto check_array = [&](const Array& a, const char* list, size_t i,
+                         const std::vector<std::string>& names) {
+    auto what = [&] {
+      return prefix_named(spec) + list + "[" + std::to_string(i) + "] ('" + names[i] + "')";
+    };
+    if (!a.valid()) throw ValueError(what() + " is an empty Array");
     if (device.type == DeviceType::CUDA && a.device().type == DeviceType::CUDA &&
         !(a.device() == device)) {
-      throw ValueError(prefix_named(spec) + list + "[" + std::to_string(i) + "] ('" + names[i] +
-                       "') is on " + a.device().str() + " but the kernel runs on " + device.str() +
-                       "; move it there first");
+      throw ValueError(what() + " is on " + a.device().str() + " but the kernel runs on " +
+                       device.str() + "; move it there first");
     }
   };
-  for (size_t i = 0; i < n_in; ++i) check_same_gpu(inputs[i], "inputs", i, spec.input_names);
+  for (size_t i = 0; i < n_in; ++i) check_array(inputs[i], "inputs", i, spec.input_names);
   for (size_t o = 0; options.outputs && o < std::min(n_out, options.outputs->size()); ++o) {
-    check_same_gpu((*options.outputs)[o], "outputs", o, spec.output_names);
-  }
-  for (size_t i = 0; i < n_in; ++i) {
-    if (!inputs[i].valid()) {
-      throw ValueError(prefix_named(spec) + "inputs[" + std::to_string(i) + "] ('" +
-                       spec.input_names[i] + "') is an empty Array");
-    }
-  }
-  for (size_t o = 0; options.outputs && o < std::min(n_out, options.outputs->size()); ++o) {
-    if (!(*options.outputs)[o].valid()) {
-      throw ValueError(prefix_named(spec) + "outputs[" + std::to_string(o) + "] ('" +
-                       spec.output_names[o] + "') is an empty Array");
-    }
+    check_array((*options.outputs)[o], "outputs", o, spec.output_names);
   }
   for (size_t i = 0; i < n_in; ++i) {
     const Array& a = inputs[i];
