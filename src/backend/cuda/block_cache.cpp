@@ -20,11 +20,17 @@ std::vector<uintptr_t> BlockCache::waits_of(uintptr_t block) {
   return events;
 }
 
+void BlockCache::publish_sole_stream() {
+  sole_stream_.store(loans_per_stream_.empty()       ? kNoLoans
+                     : loans_per_stream_.size() == 1 ? loans_per_stream_.begin()->first
+                                                     : kManyStreams,
+                     std::memory_order_release);
+}
+
 void BlockCache::add_loan(uintptr_t block, size_t size, uintptr_t stream) {
   lent_[block] = {block + size, stream};
   ++loans_per_stream_[stream];
-  sole_stream_.store(loans_per_stream_.size() == 1 ? stream : kManyStreams,
-                     std::memory_order_release);
+  publish_sole_stream();
 }
 
 void BlockCache::end_loan(uintptr_t block) {
@@ -33,10 +39,7 @@ void BlockCache::end_loan(uintptr_t block) {
   auto count = loans_per_stream_.find(it->second.stream);
   if (--count->second == 0) loans_per_stream_.erase(count);
   lent_.erase(it);
-  sole_stream_.store(loans_per_stream_.empty()       ? kNoLoans
-                     : loans_per_stream_.size() == 1 ? loans_per_stream_.begin()->first
-                                                     : kManyStreams,
-                     std::memory_order_release);
+  publish_sole_stream();
 }
 
 BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {

@@ -67,6 +67,7 @@ class BlockCache {
   std::vector<uintptr_t> waits_of(uintptr_t block);  // with mutex_ held
   void add_loan(uintptr_t block, size_t size, uintptr_t stream);  // with mutex_ held
   void end_loan(uintptr_t block);                                 // with mutex_ held
+  void publish_sole_stream();                                     // with mutex_ held
 
   const size_t limit_;
   std::mutex mutex_;
