@@ -105,12 +105,6 @@ std::optional<Dtype> scalar_dtype(nb::handle obj) {
   }
 }
 
-// An integer or bool scalar of an array library.
-bool is_integer_scalar(nb::handle obj) {
-  const std::optional<Dtype> d = scalar_dtype(obj);
-  return d && (is_integral(*d) || *d == Dtype::Bool);
-}
-
 TemplateArgs to_template_args(const Param& p, nb::handle obj) {
   TemplateArgs args;
   if (obj.is_none()) return args;
@@ -133,15 +127,12 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
     const char* chars = PyUnicode_AsUTF8AndSize(name.ptr(), &length);
     std::string n(chars, static_cast<size_t>(length));
     auto what = [&] { return p.str() + ": the value of '" + n + "'"; };
-    if (PyBool_Check(value.ptr())) {
-      args.emplace_back(std::move(n), value.ptr() == Py_True);
-    } else if (PyLong_Check(value.ptr()) || is_integer_scalar(value)) {
-      const bool numpy_bool =
-          !PyLong_Check(value.ptr()) && to_dtype(value.attr("dtype"), p) == Dtype::Bool;
-      if (numpy_bool) {
-        args.emplace_back(std::move(n), PyObject_IsTrue(value.ptr()) == 1);
-        continue;
-      }
+    // Python's bools and ints, and an array library's (np.True_, np.int64(2)).
+    const bool python_number = PyLong_Check(value.ptr());  // bools too
+    const std::optional<Dtype> scalar = python_number ? std::nullopt : scalar_dtype(value);
+    if (PyBool_Check(value.ptr()) || scalar == Dtype::Bool) {
+      args.emplace_back(std::move(n), PyObject_IsTrue(value.ptr()) == 1);
+    } else if (python_number || (scalar && is_integral(*scalar))) {
       int overflow = 0;
       nb::object index = nb::steal(PyNumber_Index(value.ptr()));
       if (!index.is_valid()) throw nb::python_error();
