@@ -307,17 +307,23 @@ size_t expression_start(const std::vector<Token>& t, size_t i) {
   }
 }
 
+// How a message about token |t| of the user's text begins:
+// "[kjit.metal_kernel] 'name' (source line 3)".
+std::string about(const Token& t, Dialect dialect, TextOrigin origin) {
+  return std::string("[kjit.") + api_name(dialect) + "] '" + std::string(t.text) + "' (" +
+         (origin == TextOrigin::Source ? "source" : "header") + " line " + std::to_string(t.line) +
+         ")";
+}
+
 }  // namespace
 
 void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin) {
   if (dialect != Dialect::Metal) return;
-  const char* where = origin == TextOrigin::Source ? "source" : "header";
   for (const Token& t : tokens) {
     if (t.kind != TokenKind::Identifier) continue;
     if (const Unsupported* u = find(kMetalNever, t.text)) {
-      throw ValueError("[kjit.metal_kernel] '" + std::string(t.text) + "' (" + where + " line " +
-                       std::to_string(t.line) +
-                       ") is not supported by the Metal dialect: " + std::string(u->reason) + ".");
+      throw ValueError(about(t, dialect, origin) +
+                       " is not supported by the Metal dialect: " + std::string(u->reason) + ".");
     }
   }
 }
@@ -336,12 +342,8 @@ void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect diale
           call_parenthesis(tokens, i) == tokens.size()) {
         continue;
       }
-      throw ValueError(std::string("[kjit.") +
-                       (dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel") + "] '" +
-                       std::string(tokens[i].text) + "' (" +
-                       (origin == TextOrigin::Source ? "source" : "header") + " line " +
-                       std::to_string(tokens[i].line) +
-                       ") waits for other threads inside a lambda or a function of a local class, "
+      throw ValueError(about(tokens[i], dialect, origin) +
+                       " waits for other threads inside a lambda or a function of a local class, "
                        "which the CPU backend cannot suspend; call it from the body or from a "
                        "function of the header.");
     }
@@ -402,7 +404,6 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
     return std::vector<Token>(tokens.begin() + std::min(begin, tokens.size()),
                               tokens.begin() + std::min(end, tokens.size()));
   };
-  const char* api = dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
   std::string out;
   size_t done = 0;
   for (const WaitingHelpers::Definition& d : helpers.definitions) {
@@ -426,7 +427,7 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
     }
     while (!type.empty() && type.back() == ' ') type.pop_back();
     if (type.empty() || type.find("auto") != std::string::npos) {
-      throw ValueError(std::string("[kjit.") + api + "] helper '" +
+      throw ValueError(std::string("[kjit.") + api_name(dialect) + "] helper '" +
                        std::string(tokens[d.name].text) + "' (header line " +
                        std::to_string(tokens[d.name].line) +
                        ") waits for other threads, so on the CPU it must name its return type "

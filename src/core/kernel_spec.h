@@ -12,6 +12,11 @@ namespace kjit {
 
 enum class Dialect { Metal, Cuda };
 
+/// "metal_kernel" or "cuda_kernel": the function that makes kernels of |dialect|, for messages.
+inline const char* api_name(Dialect dialect) {
+  return dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
+}
+
 struct KernelSpec {
   KernelSpec() = default;
   KernelSpec(const KernelSpec&) = delete;  // tokens view into the strings below
@@ -38,7 +43,7 @@ struct KernelSpec {
   std::vector<std::string> attributes;      // Metal thread attributes the body names, MLX's order
 
   /// "metal_kernel" or "cuda_kernel", for messages.
-  const char* api() const { return dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel"; }
+  const char* api() const { return api_name(dialect); }
 };
 
 }  // namespace kjit
