@@ -116,24 +116,28 @@ inline constexpr bool is_vec_v = false;
 template <class T, int N>
 inline constexpr bool is_vec_v<vec<T, N>> = true;
 
-#define KJIT_VEC_OP(op)                                                       \
+// A binary operator element by element, giving a vector of R (T, or bool for a comparison):
+// between two vectors, and between a vector and a scalar either side.
+#define KJIT_VEC_BINARY_OP(op, R)                                             \
   template <class T, int N>                                                   \
-  KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
-    vec<T, N> r;                                                              \
-    for (int i = 0; i < N; ++i) r[i] = T(a[i] op b[i]);                       \
+  KJIT_INLINE vec<R, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
+    vec<R, N> r;                                                              \
+    for (int i = 0; i < N; ++i) r[i] = R(a[i] op b[i]);                       \
     return r;                                                                 \
   }                                                                           \
   template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                 \
-  KJIT_INLINE vec<T, N> operator op(const vec<T, N>& a, S b) {                \
+  KJIT_INLINE vec<R, N> operator op(const vec<T, N>& a, S b) {                \
     return a op vec<T, N>(T(b));                                              \
   }                                                                           \
   template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                 \
-  KJIT_INLINE vec<T, N> operator op(S a, const vec<T, N>& b) {                \
+  KJIT_INLINE vec<R, N> operator op(S a, const vec<T, N>& b) {                \
     return vec<T, N>(T(a)) op b;                                              \
-  }                                                                           \
-  template <class T, int N, class U>                                          \
-  KJIT_INLINE vec<T, N>& operator op##=(vec<T, N>& a, const U& b) {           \
-    return a = a op b;                                                        \
+  }
+#define KJIT_VEC_OP(op)                                             \
+  KJIT_VEC_BINARY_OP(op, T)                                         \
+  template <class T, int N, class U>                                \
+  KJIT_INLINE vec<T, N>& operator op##=(vec<T, N>& a, const U& b) { \
+    return a = a op b;                                              \
   }
 KJIT_VEC_OP(+)
 KJIT_VEC_OP(-)
@@ -146,29 +150,13 @@ KJIT_VEC_OP(^)
 KJIT_VEC_OP(<<)
 KJIT_VEC_OP(>>)
 #undef KJIT_VEC_OP
-
-#define KJIT_VEC_CMP(op)                                                         \
-  template <class T, int N>                                                      \
-  KJIT_INLINE vec<bool, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
-    vec<bool, N> r;                                                              \
-    for (int i = 0; i < N; ++i) r[i] = a[i] op b[i];                             \
-    return r;                                                                    \
-  }                                                                              \
-  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                    \
-  KJIT_INLINE vec<bool, N> operator op(const vec<T, N>& a, S b) {                \
-    return a op vec<T, N>(T(b));                                                 \
-  }                                                                              \
-  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>                    \
-  KJIT_INLINE vec<bool, N> operator op(S a, const vec<T, N>& b) {                \
-    return vec<T, N>(T(a)) op b;                                                 \
-  }
-KJIT_VEC_CMP(==)
-KJIT_VEC_CMP(!=)
-KJIT_VEC_CMP(<)
-KJIT_VEC_CMP(<=)
-KJIT_VEC_CMP(>)
-KJIT_VEC_CMP(>=)
-#undef KJIT_VEC_CMP
+KJIT_VEC_BINARY_OP(==, bool)
+KJIT_VEC_BINARY_OP(!=, bool)
+KJIT_VEC_BINARY_OP(<, bool)
+KJIT_VEC_BINARY_OP(<=, bool)
+KJIT_VEC_BINARY_OP(>, bool)
+KJIT_VEC_BINARY_OP(>=, bool)
+#undef KJIT_VEC_BINARY_OP
 
 #define KJIT_VEC_PREFIX(op, R)                            \
   template <class T, int N>                               \
