@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 
 #include <string>
+#include <vector>
 
 #include "torch_bridge.h"
 

@@ -236,13 +236,17 @@ def test_init_value_fills_before_launch(every_other, preallocated, rng):
     np.testing.assert_array_equal(untouched, np.full((3, 5), int(init), np.int64))
 
 
-def test_reused_argument_objects_follow_their_changes(rng):
-    # Loops pass the same argument objects call after call; what they hold now is what counts.
-    kernel = kjit.metal_kernel(name="scaled_copy", input_names=["x"], output_names=["y"],
-                               source="""
+def scaled_copy():
+    """y = T(x * S), for template arguments T (a type) and S (a number)."""
+    return kjit.metal_kernel(name="scaled_copy", input_names=["x"], output_names=["y"], source="""
         uint i = thread_position_in_grid.x;
         y[i] = T(x[i] * S);
     """)
+
+
+def test_reused_argument_objects_follow_their_changes(rng):
+    # Loops pass the same argument objects call after call; what they hold now is what counts.
+    kernel = scaled_copy()
     x = rng.standard_normal(64).astype(np.float32)
     shapes, dtypes = [(64,)], [np.float32]
     grid, group = [64, 1, 1], [16, 1, 1]
@@ -280,11 +284,7 @@ def test_reused_argument_objects_follow_their_changes(rng):
 def test_new_argument_lists_convert_to_what_they_hold(rng):
     # Calls written out build new lists and tuples each time; equal contents may be new objects
     # (ints over 256, strs made at run time), and changed contents must be seen.
-    kernel = kjit.metal_kernel(name="scaled_copy", input_names=["x"], output_names=["y"],
-                               source="""
-        uint i = thread_position_in_grid.x;
-        y[i] = T(x[i] * S);
-    """)
+    kernel = scaled_copy()
     x = rng.standard_normal(1000).astype(np.float32)
     calls = [(300, "T", 2, np.float32), (int("300"), "".join(["T"]), 2, np.float32),
              (int("299"), "T", 2, np.float32), (299, "T", 3, np.float32),

@@ -36,6 +36,16 @@ def generated_source(kernel, **kw) -> str:
     return printed.getvalue(), outputs
 
 
+def run_in_two_groups(kernel, x, device="cpu"):
+    """The source generated for |kernel| on 64 float32 inputs in two groups of 32, and its one
+    output (poisoned first)."""
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(64, 1, 1), threadgroup=(32, 1, 1), device=device,
+        outputs=[poisoned(x.shape, np.float32)])
+    return text, out
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_threads_that_leave_early_count_as_arrived(device, rng):
     n = int(rng.integers(900, 1000))
@@ -165,10 +175,7 @@ def test_inner_variables_shadowing_a_shared_one(initialised, rng):
 def test_barriers_threads_may_reach_apart_keep_cooperative_mode(body, rng):
     x = rng.standard_normal(64).astype(np.float32)
     kernel = kjit.metal_kernel("rotate", ["inp"], ["out"], body)
-    text, (out,) = generated_source(
-        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-        grid=(64, 1, 1), threadgroup=(32, 1, 1), device="cpu",
-        outputs=[poisoned(x.shape, np.float32)])
+    text, out = run_in_two_groups(kernel, x)
     assert "co_await" in text, text
     np.testing.assert_array_equal(out, np.roll(x.reshape(2, 32), -1, axis=1).reshape(-1))
 
@@ -207,9 +214,7 @@ COUNTER_STEPPED_IN_THE_BODY = [
 def test_a_loop_counter_the_body_steps_is_stepped_once_per_iteration(body, device, rng):
     x = rng.standard_normal(64).astype(np.float32)
     kernel = kjit.metal_kernel("stepped_in_body", ["inp"], ["out"], body)
-    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-                    grid=(64, 1, 1), threadgroup=(32, 1, 1), device=device,
-                    outputs=[poisoned(x.shape, np.float32)])
+    _, out = run_in_two_groups(kernel, x, device)
     np.testing.assert_array_equal(out, x + 4)  # four iterations, each thread counting its own
 
 
@@ -234,10 +239,7 @@ def test_a_loop_every_thread_leaves_by_returning_ends(loop, device, rng):
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }}
     """)
-    text, (out,) = generated_source(
-        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-        grid=(64, 1, 1), threadgroup=(32, 1, 1), device=device,
-        outputs=[poisoned(x.shape, np.float32)])
+    text, out = run_in_two_groups(kernel, x, device)
     if device == "cpu":
         assert "for_each_thread" in text and "co_await" not in text, text
     mirrored = x.reshape(2, 32)[:, ::-1].reshape(-1)
@@ -283,10 +285,7 @@ SKIPPING_ROUNDS = """
 def test_a_body_region_mode_cannot_compile_runs_as_coroutines(rng):
     x = rng.standard_normal(64).astype(np.float32)
     kernel = kjit.metal_kernel("skipping_rounds", ["inp"], ["out"], SKIPPING_ROUNDS)
-    text, (out,) = generated_source(
-        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-        grid=(64, 1, 1), threadgroup=(32, 1, 1), device="cpu",
-        outputs=[poisoned(x.shape, np.float32)])
+    text, out = run_in_two_groups(kernel, x)
     assert "co_await" in text, text
     v = x.reshape(2, 32).astype(np.float64)
     idx = np.arange(32)
