@@ -82,6 +82,72 @@ KJIT_INLINE float __frcp_rn(float x) { return 1.0f / x; }
 KJIT_INLINE float __fsqrt_rn(float x) { return ::kjit::sqrt(x); }
 KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
 
+// Integer intrinsics.
+KJIT_INLINE int __popc(unsigned x) { return __builtin_popcount(x); }
+KJIT_INLINE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+KJIT_INLINE int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
+KJIT_INLINE int __clzll(long long x) {
+  return x ? __builtin_clzll(static_cast<unsigned long long>(x)) : 64;
+}
+KJIT_INLINE int __ffs(int x) { return __builtin_ffs(x); }
+KJIT_INLINE int __ffsll(long long x) { return __builtin_ffsll(x); }
+KJIT_INLINE unsigned long long __brevll(unsigned long long x) {
+  unsigned long long r = 0;
+  for (int b = 0; b < 64; ++b) r |= ((x >> b) & 1ull) << (63 - b);
+  return r;
+}
+KJIT_INLINE unsigned __brev(unsigned x) { return static_cast<unsigned>(__brevll(x) >> 32); }
+KJIT_INLINE unsigned __umulhi(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
+}
+KJIT_INLINE int __mulhi(int a, int b) {
+  return static_cast<int>((static_cast<long long>(a) * b) >> 32);
+}
+KJIT_INLINE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+KJIT_INLINE long long __mul64hi(long long a, long long b) {
+  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+}
+// The low 24 bits of each operand (sign-extended for __mul24), multiplied; the low 32 bits kept.
+KJIT_INLINE int __mul24(int a, int b) {
+  const int a24 = static_cast<int>(static_cast<unsigned>(a) << 8) >> 8;
+  const int b24 = static_cast<int>(static_cast<unsigned>(b) << 8) >> 8;
+  return static_cast<int>(static_cast<unsigned>(a24) * static_cast<unsigned>(b24));
+}
+KJIT_INLINE unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+// Byte k of the result is byte (s >> 4k) & 7 of the eight bytes of y:x.
+KJIT_INLINE unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned r = 0;
+  for (int k = 0; k < 4; ++k) r |= ((bytes >> (8 * ((s >> (4 * k)) & 7))) & 0xffu) << (8 * k);
+  return r;
+}
+KJIT_INLINE unsigned __sad(int x, int y, unsigned z) {
+  return (x > y ? static_cast<unsigned>(x) - static_cast<unsigned>(y)
+                : static_cast<unsigned>(y) - static_cast<unsigned>(x)) +
+         z;
+}
+KJIT_INLINE unsigned __usad(unsigned x, unsigned y, unsigned z) {
+  return (x > y ? x - y : y - x) + z;
+}
+// The high (left) or low (right) word of hi:lo shifted by |shift|: modulo 32, or clamped to 32
+// in the forms ending in c.
+KJIT_INLINE unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>((both << (shift & 31)) >> 32);
+}
+KJIT_INLINE unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+  return shift >= 32 ? lo : __funnelshift_l(lo, hi, shift);
+}
+KJIT_INLINE unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>(both >> (shift & 31));
+}
+KJIT_INLINE unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+  return shift >= 32 ? hi : __funnelshift_r(lo, hi, shift);
+}
+
 // Atomics, relaxed (CUDA's device-scope atomics order nothing else either).
 #define KJIT_CUDA_ATOMIC(name, op)       \
   template <class T, class U>            \
