@@ -32,11 +32,33 @@ struct lane {
   std::coroutine_handle<> running;  // the innermost coroutine of the thread: the body or a helper
   simd_request request;
   unsigned char* result;
-  // Inside helpers of the header: how deep, and the body line that called the outermost one.
-  unsigned helper_depth = 0, entered_from = 0;
-  // The meeting point of the waiting operation, in program order: the body line (of the
-  // operation, or of the helper call it is in), then the line within the helper.
-  unsigned long long place = 0;
+  // Where the thread is in the program, outermost first: one step per loop that waits (its
+  // line and the iteration the thread is in) and per call of a waiting helper (the calling
+  // line); while the thread waits, the operation's line follows them. Lanes meet only where
+  // every step is equal, and the one whose steps come first in program order goes first, so that
+  // lanes in different iterations of a loop do not meet.
+  static constexpr unsigned kMaxSteps = 32;  // deeper steps are not told apart
+  unsigned long long steps[kMaxSteps];
+  unsigned depth = 0;        // the enclosing loops and helper calls
+  unsigned place_steps = 0;  // steps of the waiting operation's place: depth + 1, capped
+
+  // A step at |line|: lines in the high bits, iterations counted in the low ones.
+  static constexpr unsigned long long step_at(unsigned line) {
+    return static_cast<unsigned long long>(line) << 40;
+  }
+  void enter(unsigned line) {
+    if (depth < kMaxSteps - 1) steps[depth] = step_at(line);
+    ++depth;
+  }
+  void leave() { --depth; }
+  // Negative, zero or positive as this lane's place comes before, is, or comes after |o|'s.
+  int compare_place(const lane& o) const {
+    const unsigned n = place_steps < o.place_steps ? place_steps : o.place_steps;
+    for (unsigned k = 0; k < n; ++k) {
+      if (steps[k] != o.steps[k]) return steps[k] < o.steps[k] ? -1 : 1;
+    }
+    return static_cast<int>(place_steps) - static_cast<int>(o.place_steps);
+  }
 };
 
 // Coroutine frames come from a free list per worker and frame size: a group's threads start
@@ -123,7 +145,7 @@ struct subtask_promise_base : pooled_frame {
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) const noexcept {
       lane* me = h.promise().me;
-      --me->helper_depth;
+      me->leave();
       me->running = h.promise().caller;
       return h.promise().caller;
     }
@@ -155,7 +177,7 @@ struct subtask {
     lane* me = caller.promise().me;
     handle.promise().me = me;
     handle.promise().caller = caller;
-    if (me->helper_depth++ == 0) me->entered_from = called_at;
+    me->enter(called_at);
     me->running = handle;
     return handle;
   }
@@ -175,6 +197,34 @@ KJIT_INLINE subtask<T> called_at(unsigned site, subtask<T> call) {
   call.called_at = site;
   return call;
 }
+
+// A loop of the body or of a helper that waits, for as long as a thread runs it: the rewriter
+// declares one around the loop (`loop_mark m(co_await this_lane{}, line)`) and counts each
+// iteration with m.next(), so that the thread's steps tell its iterations apart.
+struct this_lane {
+  mutable lane* me = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> h) const noexcept {
+    me = h.promise().me;
+    return false;  // goes straight on: the awaiting only reads the promise
+  }
+  lane* await_resume() const noexcept { return me; }
+};
+class loop_mark {
+ public:
+  KJIT_INLINE loop_mark(lane* me, unsigned line) : me_(me), level_(me->depth) { me->enter(line); }
+  KJIT_INLINE ~loop_mark() { me_->leave(); }
+  loop_mark(const loop_mark&) = delete;
+  loop_mark& operator=(const loop_mark&) = delete;
+  KJIT_INLINE void next() {
+    if (level_ < lane::kMaxSteps - 1) ++me_->steps[level_];
+  }
+
+ private:
+  lane* me_;
+  unsigned level_;
+};
 
 template <class T>
 subtask<T> subtask_promise<T>::get_return_object() {
@@ -226,9 +276,9 @@ struct simd_wait {
     lane* me = h.promise().me;
     me->request = request;
     me->waiting = wait::simd;
-    me->place = me->helper_depth
-                    ? (static_cast<unsigned long long>(me->entered_from) << 32) | request.site
-                    : static_cast<unsigned long long>(request.site) << 32;
+    const unsigned last = me->depth < lane::kMaxSteps - 1 ? me->depth : lane::kMaxSteps - 1;
+    me->steps[last] = lane::step_at(request.site);
+    me->place_steps = last + 1;
     me->result = result;
   }
   T await_resume() const noexcept {
@@ -401,7 +451,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       handles[i] = make(t).handle;
       handles[i].promise().me = &lanes[i];
       lanes[i].running = handles[i];
-      lanes[i].helper_depth = 0;
+      lanes[i].depth = 0;
     }
     const thread_ctx*& current = current_thread;  // one thread-local lookup per group
     // One pass over the threads per round: it resumes those not waiting (and, when the barrier
@@ -449,23 +499,25 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       // ("if (lane < 10) ...; ballot(...)") meet the rest at the join. The barrier opens only
       // when no SIMD-group operation waits.
       for (unsigned s = 0; s < n; s += 32) {
-        unsigned long long place = ~0ull;
+        const lane* first = nullptr;
         for (unsigned i = s; i < s + 32 && i < n; ++i) {
-          if (handles[i] && lanes[i].waiting == wait::simd && lanes[i].place < place) {
-            place = lanes[i].place;
+          if (handles[i] && lanes[i].waiting == wait::simd &&
+              (!first || lanes[i].compare_place(*first) < 0)) {
+            first = &lanes[i];
           }
         }
+        if (!first) continue;
         lane* group[32];
         unsigned ids[32];
         int count = 0;
         for (unsigned i = s; i < s + 32 && i < n; ++i) {
-          if (!handles[i] || lanes[i].waiting != wait::simd || lanes[i].place != place) {
+          if (!handles[i] || lanes[i].waiting != wait::simd ||
+              lanes[i].compare_place(*first) != 0) {
             continue;
           }
           group[count] = &lanes[i];
           ids[count++] = i - s;
         }
-        if (count == 0) continue;
         group[0]->request.combine(group, ids, count);
         for (int k = 0; k < count; ++k) group[k]->waiting = wait::none;
         at_simd -= static_cast<unsigned>(count);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "codegen/loop_marks.h"
 #include "codegen/token_scan.h"
 
 namespace kjit::codegen {
@@ -450,10 +451,24 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
   FunctionsWithin functions;
+  LoopMarks marks;
+  if (coroutine) {
+    std::vector<bool> waits(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      waits[i] =
+          suspends(tokens, i, dialect, helpers) && call_parenthesis(tokens, i) != tokens.size();
+    }
+    marks = mark_waiting_loops(tokens, waits);
+  }
   for (size_t i = 0; i < tokens.size(); ++i) {
+    if (coroutine) out += marks.before[i];
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
     if (coroutine) functions.step(tokens, i);
+    if (coroutine && !marks.instead[i].empty()) {
+      out += marks.instead[i];
+      continue;
+    }
     if (coroutine && t.kind == TokenKind::Identifier) {
       // The body becomes a coroutine: barriers and SIMD-group operations are awaited, and
       // returning ends the coroutine (a lambda's return stays: the lambda is a function of its
@@ -569,6 +584,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       closers.pop_back();
     }
   }
+  if (coroutine) out += marks.before.back();
   return out;
 }
 

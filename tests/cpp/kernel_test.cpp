@@ -155,6 +155,34 @@ TEST(Kernel, CooperativeBlockSumsOnTheCpu) {
   }
 }
 
+// Lanes that a continue sends to the next iteration meet only the lanes of that iteration: a
+// ballot in iteration k sees the lanes whose lane % 4 <= k.
+TEST(Kernel, WarpOperationInALoopMeetsOneIterationOnTheCpu) {
+  Kernel k = cuda_kernel("ballot_loop", {"inp"}, {"out"}, R"(
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0, calls = 0;
+    for (unsigned k = 0; k < 4; ++k) {
+      if (k < threadIdx.x % 4) continue;
+      acc += ++calls * __popc(__ballot_sync(__activemask(), inp[i] > 0));
+    }
+    out[i] = acc;
+  )");
+  const int64_t n = 64;
+  Array a = random_floats({n}, 11);
+  auto out = k({a}, {{n}}, {Dtype::UInt32}, {n, 1, 1}, {32, 1, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t warp = i / 32 * 32;
+    unsigned expected = 0, calls = 0;
+    for (int64_t iteration = 0; iteration < 4; ++iteration) {
+      if (iteration < i % 4) continue;
+      unsigned positive = 0;
+      for (int64_t l = warp; l < warp + 32; ++l) positive += l % 4 <= iteration && floats(a)[l] > 0;
+      expected += ++calls * positive;
+    }
+    EXPECT_EQ(static_cast<const unsigned*>(out[0].data())[i], expected) << "thread " << i;
+  }
+}
+
 TEST(Kernel, NonContiguousInputIsCopiedFirst) {
   Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
   Array base = random_floats({4, 6}, 3);

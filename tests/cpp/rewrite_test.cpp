@@ -208,6 +208,38 @@ TEST(RewriteCooperative, LambdasKeepTheirReturns) {
             "if (x) { (co_await simd_sum(x)); co_return; }\nco_return;");
 }
 
+TEST(RewriteCooperative, LoopsThatWaitCountTheirIterations) {
+  auto cpu = [](const std::string& body) {
+    return rewrite(lex(body), Dialect::Metal, Target::Cpu, /*coroutine=*/true);
+  };
+  const std::string mark =
+      "{::kjit::coop::loop_mark kjit_loop_0(co_await "
+      "::kjit::coop::this_lane{}, KJIT_CALL_SITE);";
+  // A for counts after its step; a while becomes a for, its condition kept as written.
+  EXPECT_EQ(
+      cpu("for (int k = 0; k < n; ++k) s += simd_sum(k);"),
+      mark + "for (int k = 0; k < n; (void)kjit_loop_0.next(), ++k) s += (co_await simd_sum(k));}");
+  EXPECT_EQ(cpu("for (;;) {\n  if (simd_all(d)) break;\n}"),
+            mark + "for (;;(void)kjit_loop_0.next()) {\n  if ((co_await simd_all(d))) break;\n}}");
+  EXPECT_EQ(cpu("while (int r = f(simd_sum(x))) g(r);"),
+            mark + "for (;int r = f((co_await simd_sum(x)));(void)kjit_loop_0.next()) g(r);}");
+  // A do-while and a range for count on entering their bodies, braced or not.
+  EXPECT_EQ(cpu("do { s = simd_sum(s); } while (s < 9);"),
+            mark + "do {(void)kjit_loop_0.next(); s = (co_await simd_sum(s)); } while (s < 9);}");
+  EXPECT_EQ(cpu("for (float v : a) s += simd_sum(v);"),
+            mark + "for (float v : a) {(void)kjit_loop_0.next();s += (co_await simd_sum(v));}}");
+  // Loops that do not wait, and loops inside lambdas, stay as they are.
+  EXPECT_EQ(cpu("for (int k = 0; k < 3; ++k) s += k;\nsimd_sum(s);"),
+            "for (int k = 0; k < 3; ++k) s += k;\n(co_await simd_sum(s));");
+  EXPECT_EQ(cpu("auto f = [&] { for (;;) g(); };"), "auto f = [&] { for (;;) g(); };");
+  // The while of a do-while is not a loop of its own; the lines stay where they were.
+  const std::string nested = "while (a) {\n  do\n    simd_sum(a);\n  while (b);\n}\n";
+  const std::string rewritten = cpu(nested);
+  EXPECT_EQ(std::count(rewritten.begin(), rewritten.end(), '\n'), 5) << rewritten;
+  EXPECT_EQ(rewritten.find("while (a)"), std::string::npos) << rewritten;
+  EXPECT_NE(rewritten.find("while (b);}"), std::string::npos) << rewritten;
+}
+
 TEST(RewriteCooperative, WaitingHelpersBecomeSubtasks) {
   const std::string header =
       "template <class T>\ninline T total(T v) {\n  return simd_sum(v);\n}\n"

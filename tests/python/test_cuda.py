@@ -1148,6 +1148,83 @@ def test_helper_called_in_a_branch_meets_only_its_lanes(device, rng):
     np.testing.assert_allclose(evens, np.repeat(warps[:, ::2].sum(1), 16), rtol=1e-5)
 
 
+# Loops in which only some lanes reach a SIMD-group operation: at each iteration the lanes
+# that reach it meet, and no others (lanes a branch or a continue sent on to the next iteration
+# wait, as on a GPU). Each case: the header, the body (v is the thread's input, lane its lane),
+# and which lanes of a simdgroup meet, as a boolean mask over the 32 lanes per meeting, in
+# program order. A lane adds each sum it gets times how many it has had, so that sums that
+# reach the wrong lanes, or the right lanes in the wrong order, change the result.
+LANE = np.arange(32)
+LOOPS_THAT_SKIP = {
+    "for_continue": ("", """
+    for (uint k = 0; k < 4; ++k) {
+        if (k < lane % 4) continue;
+        acc += ++calls * simd_sum(v);
+    }""", [LANE % 4 <= k for k in range(4)]),
+    "for_two_operations_in_an_outer_loop": ("", """
+    for (uint r = 0; r < 2; ++r) {
+        for (uint k = 0; k < 3; ++k) {
+            acc += ++calls * simd_sum(v);
+            if (lane < 16 + 4 * k) acc += ++calls * simd_sum(v);
+        }
+    }""", [m for _ in range(2) for k in range(3) for m in (LANE >= 0, LANE < 16 + 4 * k)]),
+    "while_operation_in_the_condition": ("", """
+    uint k = 0;
+    while (simd_sum(1u) > 4 * k) {
+        if ((lane + k) % 2 == 0) acc += ++calls * simd_sum(v);
+        ++k;
+    }""", [(LANE + k) % 2 == 0 for k in range(8)]),
+    "do_while": ("", """
+    uint k = 0;
+    do {
+        if ((lane + k) % 3 != 0) acc += ++calls * simd_sum(v);
+        ++k;
+    } while (k < 3);""", [(LANE + k) % 3 != 0 for k in range(3)]),
+    "range_for_without_braces": ("", """
+    const uint ks[3] = {0u, 1u, 2u};
+    for (uint k : ks) if (lane < 8 * (k + 1)) acc += ++calls * simd_sum(v);""",
+                                 [LANE < 8 * (k + 1) for k in range(3)]),
+    "loop_in_a_helper": ("""
+float skip_sum(float v, uint lane) {
+    float acc = 0;
+    uint calls = 0;
+    for (uint k = 0; k < 4; ++k) {
+        if (k < lane % 4) continue;
+        acc += ++calls * simd_sum(v);
+    }
+    return acc;
+}""", """
+    acc = skip_sum(v, lane);""", [LANE % 4 <= k for k in range(4)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOOPS_THAT_SKIP))
+@pytest.mark.parametrize("device", DEVICES)
+def test_lanes_meet_only_in_the_same_iteration_of_a_loop(device, case, rng):
+    header, loop, meetings = LOOPS_THAT_SKIP[case]
+    k = kjit.metal_kernel(name="loop_" + case, input_names=["inp"], output_names=["out"],
+                          header=header, source=f"""
+    const uint i = thread_position_in_grid.x;
+    const uint lane = thread_index_in_simdgroup;
+    const float v = inp[i];
+    float acc = 0;
+    uint calls = 0;
+    {loop}
+    out[i] = acc;
+""")
+    n = 128
+    x = rng.integers(-20, 20, n).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+               threadgroup=(64, 1, 1), device=device, outputs=[poisoned((n,), np.float32)])
+    warps = x.astype(np.float64).reshape(-1, 32)
+    expected = np.zeros_like(warps)
+    calls = np.zeros(32)
+    for mask in meetings:
+        calls[mask] += 1
+        expected[:, mask] += calls[mask] * warps[:, mask].sum(1, keepdims=True)
+    np.testing.assert_array_equal(out, expected.ravel())
+
+
 # CUDA's integer intrinsics against Python's integers: name, the expression over the thread's
 # u, v (uint32), w, z (uint64) and s (a shift, a selector or an addend), its result's dtype, and
 # the reference.
