@@ -220,12 +220,8 @@ std::string blank_keeping_lines(std::string_view text) {
   return out;
 }
 
-bool names_helper(const std::vector<std::string>* helpers, std::string_view word) {
-  if (!helpers) return false;
-  for (const std::string& h : *helpers) {
-    if (h == word) return true;
-  }
-  return false;
+bool is_listed(const std::vector<std::string>& names, std::string_view word) {
+  return std::find(names.begin(), names.end(), word) != names.end();
 }
 
 // The '(' that opens the call of the name at token |i|: the next token, or the one after
@@ -246,15 +242,20 @@ size_t call_parenthesis(const std::vector<Token>& t, size_t i) {
   return k != t.size() && t[k].text == "(" ? k : t.size();
 }
 
+// Whether token |i| calls one of |helpers|: f(...), Class::f(...), or, for a function defined in
+// a class, obj.f(...).
+bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers* helpers) {
+  if (!helpers || call_parenthesis(t, i) == t.size()) return false;
+  return is_listed(is_member_access(prev_significant(t, i)) ? helpers->members : helpers->names,
+                   t[i].text);
+}
+
 // Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
 // operations, cooperative groups' collective members, and the |helpers| of the header that wait).
 bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
-              const std::vector<std::string>* helpers = nullptr) {
+              const WaitingHelpers* helpers = nullptr) {
   if (t[i].kind != TokenKind::Identifier) return false;
-  if (names_helper(helpers, t[i].text) && call_parenthesis(t, i) != t.size() &&
-      !is_member_access(prev_significant(t, i))) {
-    return true;
-  }
+  if (calls_helper(t, i, helpers)) return true;
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
   if (find(kCudaSuspending, t[i].text)) return true;
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
@@ -330,12 +331,11 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrig
 }
 
 void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect dialect,
-                                 TextOrigin origin, const std::vector<std::string>& helpers) {
+                                 TextOrigin origin, const WaitingHelpers& helpers) {
   // The operations themselves first, then calls of the header's helpers that wait: a function
   // of a local class that waits is found as such a helper too, and the operation inside it
   // names the problem better.
-  for (const std::vector<std::string>* calls :
-       {static_cast<const std::vector<std::string>*>(nullptr), &helpers}) {
+  for (const WaitingHelpers* calls : {static_cast<const WaitingHelpers*>(nullptr), &helpers}) {
     FunctionsWithin functions(/*classes=*/origin == TextOrigin::Source);
     for (size_t i = 0; i < tokens.size(); ++i) {
       functions.step(tokens, i);
@@ -356,7 +356,7 @@ bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect
 }
 
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
-                           const std::vector<std::string>* helpers) {
+                           const WaitingHelpers* helpers) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (suspends(tokens, i, dialect, helpers)) return true;
   }
@@ -364,9 +364,16 @@ bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
 }
 
 WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect) {
-  // Function definitions: a name, its parameters, optional qualifiers, a body.
+  // Function definitions: a name, its parameters, optional qualifiers, a body; at namespace
+  // scope or in a class.
   std::vector<WaitingHelpers::Definition> all;
+  std::vector<size_t> class_ends;  // the closing braces of the classes around token i
   for (size_t i = 0; i < t.size(); ++i) {
+    while (!class_ends.empty() && i > class_ends.back()) class_ends.pop_back();
+    if (t[i].text == "{" && opens_class_body(t, i)) {
+      class_ends.push_back(closing(t, i));
+      continue;
+    }
     if (t[i].kind != TokenKind::Identifier || !is_identifier(t[i].text)) continue;
     const size_t open = index_after(t, i);
     if (open == t.size() || t[open].text != "(") continue;
@@ -375,19 +382,23 @@ WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect
       k = index_after(t, k);
     }
     if (k == t.size() || t[k].text != "{") continue;
-    all.push_back({declaration_start(t, i), i, k, closing(t, k)});
+    all.push_back({declaration_start(t, i), i, k, closing(t, k), !class_ends.empty()});
     i = all.back().body_end;
   }
-  // Those that wait, directly or through each other.
+  // Those that wait, directly or through each other (overloads one by one).
   WaitingHelpers found;
+  std::vector<bool> waits(all.size());
   for (bool grew = true; grew;) {
     grew = false;
-    for (const WaitingHelpers::Definition& d : all) {
-      if (names_helper(&found.names, t[d.name].text)) continue;
-      for (size_t k = d.body_begin; k < d.body_end && k < t.size(); ++k) {
-        if (suspends(t, k, dialect, &found.names)) {
-          found.names.emplace_back(t[d.name].text);
-          found.definitions.push_back(d);
+    for (size_t d = 0; d < all.size(); ++d) {
+      if (waits[d]) continue;
+      for (size_t k = all[d].body_begin; k < all[d].body_end && k < t.size(); ++k) {
+        if (suspends(t, k, dialect, &found)) {
+          waits[d] = true;
+          const std::string name(t[all[d].name].text);
+          if (!is_listed(found.names, name)) found.names.push_back(name);
+          if (all[d].member && !is_listed(found.members, name)) found.members.push_back(name);
+          found.definitions.push_back(all[d]);
           grew = true;
           break;
         }
@@ -438,7 +449,7 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
         specifiers + "::kjit::coop::subtask<" + rewrite(lex(type), dialect, target) + "> " + breaks;
     out += rewrite(slice(d.name, d.body_begin), dialect, target);
     out += rewrite(slice(d.body_begin, d.body_end + 1), dialect, target, /*coroutine=*/true, 0,
-                   &helpers.names);
+                   &helpers);
     done = d.body_end + 1;
   }
   out += rewrite(slice(done, tokens.size()), dialect, target);
@@ -446,7 +457,7 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
 }
 
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
-                    bool coroutine, int dynamic_shared, const std::vector<std::string>* helpers) {
+                    bool coroutine, int dynamic_shared, const WaitingHelpers* helpers) {
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
@@ -481,7 +492,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       if (suspends(tokens, i, dialect, helpers) && open != tokens.size()) {
         const size_t k = closing(tokens, open);
         // A helper's call also records its line, which orders the helper's meeting points.
-        const bool helper = names_helper(helpers, t.text);
+        const bool helper = calls_helper(tokens, i, helpers);
         const size_t start = expression_start(tokens, i);
         const std::string_view await =
             helper ? "(co_await ::kjit::coop::called_at(KJIT_CALL_SITE, " : "(co_await ";

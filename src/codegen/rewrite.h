@@ -20,11 +20,23 @@ enum class TextOrigin { Source, Header };
 /// matrices...), naming it and its line.
 void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
+/// The functions of a header that wait for other threads: they call barriers, SIMD-group or warp
+/// operations, or each other. On the CPU they become coroutines the body awaits.
+struct WaitingHelpers {
+  struct Definition {
+    size_t type_begin, name, body_begin, body_end;  // token indices: specifiers, name, { and }
+    bool member;                                    // defined in a class
+  };
+  std::vector<std::string> names;
+  std::vector<std::string> members;     // those defined in a class: obj.f(...) calls them too
+  std::vector<Definition> definitions;  // in order of appearance
+};
+
 /// Throws kjit::ValueError when |tokens| wait (a barrier, a SIMD-group or warp operation, or a
 /// call of one of |helpers|) inside a lambda, or in the body inside a function of a local class:
 /// on the CPU such a function cannot suspend its thread.
 void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect dialect,
-                                 TextOrigin origin, const std::vector<std::string>& helpers);
+                                 TextOrigin origin, const WaitingHelpers& helpers);
 
 /// The text of |tokens| rewritten for |target|. Line structure is kept exactly, so that line N of
 /// the result is line N of the input. With |coroutine| (a body in the CPU's cooperative mode),
@@ -33,17 +45,8 @@ void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect diale
 /// |helpers| names the header's helpers that wait: calls to them are co_awaited too.
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
                     bool coroutine = false, int dynamic_shared = 0,
-                    const std::vector<std::string>* helpers = nullptr);
+                    const WaitingHelpers* helpers = nullptr);
 
-/// The functions of a header that wait for other threads: they call barriers, SIMD-group or warp
-/// operations, or each other. On the CPU they become coroutines the body awaits.
-struct WaitingHelpers {
-  struct Definition {
-    size_t type_begin, name, body_begin, body_end;  // token indices: specifiers, name, { and }
-  };
-  std::vector<std::string> names;
-  std::vector<Definition> definitions;  // in order of appearance
-};
 WaitingHelpers find_waiting_helpers(const std::vector<Token>& header, Dialect dialect);
 
 /// The header rewritten for |target|; in the CPU's cooperative mode each of |helpers| returns
@@ -59,6 +62,6 @@ bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect
 /// Whether a body calls barriers, SIMD-group or warp operations, or |helpers| (the CPU's
 /// cooperative mode).
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
-                           const std::vector<std::string>* helpers = nullptr);
+                           const WaitingHelpers* helpers = nullptr);
 
 }  // namespace kjit::codegen

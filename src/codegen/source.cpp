@@ -53,6 +53,17 @@ constexpr CudaBuiltin kCudaBuiltins[] = {
     {"gridDim", "threadgroups_per_grid", true},
 };
 
+// The builtins of kCudaBuiltins that |tokens| use and |target| must supply.
+std::vector<const CudaBuiltin*> builtins_used(const KernelSpec& spec,
+                                              const std::vector<Token>& tokens, Target target) {
+  std::vector<const CudaBuiltin*> used;
+  if (spec.dialect != Dialect::Cuda) return used;
+  for (const CudaBuiltin& b : kCudaBuiltins) {
+    if ((target == Target::Cpu || b.decoded) && has_identifier(tokens, b.name)) used.push_back(&b);
+  }
+  return used;
+}
+
 }  // namespace
 
 const std::vector<Attribute>& metal_attributes() {
@@ -229,20 +240,26 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
     out += "  const " + std::string(vector ? "::kjit::uint3 " : "unsigned ") + attr + " = " + ctx +
            "." + attr + "();\n";
   }
-  if (spec.dialect == Dialect::Cuda) {
-    for (const CudaBuiltin& b : kCudaBuiltins) {
-      if ((target == Target::Cpu || b.decoded) && has_identifier(spec.source_tokens, b.name)) {
-        out += "  const ::kjit::uint3 " + std::string(b.name) + " = " + ctx + "." + b.attribute +
-               "();\n";
-      }
-    }
+  for (const CudaBuiltin* b : builtins_used(spec, spec.source_tokens, target)) {
+    out += "  const ::kjit::uint3 " + std::string(b->name) + " = " + ctx + "." + b->attribute +
+           "();\n";
   }
+  const std::vector<const CudaBuiltin*> header_builtins =
+      builtins_used(spec, spec.header_tokens, target);
   if (sets_current_thread && target == Target::Cpu &&
-      (has_identifier(spec.source_tokens, "this_grid") ||
+      (!header_builtins.empty() || has_identifier(spec.source_tokens, "this_grid") ||
        has_identifier(spec.source_tokens, "this_thread_block") ||
        has_identifier(spec.header_tokens, "this_grid") ||
        has_identifier(spec.header_tokens, "this_thread_block"))) {
     out += "  ::kjit::current_thread = &" + ctx + ";\n";
+  }
+  if (target == Target::Cuda) {
+    // Every thread of the group stores the same values (see generate).
+    for (const CudaBuiltin* b : header_builtins) {
+      const std::string var = std::string("kjit_header_") + b->name;
+      out += "  { const ::kjit::uint3 v = " + ctx + "." + b->attribute + "(); " + var +
+             "[0] = v.x; " + var + "[1] = v.y; " + var + "[2] = v.z; }\n";
+    }
   }
   out += "  (void)" + ctx + ";\n";
   return out;
@@ -329,9 +346,9 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   const WaitingHelpers helpers = target == Target::Cpu
                                      ? find_waiting_helpers(spec.header_tokens, spec.dialect)
                                      : WaitingHelpers{};
-  const bool waits = target == Target::Cpu &&
-                     (!helpers.names.empty() ||
-                      uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers.names));
+  const bool waits =
+      target == Target::Cpu &&
+      (!helpers.names.empty() || uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers));
   // KJIT_CPU_REGIONS=0 keeps every such body in cooperative mode.
   const char* regions_env = std::getenv("KJIT_CPU_REGIONS");
   const bool regions_allowed = regions && !(regions_env && std::string_view(regions_env) == "0");
@@ -341,10 +358,8 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   }
   const bool coroutine = waits && !plan;
   if (target == Target::Cpu) {
-    check_waits_are_suspendable(spec.source_tokens, spec.dialect, TextOrigin::Source,
-                                helpers.names);
-    check_waits_are_suspendable(spec.header_tokens, spec.dialect, TextOrigin::Header,
-                                helpers.names);
+    check_waits_are_suspendable(spec.source_tokens, spec.dialect, TextOrigin::Source, helpers);
+    check_waits_are_suspendable(spec.header_tokens, spec.dialect, TextOrigin::Header, helpers);
   }
   g.regions = plan.has_value();
   Writer w;
@@ -353,9 +368,26 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
 
   w << "namespace kjit_user {\n";
   if (!spec.header.empty()) {
+    const std::vector<const CudaBuiltin*> builtins =
+        builtins_used(spec, spec.header_tokens, target);
+    // The header's functions are compiled before the body, which declares CUDA's index
+    // variables as locals: they read the running thread's, on the CPU through its context, and
+    // on the GPU (where threadIdx and blockDim are the hardware's, and a block's own blockIdx
+    // and gridDim differ from the body's for grids laid out otherwise) from variables of the
+    // group that each of its threads sets to the same values.
+    for (const CudaBuiltin* b : builtins) {
+      const std::string name = b->name, var = "kjit_header_" + name;
+      if (target == Target::Cpu) {
+        w << "#define " << name << " (::kjit::current_thread->" << b->attribute << "())\n";
+      } else {
+        w << "__shared__ unsigned " << var << "[3];\n#define " << name << " (::kjit::uint3(" << var
+          << "[0], " << var << "[1], " << var << "[2]))\n";
+      }
+    }
     w << "#line 1 \"" << kHeaderFile << "\"\n";
     w << rewrite_header(spec.header_tokens, spec.dialect, target, helpers);
     w.resume_generated();
+    for (const CudaBuiltin* b : builtins) w << "#undef " << b->name << "\n";
   }
 
   std::string params = signature(spec, call);
@@ -375,8 +407,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
     // Cooperative mode sets the current thread for each thread it resumes.
     w << thread_locals(spec, target, "kjit_thread", !coroutine);
     w << "#line 1 \"" << kSourceFile << "\"\n";
-    w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory,
-                 &helpers.names);
+    w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory, &helpers);
     w.resume_generated();
     if (coroutine) w << "  co_return;\n";
     w << "}\n\n";

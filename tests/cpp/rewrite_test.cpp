@@ -261,11 +261,20 @@ TEST(RewriteCooperative, WaitingHelpersBecomeSubtasks) {
   EXPECT_EQ(newlines(out), newlines(header));
   // In the body, calls of waiting helpers are awaited; other uses of the names are not.
   EXPECT_EQ(rewrite(lex("float t = total(x); auto f = &plain; s.total(1);"), Dialect::Metal,
-                    Target::Cpu, true, 0, &helpers.names),
+                    Target::Cpu, true, 0, &helpers),
             "float t = (co_await ::kjit::coop::called_at(KJIT_CALL_SITE, total(x))); "
             "auto f = &plain; s.total(1);");
-  EXPECT_TRUE(uses_suspending_calls(lex("y = twice(x);"), Dialect::Metal, &helpers.names));
-  EXPECT_FALSE(uses_suspending_calls(lex("y = plain(x);"), Dialect::Metal, &helpers.names));
+  EXPECT_TRUE(uses_suspending_calls(lex("y = twice(x);"), Dialect::Metal, &helpers));
+  EXPECT_FALSE(uses_suspending_calls(lex("y = plain(x);"), Dialect::Metal, &helpers));
+  // A function defined in a class is awaited when called through an object too.
+  const std::vector<Token> with_class =
+      lex("struct Reduce {\n  float sum(float v) const { return simd_sum(v); }\n};\n");
+  const WaitingHelpers members = find_waiting_helpers(with_class, Dialect::Metal);
+  EXPECT_EQ(members.members, std::vector<std::string>{"sum"});
+  EXPECT_EQ(
+      rewrite(lex("r.sum(x); Reduce().sum(y);"), Dialect::Metal, Target::Cpu, true, 0, &members),
+      "(co_await ::kjit::coop::called_at(KJIT_CALL_SITE, r.sum(x))); "
+      "(co_await ::kjit::coop::called_at(KJIT_CALL_SITE, Reduce().sum(y)));");
   // A deduced return type cannot become a subtask.
   const std::vector<Token> deduced = lex("\nauto f(float v) { return simd_sum(v); }");
   EXPECT_THROW(rewrite_header(deduced, Dialect::Metal, Target::Cpu,

@@ -1114,6 +1114,84 @@ struct BlockReduce {
     np.testing.assert_array_equal(out, np.repeat(x.reshape(4, 64).sum(1), 64))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_header_class_whose_instance_functions_wait(device, rng):
+    # As CUB's BlockReduce(storage).Sum(v): an object over shared storage, whose functions call
+    # barriers and each other; called on a named object and on a temporary.
+    k = kjit.cuda_kernel(name="instance_reduce", input_names=["x"], output_names=["out"],
+                         header="""
+struct BlockReduce {
+    float* scratch;
+    unsigned t, n;
+    __device__ BlockReduce(float* s) : scratch(s), t(threadIdx.x), n(blockDim.x) {}
+    __device__ float Sum(float v) {
+        scratch[t] = v;
+        __syncthreads();
+        const float s = Total();
+        __syncthreads();
+        return s;
+    }
+    __device__ float Total() const {
+        float s = 0;
+        for (unsigned i = 0; i < n; ++i) s += scratch[i];
+        return s;
+    }
+    __device__ float Max(float v) {
+        scratch[t] = v;
+        __syncthreads();
+        float m = scratch[0];
+        for (unsigned i = 1; i < n; ++i) m = fmaxf(m, scratch[i]);
+        __syncthreads();
+        return m;
+    }
+};
+""", source="""
+    __shared__ float scratch[64];
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    BlockReduce reduce(scratch);
+    const float total = reduce.Sum(x[i]);
+    out[i] = total + 1000.0f * BlockReduce(scratch).Max(x[i]);
+""")
+    x = rng.integers(-50, 50, 256).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32], grid=(256, 1, 1),
+               threadgroup=(64, 1, 1), device=device, outputs=[poisoned(x.shape, np.float32)])
+    groups = x.astype(np.float64).reshape(4, 64)
+    np.testing.assert_array_equal(out, np.repeat(groups.sum(1) + 1000 * groups.max(1), 64))
+
+
+@pytest.mark.parametrize("wait", ["", "__syncthreads();", "__syncwarp();"])
+@pytest.mark.parametrize("grid,group", [((40, 6, 3), (16, 4, 2)), ((1, 70_000, 1), (1, 1, 1)),
+                                        ((2, 70_000, 1), (1, 1, 1))])
+@pytest.mark.parametrize("device", DEVICES)
+def test_header_functions_read_the_index_variables(device, grid, group, wait):
+    # As in the body: the thread's position, its block's, and their extents, also for grids of
+    # more than 65535 groups in y (laid out otherwise on the GPU), and in each CPU mode (a loop
+    # over threads, regions between barriers, coroutines).
+    k = kjit.cuda_kernel(name="header_indices", input_names=[], output_names=["out"],
+                         header="""
+__device__ void store_indices(unsigned* row) {
+    const unsigned v[12] = {threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y,
+                            blockIdx.z, blockDim.x, blockDim.y, blockDim.z, gridDim.x,
+                            gridDim.y, gridDim.z};
+    for (int k = 0; k < 12; ++k) row[k] = v[k];
+}
+""", source=f"""
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+    const unsigned z = blockIdx.z * blockDim.z + threadIdx.z;
+    {wait}
+    store_indices(out + 12ull * (x + {grid[0]}u * (y + {grid[1]}u * z)));
+""")
+    shape = (grid[2], grid[1], grid[0], 12)
+    (out,) = k(inputs=[], output_shapes=[shape], output_dtypes=[np.uint32], grid=grid,
+               threadgroup=group, device=device, outputs=[poisoned(shape, np.uint32)])
+    z, y, x = np.meshgrid(*(np.arange(n) for n in grid[::-1]), indexing="ij")
+    expected = np.stack([x % group[0], y % group[1], z % group[2], x // group[0], y // group[1],
+                         z // group[2]] + [np.full_like(x, v) for v in group] +
+                        [np.full_like(x, -(-n // g)) for n, g in zip(grid, group)], axis=-1)
+    np.testing.assert_array_equal(out, expected)
+
+
 HELPER_IN_A_BRANCH = """
 float total(float v) { return simd_sum(v); }
 float biggest(float v) { return simd_max(v); }
