@@ -1,12 +1,28 @@
-// CUDA C++ on the CPU: execution-space qualifiers, the index types, the math library's float
-// functions and intrinsics, atomics, and cooperative_groups basics over the running thread's
-// context.
+// CUDA C++ on the CPU: execution-space qualifiers, the index types, printf, atomics, and
+// cooperative_groups basics over the running thread's context. The math library, the other
+// intrinsics and the vector types follow (cuda_cpu_math.h, cuda_cpu_intrinsics.h,
+// cuda_vector_types.h).
 #include "atomics.h"
 #define __device__
 #define __host__
 #define __global__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
+
+// Device-side printf and assert: the process's standard output; a message on standard error,
+// then a trap, which stops the kernel (the CPU backend catches it and raises LaunchError).
+extern "C" int printf(const char* format, ...);
+extern "C" int dprintf(int fd, const char* format, ...);
+namespace kjit::cuda_dialect {
+[[noreturn]] KJIT_INLINE void __trap() { __builtin_trap(); }
+[[noreturn]] inline void assert_failed(const char* expression, const char* file, unsigned line) {
+  // The file is "<source>" or "<header>" (#line): named without its brackets.
+  dprintf(2, "kjit: %.*s line %u: assertion `%s' failed\n", int(__builtin_strlen(file)) - 2,
+          file + 1, line, expression);
+  __builtin_trap();
+}
+}  // namespace kjit::cuda_dialect
+#define assert(e) ((e) ? void(0) : ::kjit::cuda_dialect::assert_failed(#e, __FILE__, __LINE__))
 
 namespace kjit {
 // CUDA's dynamic shared memory (extern __shared__) on the CPU, in loop and cooperative mode
@@ -25,128 +41,15 @@ inline unsigned char* dynamic_shared(unsigned long bytes) {
 namespace kjit::cuda_dialect {
 
 typedef ::kjit::uint3 uint3;
-typedef ::kjit::uint3 dim3;
+// Sizes given as dim3(x) or dim3(x, y): the rest are 1.
+struct dim3 {
+  unsigned x, y, z;
+  KJIT_INLINE dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+  KJIT_INLINE dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  KJIT_INLINE operator uint3() const { return uint3(x, y, z); }
+};
 
 using KJIT_MATH_NAMES;
-
-#define KJIT_CUDA_F1(name) \
-  KJIT_INLINE float name##f(float x) { return ::kjit::name(x); }
-KJIT_CUDA_F1(exp)
-KJIT_CUDA_F1(exp2)
-KJIT_CUDA_F1(expm1)
-KJIT_CUDA_F1(log)
-KJIT_CUDA_F1(log2)
-KJIT_CUDA_F1(log10)
-KJIT_CUDA_F1(log1p)
-KJIT_CUDA_F1(sqrt)
-KJIT_CUDA_F1(rsqrt)
-KJIT_CUDA_F1(cbrt)
-KJIT_CUDA_F1(sin)
-KJIT_CUDA_F1(cos)
-KJIT_CUDA_F1(tan)
-KJIT_CUDA_F1(asin)
-KJIT_CUDA_F1(acos)
-KJIT_CUDA_F1(atan)
-KJIT_CUDA_F1(sinh)
-KJIT_CUDA_F1(cosh)
-KJIT_CUDA_F1(tanh)
-KJIT_CUDA_F1(erf)
-KJIT_CUDA_F1(erfc)
-KJIT_CUDA_F1(floor)
-KJIT_CUDA_F1(ceil)
-KJIT_CUDA_F1(trunc)
-KJIT_CUDA_F1(round)
-KJIT_CUDA_F1(rint)
-KJIT_CUDA_F1(fabs)
-#undef KJIT_CUDA_F1
-#define KJIT_CUDA_F2(name) \
-  KJIT_INLINE float name##f(float x, float y) { return ::kjit::name(x, y); }
-KJIT_CUDA_F2(pow)
-KJIT_CUDA_F2(atan2)
-KJIT_CUDA_F2(fmod)
-KJIT_CUDA_F2(fmax)
-KJIT_CUDA_F2(fmin)
-KJIT_CUDA_F2(copysign)
-KJIT_CUDA_F2(hypot)
-#undef KJIT_CUDA_F2
-KJIT_INLINE float fmaf(float a, float b, float c) { return ::kjit::fma(a, b, c); }
-// Intrinsics: on the CPU the approximate forms are the exact ones.
-KJIT_INLINE float __expf(float x) { return ::kjit::exp(x); }
-KJIT_INLINE float __logf(float x) { return ::kjit::log(x); }
-KJIT_INLINE float __sinf(float x) { return ::kjit::sin(x); }
-KJIT_INLINE float __cosf(float x) { return ::kjit::cos(x); }
-KJIT_INLINE float __tanf(float x) { return ::kjit::tan(x); }
-KJIT_INLINE float __powf(float x, float y) { return ::kjit::pow(x, y); }
-KJIT_INLINE float __fdividef(float x, float y) { return x / y; }
-KJIT_INLINE float __frcp_rn(float x) { return 1.0f / x; }
-KJIT_INLINE float __fsqrt_rn(float x) { return ::kjit::sqrt(x); }
-KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
-
-// Integer intrinsics.
-KJIT_INLINE int __popc(unsigned x) { return __builtin_popcount(x); }
-KJIT_INLINE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-KJIT_INLINE int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
-KJIT_INLINE int __clzll(long long x) {
-  return x ? __builtin_clzll(static_cast<unsigned long long>(x)) : 64;
-}
-KJIT_INLINE int __ffs(int x) { return __builtin_ffs(x); }
-KJIT_INLINE int __ffsll(long long x) { return __builtin_ffsll(x); }
-KJIT_INLINE unsigned long long __brevll(unsigned long long x) {
-  unsigned long long r = 0;
-  for (int b = 0; b < 64; ++b) r |= ((x >> b) & 1ull) << (63 - b);
-  return r;
-}
-KJIT_INLINE unsigned __brev(unsigned x) { return static_cast<unsigned>(__brevll(x) >> 32); }
-KJIT_INLINE unsigned __umulhi(unsigned a, unsigned b) {
-  return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
-}
-KJIT_INLINE int __mulhi(int a, int b) {
-  return static_cast<int>((static_cast<long long>(a) * b) >> 32);
-}
-KJIT_INLINE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
-  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
-}
-KJIT_INLINE long long __mul64hi(long long a, long long b) {
-  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
-}
-// The low 24 bits of each operand (sign-extended for __mul24), multiplied; the low 32 bits kept.
-KJIT_INLINE int __mul24(int a, int b) {
-  const int a24 = static_cast<int>(static_cast<unsigned>(a) << 8) >> 8;
-  const int b24 = static_cast<int>(static_cast<unsigned>(b) << 8) >> 8;
-  return static_cast<int>(static_cast<unsigned>(a24) * static_cast<unsigned>(b24));
-}
-KJIT_INLINE unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
-// Byte k of the result is byte (s >> 4k) & 7 of the eight bytes of y:x.
-KJIT_INLINE unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
-  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
-  unsigned r = 0;
-  for (int k = 0; k < 4; ++k) r |= ((bytes >> (8 * ((s >> (4 * k)) & 7))) & 0xffu) << (8 * k);
-  return r;
-}
-KJIT_INLINE unsigned __sad(int x, int y, unsigned z) {
-  return (x > y ? static_cast<unsigned>(x) - static_cast<unsigned>(y)
-                : static_cast<unsigned>(y) - static_cast<unsigned>(x)) +
-         z;
-}
-KJIT_INLINE unsigned __usad(unsigned x, unsigned y, unsigned z) {
-  return (x > y ? x - y : y - x) + z;
-}
-// The high (left) or low (right) word of hi:lo shifted by |shift|: modulo 32, or clamped to 32
-// in the forms ending in c.
-KJIT_INLINE unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
-  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
-  return static_cast<unsigned>((both << (shift & 31)) >> 32);
-}
-KJIT_INLINE unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
-  return shift >= 32 ? lo : __funnelshift_l(lo, hi, shift);
-}
-KJIT_INLINE unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
-  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
-  return static_cast<unsigned>(both >> (shift & 31));
-}
-KJIT_INLINE unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
-  return shift >= 32 ? hi : __funnelshift_r(lo, hi, shift);
-}
 
 // Atomics, relaxed (CUDA's device-scope atomics order nothing else either).
 #define KJIT_CUDA_ATOMIC(name, op)       \
@@ -183,8 +86,31 @@ KJIT_INLINE unsigned atomicDec(unsigned* p, unsigned limit) {
   }
   return seen;
 }
+// The same at block and system scope: every thread of a CPU launch shares one memory.
+#define KJIT_CUDA_SCOPED_ATOMIC(name)         \
+  template <class T, class... U>              \
+  KJIT_INLINE T name##_block(T* p, U... v) {  \
+    return name(p, v...);                     \
+  }                                           \
+  template <class T, class... U>              \
+  KJIT_INLINE T name##_system(T* p, U... v) { \
+    return name(p, v...);                     \
+  }
+KJIT_CUDA_SCOPED_ATOMIC(atomicAdd)
+KJIT_CUDA_SCOPED_ATOMIC(atomicSub)
+KJIT_CUDA_SCOPED_ATOMIC(atomicMax)
+KJIT_CUDA_SCOPED_ATOMIC(atomicMin)
+KJIT_CUDA_SCOPED_ATOMIC(atomicExch)
+KJIT_CUDA_SCOPED_ATOMIC(atomicAnd)
+KJIT_CUDA_SCOPED_ATOMIC(atomicOr)
+KJIT_CUDA_SCOPED_ATOMIC(atomicXor)
+KJIT_CUDA_SCOPED_ATOMIC(atomicCAS)
+KJIT_CUDA_SCOPED_ATOMIC(atomicInc)
+KJIT_CUDA_SCOPED_ATOMIC(atomicDec)
+#undef KJIT_CUDA_SCOPED_ATOMIC
 KJIT_INLINE void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 KJIT_INLINE void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+KJIT_INLINE void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 }  // namespace kjit::cuda_dialect
 

@@ -11,13 +11,68 @@ KJIT_INLINE __half __float2half_rn(float f) { return __half(f); }
 KJIT_INLINE float __bfloat162float(__nv_bfloat16 h) { return float(h); }
 KJIT_INLINE __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 KJIT_INLINE __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
-template <class H>
-KJIT_INLINE H hexp(H x) {
-  return ::kjit::exp(x);
+KJIT_INLINE unsigned short __half_as_ushort(__half h) { return h.bits; }
+KJIT_INLINE __half __ushort_as_half(unsigned short b) { return __half::from_bits(b); }
+KJIT_INLINE unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.bits; }
+KJIT_INLINE __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) {
+  return __nv_bfloat16::from_bits(b);
 }
+
+// The arithmetic of cuda_fp16.h and cuda_bf16.h, for each of the two types: computed in float and
+// rounded once, which for +, -, *, / and sqrt is the correctly rounded result (float has more
+// than twice the digits plus two). Overloads, not templates: on the GPU an int __hadd (the
+// halving add) exists, and a half must not reach it through a conversion.
+#define KJIT_LOW_FLOAT_OPS(H)                                                                  \
+  KJIT_INLINE H __hadd(H a, H b) { return H(float(a) + float(b)); }                            \
+  KJIT_INLINE H __hsub(H a, H b) { return H(float(a) - float(b)); }                            \
+  KJIT_INLINE H __hmul(H a, H b) { return H(float(a) * float(b)); }                            \
+  KJIT_INLINE H __hdiv(H a, H b) { return H(float(a) / float(b)); }                            \
+  KJIT_INLINE H __hfma(H a, H b, H c) { return H(::kjit::fma(float(a), float(b), float(c))); } \
+  KJIT_INLINE H __hneg(H a) { return H(-float(a)); }                                           \
+  KJIT_INLINE H __habs(H a) { return H(::kjit::fabs(float(a))); }                              \
+  KJIT_INLINE H __hmax(H a, H b) { return H(::kjit::fmax(float(a), float(b))); }               \
+  KJIT_INLINE H __hmin(H a, H b) { return H(::kjit::fmin(float(a), float(b))); }               \
+  KJIT_INLINE bool __heq(H a, H b) { return float(a) == float(b); }                            \
+  KJIT_INLINE bool __hne(H a, H b) { return float(a) < float(b) || float(a) > float(b); }      \
+  KJIT_INLINE bool __hlt(H a, H b) { return float(a) < float(b); }                             \
+  KJIT_INLINE bool __hle(H a, H b) { return float(a) <= float(b); }                            \
+  KJIT_INLINE bool __hgt(H a, H b) { return float(a) > float(b); }                             \
+  KJIT_INLINE bool __hge(H a, H b) { return float(a) >= float(b); }                            \
+  KJIT_INLINE bool __hequ(H a, H b) { return !__hne(a, b); }                                   \
+  KJIT_INLINE bool __hneu(H a, H b) { return !__heq(a, b); }                                   \
+  KJIT_INLINE bool __hltu(H a, H b) { return !__hge(a, b); }                                   \
+  KJIT_INLINE bool __hleu(H a, H b) { return !__hgt(a, b); }                                   \
+  KJIT_INLINE bool __hgtu(H a, H b) { return !__hle(a, b); }                                   \
+  KJIT_INLINE bool __hgeu(H a, H b) { return !__hlt(a, b); }                                   \
+  KJIT_INLINE bool __hisnan(H a) { return float(a) != float(a); }                              \
+  KJIT_INLINE int __hisinf(H a) { return ::kjit::isinf(float(a)) ? (float(a) > 0 ? 1 : -1) : 0; }
+KJIT_LOW_FLOAT_OPS(__half)
+KJIT_LOW_FLOAT_OPS(__nv_bfloat16)
+#undef KJIT_LOW_FLOAT_OPS
+
+// hexp, hsqrt...: the math functions of both types.
+#define KJIT_LOW_FLOAT_MATH(name, f) \
+  template <class H>                 \
+  KJIT_INLINE H name(H x) {          \
+    return H(::kjit::f(float(x)));   \
+  }
+KJIT_LOW_FLOAT_MATH(hexp, exp)
+KJIT_LOW_FLOAT_MATH(hexp2, exp2)
+KJIT_LOW_FLOAT_MATH(hlog, log)
+KJIT_LOW_FLOAT_MATH(hlog2, log2)
+KJIT_LOW_FLOAT_MATH(hlog10, log10)
+KJIT_LOW_FLOAT_MATH(hsqrt, sqrt)
+KJIT_LOW_FLOAT_MATH(hrsqrt, rsqrt)
+KJIT_LOW_FLOAT_MATH(hsin, sin)
+KJIT_LOW_FLOAT_MATH(hcos, cos)
+KJIT_LOW_FLOAT_MATH(hfloor, floor)
+KJIT_LOW_FLOAT_MATH(hceil, ceil)
+KJIT_LOW_FLOAT_MATH(htrunc, trunc)
+KJIT_LOW_FLOAT_MATH(hrint, rint)
+#undef KJIT_LOW_FLOAT_MATH
 template <class H>
-KJIT_INLINE H hsqrt(H x) {
-  return ::kjit::sqrt(x);
+KJIT_INLINE H hrcp(H x) {
+  return H(1.0f / float(x));
 }
 
 }  // namespace kjit::cuda_dialect

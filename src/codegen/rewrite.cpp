@@ -103,13 +103,27 @@ constexpr Unsupported kMetalSuspending[] = {
 // CUDA's barriers and warp operations. On the CPU a body that calls them runs in cooperative
 // mode, as Metal's do.
 constexpr Unsupported kCudaSuspending[] = {
-    {"__syncthreads", "barriers"},          {"__syncthreads_count", "barriers"},
-    {"__syncthreads_and", "barriers"},      {"__syncthreads_or", "barriers"},
-    {"__syncwarp", "warp operations"},      {"__shfl_sync", "warp operations"},
-    {"__shfl_up_sync", "warp operations"},  {"__shfl_down_sync", "warp operations"},
-    {"__shfl_xor_sync", "warp operations"}, {"__ballot_sync", "warp operations"},
-    {"__any_sync", "warp operations"},      {"__all_sync", "warp operations"},
+    {"__syncthreads", "barriers"},
+    {"__syncthreads_count", "barriers"},
+    {"__syncthreads_and", "barriers"},
+    {"__syncthreads_or", "barriers"},
+    {"__syncwarp", "warp operations"},
+    {"__shfl_sync", "warp operations"},
+    {"__shfl_up_sync", "warp operations"},
+    {"__shfl_down_sync", "warp operations"},
+    {"__shfl_xor_sync", "warp operations"},
+    {"__ballot_sync", "warp operations"},
+    {"__any_sync", "warp operations"},
+    {"__all_sync", "warp operations"},
     {"__activemask", "warp operations"},
+    {"__reduce_add_sync", "warp operations"},
+    {"__reduce_min_sync", "warp operations"},
+    {"__reduce_max_sync", "warp operations"},
+    {"__reduce_and_sync", "warp operations"},
+    {"__reduce_or_sync", "warp operations"},
+    {"__reduce_xor_sync", "warp operations"},
+    {"__match_any_sync", "warp operations"},
+    {"__match_all_sync", "warp operations"},
 };
 // The collective members of cooperative groups (block.sync(), tile.shfl_down(v, 1), ...),
 // which suspend when called as members.

@@ -183,6 +183,30 @@ TEST(Kernel, WarpOperationInALoopMeetsOneIterationOnTheCpu) {
   }
 }
 
+// CUDA C++ as kernels write it runs on the CPU: vector types, bit casts, warpSize; a failed
+// assert stops the kernel with a LaunchError, and the next launch runs.
+TEST(Kernel, CudaVectorTypesIntrinsicsAndAssertOnTheCpu) {
+  Kernel k = cuda_kernel("vector_bits", {"inp"}, {"out"}, R"(
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4 v = reinterpret_cast<const float4*>(inp)[i];
+    assert(v.x == v.x);
+    out[i] = __float_as_uint(v.x + v.y + v.z + v.w) ^ unsigned(warpSize);
+  )");
+  Array a = random_floats({64}, 5);
+  auto out = k({a}, {{16}}, {Dtype::UInt32}, {16, 1, 1}, {16, 1, 1});
+  for (int i = 0; i < 16; ++i) {
+    const float* q = floats(a) + 4 * i;
+    const float sum = q[0] + q[1] + q[2] + q[3];
+    uint32_t bits = 0;
+    std::memcpy(&bits, &sum, sizeof bits);
+    EXPECT_EQ(static_cast<const uint32_t*>(out[0].data())[i], bits ^ 32u) << "thread " << i;
+  }
+  static_cast<float*>(a.data())[36] = std::nanf("");
+  EXPECT_THROW(k({a}, {{16}}, {Dtype::UInt32}, {16, 1, 1}, {16, 1, 1}), LaunchError);
+  static_cast<float*>(a.data())[36] = 1.0f;
+  EXPECT_NO_THROW(k({a}, {{16}}, {Dtype::UInt32}, {16, 1, 1}, {16, 1, 1}));
+}
+
 TEST(Kernel, NonContiguousInputIsCopiedFirst) {
   Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
   Array base = random_floats({4, 6}, 3);

@@ -4,9 +4,10 @@
 #include <kjit/version.h>
 
 #include <atomic>
+#include <csignal>
 
-#include "backend/cpu/division_traps.h"
 #include "backend/cpu/host_compiler.h"
+#include "backend/cpu/kernel_traps.h"
 #include "backend/cpu/thread_pool.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
@@ -77,11 +78,12 @@ void launch(const Module& module, const std::vector<Array>& inputs,
   const uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
   if (threads == 0) return;
   kjit_cpu_entry_fn entry = module.entry();
-  std::atomic<bool> trapped{false};
+  std::atomic<int> trapped{0};  // the first trap's signal
   auto run = [&](uint64_t begin, uint64_t end) {
     if (trapped.load(std::memory_order_relaxed)) return;
-    if (!run_trapping_divisions([&] { entry(&L, begin, end); })) {
-      trapped.store(true, std::memory_order_relaxed);
+    if (const int signal = run_trapping([&] { entry(&L, begin, end); })) {
+      int none = 0;
+      trapped.compare_exchange_strong(none, signal, std::memory_order_relaxed);
     }
   };
   if (threads <= kInlineThreads || groups == 1) {
@@ -89,10 +91,14 @@ void launch(const Module& module, const std::vector<Array>& inputs,
   } else {
     parallel_for(groups, run);
   }
-  if (trapped.load()) {
+  if (const int signal = trapped.load(); signal == SIGFPE) {
     throw LaunchError(
         "an integer division by zero (or of a type's lowest value by -1) stopped the kernel on "
         "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete");
+  } else if (signal != 0) {
+    throw LaunchError(
+        "the kernel stopped at a trap: an assert failed (its message is on standard error) or "
+        "__trap() was called. The outputs are incomplete");
   }
 }
 

@@ -1,0 +1,168 @@
+// CUDA's intrinsics on the CPU that are not math: integer bit operations, reinterpreting and
+// converting numbers (float to int conversions saturate, and NaN gives 0, as on a GPU), reads
+// through the read-only cache, the clock, and the warp's size.
+namespace kjit::cuda_dialect {
+
+constexpr int warpSize = 32;
+
+// Integer intrinsics.
+KJIT_INLINE int __popc(unsigned x) { return __builtin_popcount(x); }
+KJIT_INLINE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+KJIT_INLINE int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
+KJIT_INLINE int __clzll(long long x) {
+  return x ? __builtin_clzll(static_cast<unsigned long long>(x)) : 64;
+}
+KJIT_INLINE int __ffs(int x) { return __builtin_ffs(x); }
+KJIT_INLINE int __ffsll(long long x) { return __builtin_ffsll(x); }
+KJIT_INLINE unsigned long long __brevll(unsigned long long x) {
+  unsigned long long r = 0;
+  for (int b = 0; b < 64; ++b) r |= ((x >> b) & 1ull) << (63 - b);
+  return r;
+}
+KJIT_INLINE unsigned __brev(unsigned x) { return static_cast<unsigned>(__brevll(x) >> 32); }
+KJIT_INLINE unsigned __umulhi(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
+}
+KJIT_INLINE int __mulhi(int a, int b) {
+  return static_cast<int>((static_cast<long long>(a) * b) >> 32);
+}
+KJIT_INLINE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+KJIT_INLINE long long __mul64hi(long long a, long long b) {
+  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+}
+// The low 24 bits of each operand (sign-extended for __mul24), multiplied; the low 32 bits kept.
+KJIT_INLINE int __mul24(int a, int b) {
+  const int a24 = static_cast<int>(static_cast<unsigned>(a) << 8) >> 8;
+  const int b24 = static_cast<int>(static_cast<unsigned>(b) << 8) >> 8;
+  return static_cast<int>(static_cast<unsigned>(a24) * static_cast<unsigned>(b24));
+}
+KJIT_INLINE unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+// Byte k of the result is byte (s >> 4k) & 7 of the eight bytes of y:x.
+KJIT_INLINE unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned r = 0;
+  for (int k = 0; k < 4; ++k) r |= ((bytes >> (8 * ((s >> (4 * k)) & 7))) & 0xffu) << (8 * k);
+  return r;
+}
+KJIT_INLINE unsigned __sad(int x, int y, unsigned z) {
+  return (x > y ? static_cast<unsigned>(x) - static_cast<unsigned>(y)
+                : static_cast<unsigned>(y) - static_cast<unsigned>(x)) +
+         z;
+}
+KJIT_INLINE unsigned __usad(unsigned x, unsigned y, unsigned z) {
+  return (x > y ? x - y : y - x) + z;
+}
+// The high (left) or low (right) word of hi:lo shifted by |shift|: modulo 32, or clamped to 32
+// in the forms ending in c.
+KJIT_INLINE unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>((both << (shift & 31)) >> 32);
+}
+KJIT_INLINE unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+  return shift >= 32 ? lo : __funnelshift_l(lo, hi, shift);
+}
+KJIT_INLINE unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>(both >> (shift & 31));
+}
+KJIT_INLINE unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+  return shift >= 32 ? hi : __funnelshift_r(lo, hi, shift);
+}
+
+// Halving adds, without overflow: (a + b) >> 1, and rounded up (__rhadd).
+KJIT_INLINE int __hadd(int a, int b) { return int((static_cast<long long>(a) + b) >> 1); }
+KJIT_INLINE int __rhadd(int a, int b) { return int((static_cast<long long>(a) + b + 1) >> 1); }
+KJIT_INLINE unsigned __uhadd(unsigned a, unsigned b) {
+  return unsigned((static_cast<unsigned long long>(a) + b) >> 1);
+}
+KJIT_INLINE unsigned __urhadd(unsigned a, unsigned b) {
+  return unsigned((static_cast<unsigned long long>(a) + b + 1) >> 1);
+}
+
+KJIT_INLINE long labs(long x) { return x < 0 ? -x : x; }
+KJIT_INLINE long long llabs(long long x) { return x < 0 ? -x : x; }
+
+// Bits read as another type.
+KJIT_INLINE int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+KJIT_INLINE float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+KJIT_INLINE unsigned __float_as_uint(float x) { return __builtin_bit_cast(unsigned, x); }
+KJIT_INLINE float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
+KJIT_INLINE long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
+KJIT_INLINE double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
+KJIT_INLINE int __double2hiint(double x) { return int(__double_as_longlong(x) >> 32); }
+KJIT_INLINE int __double2loint(double x) { return int(__double_as_longlong(x)); }
+KJIT_INLINE double __hiloint2double(int hi, int lo) {
+  return __longlong_as_double(static_cast<long long>(static_cast<unsigned long long>(hi) << 32 |
+                                                     static_cast<unsigned>(lo)));
+}
+
+namespace convert_detail {
+// |r| (already rounded to an integer) as an I, clamped to I's range; NaN gives 0.
+template <class I, class F>
+KJIT_INLINE I saturate(F r) {
+  constexpr bool is_signed = I(-1) < I(0);
+  constexpr int bits = int(sizeof(I) * 8) - (is_signed ? 1 : 0);
+  constexpr F limit = F(1ull << (bits - 1)) * F(2);  // 2^bits: the first value past the top
+  if (r != r) return I(0);
+  if (r >= limit) return is_signed ? I((1ull << bits) - 1) : I(~0ull);
+  if (r <= (is_signed ? -limit : F(0))) return is_signed ? I(-limit) : I(0);
+  return I(r);
+}
+}  // namespace convert_detail
+
+// __float2int_rn, __double2ull_rd...: rounded to nearest even, towards zero, up or down.
+#define KJIT_CUDA_TO_INT(from, F, to, I)                                         \
+  KJIT_INLINE I __##from##2##to##_rn(F x) {                                      \
+    return convert_detail::saturate<I>(__builtin_rint(static_cast<double>(x)));  \
+  }                                                                              \
+  KJIT_INLINE I __##from##2##to##_rz(F x) {                                      \
+    return convert_detail::saturate<I>(__builtin_trunc(static_cast<double>(x))); \
+  }                                                                              \
+  KJIT_INLINE I __##from##2##to##_ru(F x) {                                      \
+    return convert_detail::saturate<I>(__builtin_ceil(static_cast<double>(x)));  \
+  }                                                                              \
+  KJIT_INLINE I __##from##2##to##_rd(F x) {                                      \
+    return convert_detail::saturate<I>(__builtin_floor(static_cast<double>(x))); \
+  }
+KJIT_CUDA_TO_INT(float, float, int, int)
+KJIT_CUDA_TO_INT(float, float, uint, unsigned)
+KJIT_CUDA_TO_INT(float, float, ll, long long)
+KJIT_CUDA_TO_INT(float, float, ull, unsigned long long)
+KJIT_CUDA_TO_INT(double, double, int, int)
+KJIT_CUDA_TO_INT(double, double, uint, unsigned)
+KJIT_CUDA_TO_INT(double, double, ll, long long)
+KJIT_CUDA_TO_INT(double, double, ull, unsigned long long)
+#undef KJIT_CUDA_TO_INT
+KJIT_INLINE float __int2float_rn(int x) { return float(x); }
+KJIT_INLINE float __uint2float_rn(unsigned x) { return float(x); }
+KJIT_INLINE float __ll2float_rn(long long x) { return float(x); }
+KJIT_INLINE float __ull2float_rn(unsigned long long x) { return float(x); }
+KJIT_INLINE double __int2double_rn(int x) { return double(x); }
+KJIT_INLINE double __uint2double_rn(unsigned x) { return double(x); }
+KJIT_INLINE double __ll2double_rn(long long x) { return double(x); }
+KJIT_INLINE double __ull2double_rn(unsigned long long x) { return double(x); }
+KJIT_INLINE float __double2float_rn(double x) { return float(x); }
+
+// A read through the read-only data cache: a plain read here.
+template <class T>
+KJIT_INLINE T __ldg(const T* p) {
+  return *p;
+}
+
+// A cycle counter, and a pause that the CPU, whose threads of a group take turns, skips.
+KJIT_INLINE long long clock64() {
+#if defined(__x86_64__)
+  return static_cast<long long>(__builtin_ia32_rdtsc());
+#elif defined(__aarch64__)
+  unsigned long long ticks;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(ticks));
+  return static_cast<long long>(ticks);
+#else
+  return 0;
+#endif
+}
+KJIT_INLINE void __nanosleep(unsigned) {}
+
+}  // namespace kjit::cuda_dialect

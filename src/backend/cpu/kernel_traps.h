@@ -1,0 +1,21 @@
+// Traps in kernel code on the CPU, which would otherwise end the whole process: an integer
+// division by zero, or of the lowest value of a signed type by -1 (SIGFPE; a GPU gives an
+// unspecified value), and a trap instruction, which a failed assert or __trap() executes
+// (SIGILL or SIGTRAP; a GPU stops the kernel too).
+#pragma once
+
+namespace kjit::cpu {
+
+namespace detail {
+/// Runs call(context) under the watch.
+int run_trapping(void (*call)(const void*), const void* context);
+}  // namespace detail
+
+/// Runs fn(); 0, or the signal of a trap in it, which ends fn() there. Only fn()'s own thread is
+/// watched; other threads' signals go to the handlers that were there before.
+template <class F>
+int run_trapping(const F& fn) {
+  return detail::run_trapping([](const void* f) { (*static_cast<const F*>(f))(); }, &fn);
+}
+
+}  // namespace kjit::cpu

@@ -1,0 +1,357 @@
+"""CUDA C++ as kernels write it, on both backends: vector types, conversions and bit casts, the
+math library, half-precision intrinsics, warp reductions and matches, printf and assert. Each
+against NumPy or Python's math in float64, or against CUDA's documented values."""
+
+import math
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import DEVICES, poisoned
+
+
+def run(name: str, source: str, inputs: list, outputs: list[tuple[tuple, type]], device: str,
+        grid: int | None = None, group: int = 64) -> list[np.ndarray]:
+    """Runs a cuda_kernel of |source| over grid threads (default: the first input's size), with
+    inputs named a, b, c... and outputs named o0, o1..., each poisoned first."""
+    names = "abcdefgh"[:len(inputs)]
+    k = kjit.cuda_kernel(name=name, input_names=list(names),
+                         output_names=[f"o{k}" for k in range(len(outputs))], source=source)
+    n = grid if grid is not None else int(np.asarray(inputs[0]).size)
+    return k(inputs=inputs, output_shapes=[s for s, _ in outputs],
+             output_dtypes=[d for _, d in outputs], grid=(n, 1, 1), threadgroup=(group, 1, 1),
+             device=device, outputs=[poisoned(s, d) for s, d in outputs])
+
+
+# sizeof and alignof of CUDA's vector types (vector_types.h): pairs and quads are aligned as a
+# whole up to 16 bytes, singles and triples as their element.
+VECTOR_LAYOUTS = {"char2": (2, 2), "uchar3": (3, 1), "char4": (4, 4), "short2": (4, 4),
+                  "ushort3": (6, 2), "short4": (8, 8), "int1": (4, 4), "int2": (8, 8),
+                  "uint2": (8, 8), "int3": (12, 4), "int4": (16, 16), "uint4": (16, 16),
+                  "long2": (16, 16), "longlong2": (16, 16), "ulonglong3": (24, 8),
+                  "float2": (8, 8), "float3": (12, 4), "float4": (16, 16), "double2": (16, 16),
+                  "double3": (24, 8)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vector_types_have_cudas_layout_and_load_as_cuda_does(device, rng):
+    names = list(VECTOR_LAYOUTS)
+    layout = "".join(f"    o0[{2 * k}] = sizeof({t}); o0[{2 * k + 1}] = alignof({t});\n"
+                     for k, t in enumerate(names))
+    x = rng.standard_normal(4 * 64).astype(np.float32)
+    sizes, loaded = run("vector_types", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+""" + layout + """    }
+    const float4 v = reinterpret_cast<const float4*>(a)[i];
+    const int2 p = make_int2(int(i), -int(i));
+    const dim3 d(2, 3);
+    reinterpret_cast<float4*>(o1)[i] =
+        make_float4(v.w + p.x, v.z + p.y, v.y * float(d.x), v.x * float(d.y * d.z));
+""", [x], [((2 * len(names),), np.int32), ((4 * 64,), np.float32)], device, grid=64)
+    np.testing.assert_array_equal(sizes, np.array([VECTOR_LAYOUTS[t] for t in names]).ravel())
+    quads = x.reshape(64, 4).astype(np.float64)
+    i = np.arange(64)
+    expected = np.stack([quads[:, 3] + i, quads[:, 2] - i, 2 * quads[:, 1], 3 * quads[:, 0]], 1)
+    np.testing.assert_allclose(loaded.reshape(64, 4), expected, rtol=1e-6, atol=1e-4)
+
+
+def saturated(values: np.ndarray, dtype) -> np.ndarray:
+    """|values| (already integers) clamped to |dtype|'s range, NaN as 0: a GPU's conversion."""
+    info = np.iinfo(dtype)
+    out = np.where(np.isnan(values), 0, values)
+    # Compared as float64, whose 2^63 and 2^64 are exact: the top of int64 and uint64 is past them.
+    top = np.where(out >= float(info.max) + 1, 1, 0).astype(bool)
+    out = np.clip(out, float(info.min), float(info.max))
+    result = np.array([int(v) for v in out], dtype=object)
+    result[top] = info.max
+    return result.astype(dtype)
+
+
+ROUNDINGS = {"rn": np.rint, "rz": np.trunc, "ru": np.ceil, "rd": np.floor}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_to_integer_conversions_round_and_saturate(device, rng):
+    x = np.concatenate([rng.standard_normal(200) * 10, rng.uniform(-1, 1, 40) * 2.0 ** 70,
+                        np.arange(-4, 4.5, 0.5), [np.nan, np.inf, -np.inf, 2.0 ** 31, -2.0 ** 31,
+                                                  2.0 ** 32, 2.0 ** 63, 2.0 ** 64]])
+    cases = [(src, dst, mode) for src in ("float", "double") for dst in ("int", "uint", "ll", "ull")
+             for mode in ROUNDINGS]
+    dtypes = {"int": np.int32, "uint": np.uint32, "ll": np.int64, "ull": np.uint64}
+    body = "".join(f"    o{k}[i] = __{src}2{dst}_{mode}({'f' if src == 'float' else 'd'});\n"
+                   for k, (src, dst, mode) in enumerate(cases))
+    outs = run("to_int", "    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+               "    const float f = a[i];\n    const double d = b[i];\n" + body,
+               [x.astype(np.float32), x], [((x.size,), dtypes[dst]) for _, dst, _ in cases],
+               device)
+    for (src, dst, mode), out in zip(cases, outs):
+        values = x.astype(np.float32).astype(np.float64) if src == "float" else x
+        np.testing.assert_array_equal(out, saturated(ROUNDINGS[mode](values), dtypes[dst]),
+                                      err_msg=f"__{src}2{dst}_{mode}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bit_casts(device, rng):
+    f = np.concatenate([rng.standard_normal(61), [np.inf, -0.0, np.nan]]).astype(np.float32)
+    d = rng.standard_normal(64) * 1e10
+    ints, floats, uints, lls, doubles, hi, lo, joined = run("bit_casts", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    o0[i] = __float_as_int(a[i]);
+    o1[i] = __int_as_float(__float_as_int(a[i]) ^ 0x80000000);
+    o2[i] = __float_as_uint(a[i]);
+    o3[i] = __double_as_longlong(b[i]);
+    o4[i] = __longlong_as_double(__double_as_longlong(b[i]) + 1);
+    o5[i] = __double2hiint(b[i]);
+    o6[i] = __double2loint(b[i]);
+    o7[i] = __hiloint2double(__double2hiint(b[i]), __double2loint(b[i]));
+""", [f, d], [((64,), np.int32), ((64,), np.float32), ((64,), np.uint32), ((64,), np.int64),
+              ((64,), np.float64), ((64,), np.int32), ((64,), np.int32), ((64,), np.float64)],
+        device)
+    np.testing.assert_array_equal(ints, f.view(np.int32))
+    np.testing.assert_array_equal(floats.view(np.uint32), f.view(np.uint32) ^ 0x80000000)
+    np.testing.assert_array_equal(uints, f.view(np.uint32))
+    np.testing.assert_array_equal(lls, d.view(np.int64))
+    np.testing.assert_array_equal(doubles, (d.view(np.int64) + 1).view(np.float64))
+    np.testing.assert_array_equal(hi, (d.view(np.int64) >> 32).astype(np.int32))
+    np.testing.assert_array_equal(lo, d.view(np.int64).astype(np.int32))
+    np.testing.assert_array_equal(joined, d)
+
+
+def erf_inverse_error(y: float, x: float) -> float:
+    """How far float y is from erfinv(x), in units of y's last place: |erf(y) - x| over erf's
+    slope at y, per ulp."""
+    slope = 2 / math.sqrt(math.pi) * math.exp(-y * y)
+    return abs(math.erf(y) - x) / slope / float(np.spacing(np.float32(abs(y))))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_math_library_functions(device, rng):
+    x = rng.uniform(-0.999, 0.999, 256)
+    x[:6] = [0.0, 0.5, -0.5, 1e-30, 0.9999, -0.99999]
+    p = rng.uniform(1e-6, 1 - 1e-6, 256)
+    p[:4] = [1e-30, 1e-12, 0.5, 1 - 2.0 ** -20]
+    s = rng.uniform(-8, 8, 256)
+    s[:8] = [0, 1, -3, 0.5, -1.5, 2.25, 1e6, 7.0]
+    g = rng.uniform(0.1, 20, 256)
+    names = ["erfinv", "erfcinv", "normcdfinv", "normcdf", "sinpi", "cospi", "lgamma", "tgamma",
+             "exp10", "rcbrt", "asinh", "fdim", "remainder", "ldexp", "frexp_m", "frexp_e",
+             "modf_f", "modf_i", "sincos_s", "sincos_c", "lround", "nearbyint"]
+    outs = run("math_library", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    o0[i] = erfinvf(a[i]);
+    o1[i] = erfcinvf(b[i]);
+    o2[i] = normcdfinvf(b[i]);
+    o3[i] = normcdff(c[i]);
+    o4[i] = sinpif(c[i]);
+    o5[i] = cospif(c[i]);
+    o6[i] = lgammaf(d[i]);
+    o7[i] = tgammaf(d[i]);
+    o8[i] = exp10f(c[i] / 4.0f);
+    o9[i] = rcbrtf(d[i]);
+    o10[i] = asinhf(c[i]);
+    o11[i] = fdimf(c[i], 1.0f);
+    o12[i] = remainderf(c[i], 1.5f);
+    o13[i] = ldexpf(c[i], 5);
+    int e;
+    o14[i] = frexpf(d[i], &e);
+    o15[i] = e;
+    float whole;
+    o16[i] = modff(c[i], &whole);
+    o17[i] = whole;
+    float sine, cosine;
+    sincosf(c[i], &sine, &cosine);
+    o18[i] = sine;
+    o19[i] = cosine;
+    o20[i] = lroundf(c[i]);
+    o21[i] = nearbyintf(c[i]);
+""", [x.astype(np.float32), p.astype(np.float32), s.astype(np.float32), g.astype(np.float32)],
+        [((256,), np.int32 if n in ("frexp_e", "lround") else np.float32) for n in names], device)
+    r = dict(zip(names, outs))
+    xf, pf, sf, gf = (v.astype(np.float32).astype(np.float64) for v in (x, p, s, g))
+    assert max(erf_inverse_error(float(y), v) for y, v in zip(r["erfinv"], xf) if v) <= 2
+    assert r["erfinv"][0] == 0
+    # erfcinv(p) = erfinv(1 - p), checked through erfc where 1 - p would lose p's digits.
+    for y, v in zip(r["erfcinv"].astype(np.float64), pf):
+        assert abs(math.erfc(y) - v) <= 4 * abs(2 / math.sqrt(math.pi) * math.exp(-y * y)) * \
+            abs(float(np.spacing(np.float32(y)))) + 1e-7 * v, (y, v)
+    for y, v in zip(r["normcdfinv"].astype(np.float64), pf):
+        assert abs(0.5 * math.erfc(-y / math.sqrt(2)) - v) <= \
+            4 * math.exp(-y * y / 2) / math.sqrt(2 * math.pi) * abs(float(np.spacing(np.float32(y)))) \
+            + 1e-7 * v, (y, v)
+    np.testing.assert_allclose(r["normcdf"], [0.5 * math.erfc(-v / math.sqrt(2)) for v in sf],
+                               rtol=2e-6, atol=1e-30)
+    sinpi = np.array([0.0 if v == round(v) else math.sin(math.pi * math.remainder(v, 2))
+                      for v in sf])
+    np.testing.assert_allclose(r["sinpi"], sinpi, rtol=2e-6, atol=2e-7)
+    assert np.all(r["sinpi"][sf == np.round(sf)] == 0)
+    cospi = np.array([0.0 if abs(math.remainder(v, 2)) == 0.5 else math.cos(math.pi * v)
+                      for v in sf])
+    np.testing.assert_allclose(r["cospi"], cospi, rtol=2e-6, atol=2e-7)
+    assert np.all(r["cospi"][np.abs(np.remainder(sf, 2)) == 0.5] == 0)
+    np.testing.assert_allclose(r["lgamma"], [math.lgamma(v) for v in gf], rtol=4e-6, atol=2e-6)
+    np.testing.assert_allclose(r["tgamma"], [math.gamma(v) for v in gf], rtol=4e-6)
+    with np.errstate(over="ignore"):  # exp10f(250000) is inf, as 10.0 ** 250000 is
+        np.testing.assert_allclose(r["exp10"], 10.0 ** (sf / 4), rtol=4e-6)
+    np.testing.assert_allclose(r["rcbrt"], gf ** (-1 / 3), rtol=2e-6)
+    np.testing.assert_allclose(r["asinh"], np.arcsinh(sf), rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(r["fdim"], np.maximum(sf - 1, 0).astype(np.float32))
+    np.testing.assert_array_equal(r["remainder"],
+                                  [np.float32(math.remainder(v, 1.5)) for v in sf])
+    np.testing.assert_array_equal(r["ldexp"], (sf * 32).astype(np.float32))
+    mantissa, exponent = np.frexp(gf)
+    np.testing.assert_array_equal(r["frexp_m"], mantissa.astype(np.float32))
+    np.testing.assert_array_equal(r["frexp_e"], exponent)
+    np.testing.assert_array_equal(r["modf_i"], np.trunc(sf).astype(np.float32))
+    np.testing.assert_array_equal(r["modf_f"], (sf - np.trunc(sf)).astype(np.float32))
+    np.testing.assert_allclose(r["sincos_s"], np.sin(sf), rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(r["sincos_c"], np.cos(sf), rtol=2e-6, atol=2e-7)
+    np.testing.assert_array_equal(r["lround"], np.sign(sf) * np.floor(np.abs(sf) + 0.5))
+    np.testing.assert_array_equal(r["nearbyint"], np.rint(sf).astype(np.float32))
+
+
+def to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (to nearest even), as float32."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["__half", "__nv_bfloat16"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_precision_intrinsics(device, kind, rng):
+    x = rng.standard_normal(256).astype(np.float32) * 4
+    y = rng.standard_normal(256).astype(np.float32) * 4
+    y[:8] = x[:8]  # equal pairs, for the comparisons
+    if kind == "__half":
+        rounded, convert = (lambda v: v.astype(np.float16).astype(np.float32)), "__float2half"
+        back = "__half2float"
+    else:
+        rounded, convert, back = to_bfloat16, "__float2bfloat16", "__bfloat162float"
+    ops = {"__hadd": lambda a, b: a + b, "__hsub": lambda a, b: a - b,
+           "__hmul": lambda a, b: a * b, "__hdiv": lambda a, b: a / b,
+           "__hmax": np.maximum, "__hmin": np.minimum}
+    tests = {"__heq": np.equal, "__hne": np.not_equal, "__hlt": np.less, "__hge": np.greater_equal}
+    body = (f"    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"    const {kind} x = {convert}(a[i]), y = {convert}(b[i]);\n")
+    body += "".join(f"    o{k}[i] = {back}({op}(x, y));\n" for k, op in enumerate(ops))
+    body += "".join(f"    o{len(ops) + k}[i] = {op}(x, y);\n" for k, op in enumerate(tests))
+    body += f"    o{len(ops) + len(tests)}[i] = {back}(__hfma(x, y, {convert}(1.0f)));\n"
+    outs = run("half_ops_" + kind, body, [x, y],
+               [((256,), np.float32)] * len(ops) + [((256,), np.bool_)] * len(tests) +
+               [((256,), np.float32)], device)
+    hx, hy = rounded(x), rounded(y)
+    for (name, op), out in zip(ops.items(), outs):
+        np.testing.assert_array_equal(out, rounded(op(hx.astype(np.float64), hy.astype(np.float64))
+                                                   .astype(np.float32)), err_msg=name)
+    for (name, op), out in zip(tests.items(), outs[len(ops):]):
+        np.testing.assert_array_equal(out, op(hx, hy), err_msg=name)
+    fused = rounded((hx.astype(np.float64) * hy + 1).astype(np.float32))
+    np.testing.assert_array_equal(outs[-1], fused)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_warp_reductions_and_matches(device, rng):
+    n = 128
+    u = rng.integers(0, 1 << 20, n).astype(np.uint32)
+    v = rng.integers(-1000, 1000, n).astype(np.int32)
+    key = rng.integers(0, 4, n).astype(np.int32)
+    key[64:96] = 7  # one warp whose keys all match
+    outs = run("warp_reduce_match", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    o0[i] = __reduce_add_sync(0xffffffffu, a[i]);
+    o1[i] = __reduce_min_sync(0xffffffffu, b[i]);
+    o2[i] = __reduce_max_sync(0xffffffffu, a[i]);
+    o3[i] = __reduce_or_sync(0xffffffffu, a[i]);
+    o4[i] = __reduce_xor_sync(0xffffffffu, a[i]);
+    o5[i] = __match_any_sync(0xffffffffu, c[i]);
+    int all_equal;
+    o6[i] = __match_all_sync(0xffffffffu, c[i], &all_equal);
+    o7[i] = all_equal;
+    o8[i] = warpSize;
+""", [u, v, key], [((n,), np.uint32), ((n,), np.int32), ((n,), np.uint32), ((n,), np.uint32),
+                   ((n,), np.uint32), ((n,), np.uint32), ((n,), np.uint32), ((n,), np.int32),
+                   ((n,), np.int32)], device)
+    warps = lambda a: np.repeat(a.reshape(-1, 32), 32, axis=0).reshape(n, 32)  # noqa: E731
+    np.testing.assert_array_equal(outs[0], warps(u).sum(1, dtype=np.uint64).astype(np.uint32))
+    np.testing.assert_array_equal(outs[1], warps(v).min(1))
+    np.testing.assert_array_equal(outs[2], warps(u).max(1))
+    np.testing.assert_array_equal(outs[3], np.bitwise_or.reduce(warps(u), axis=1))
+    np.testing.assert_array_equal(outs[4], np.bitwise_xor.reduce(warps(u), axis=1))
+    bits = (1 << np.arange(32, dtype=np.uint64))
+    same = (warps(key) == key[:, None]) @ bits
+    np.testing.assert_array_equal(outs[5], same.astype(np.uint32))
+    uniform = np.repeat((key.reshape(-1, 32) == key.reshape(-1, 32)[:, :1]).all(1), 32)
+    np.testing.assert_array_equal(outs[6], np.where(uniform, 0xFFFFFFFF, 0).astype(np.uint32))
+    np.testing.assert_array_equal(outs[7], uniform.astype(np.int32))
+    assert uniform[64:96].all() and not uniform[:32].all()
+    np.testing.assert_array_equal(outs[8], np.full(n, 32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_other_intrinsics(device, rng):
+    x = rng.standard_normal(256).astype(np.float32)
+    w = rng.integers(-(1 << 40), 1 << 40, 256).astype(np.int64)
+    total, absolute, read, halved, ticks = run("other_intrinsics", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd_block(&o0[0], 1u);
+    atomicAdd_system(&o0[1], 2u);
+    __threadfence_system();
+    __nanosleep(100);
+    o1[i] = llabs(b[i]);
+    o2[i] = __ldg(&a[i]) + __fmul_rn(a[i], 2.0f) + __fadd_rn(a[i], 1.0f);
+    o3[i] = __hadd(int(b[i] >> 16), int(b[i] >> 20)) + int(__urhadd(unsigned(i), 7u));
+    const long long start = clock64();
+    o4[i] = clock64() >= start;
+""", [x, w], [((2,), np.uint32), ((256,), np.int64), ((256,), np.float32), ((256,), np.int64),
+              ((256,), np.int32)], device)
+    # o0 is poisoned (-7 as uint32) before the atomics add to it.
+    np.testing.assert_array_equal(total, (np.array([256, 512]) - 7) % 2 ** 32)
+    np.testing.assert_array_equal(absolute, np.abs(w))
+    np.testing.assert_allclose(read, x.astype(np.float64) * 4 + 1, rtol=1e-6, atol=1e-6)
+    a32, b32 = (w >> 16).astype(np.int32).astype(np.int64), (w >> 20).astype(np.int32)
+    np.testing.assert_array_equal(halved, (a32 + b32) // 2 + (np.arange(256) + 8) // 2)
+    np.testing.assert_array_equal(ticks, np.ones(256))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_printf_writes_to_standard_output(device, capfd):
+    (out,) = run("kernel_printf", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 37) printf("thread %u of %d: %.2f\\n", i, 64, 1.25f);
+    o0[i] = i;
+""", [], [((64,), np.uint32)], device, grid=64)
+    np.testing.assert_array_equal(out, np.arange(64))
+    assert "thread 37 of 64: 1.25" in capfd.readouterr().out
+
+
+ASSERTING = """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    assert(a[i] >= 0.0f);
+    o0[i] = a[i] * 2.0f;
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_assert_that_holds(device, rng):
+    x = rng.uniform(0, 1, 1000).astype(np.float32)
+    (out,) = run("asserting", ASSERTING, [x], [((1000,), np.float32)], device)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def test_a_failed_assert_stops_the_kernel_with_launch_error_on_the_cpu(rng, capfd):
+    # On a GPU a failed assert leaves the context unusable, as CUDA does; the CPU recovers.
+    x = rng.uniform(0, 1, 1000).astype(np.float32)
+    x[613] = -1
+    with pytest.raises(kjit.LaunchError, match="an assert failed"):
+        run("asserting", ASSERTING, [x], [((1000,), np.float32)], "cpu")
+    assert "source line 3: assertion `a[i] >= 0.0f' failed" in capfd.readouterr().err
+    trapping = kjit.cuda_kernel(name="trapping", input_names=["a"], output_names=["o0"],
+                                source="if (a[threadIdx.x] < 0) __trap(); o0[threadIdx.x] = 1;")
+    with pytest.raises(kjit.LaunchError, match="__trap"):
+        trapping(inputs=[x[600:632]], output_shapes=[(32,)], output_dtypes=[np.float32],
+                 grid=(32, 1, 1), threadgroup=(32, 1, 1), device="cpu")
+    x[613] = 1  # and the next launch runs
+    (out,) = run("asserting", ASSERTING, [x], [((1000,), np.float32)], "cpu")
+    np.testing.assert_array_equal(out, x * 2)
