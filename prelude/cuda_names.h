@@ -18,33 +18,62 @@ KJIT_INLINE __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) {
   return __nv_bfloat16::from_bits(b);
 }
 
+namespace low_float_detail {
+// |s| + |error| (the sum and its exact rounding error) rounded to odd in double: unchanged when
+// exact, else the neighbour with an odd last digit on the value's side.
+KJIT_INLINE double odd_double(double s, double error) {
+  uint64_t b = __builtin_bit_cast(uint64_t, s);
+  if (error == 0 || !(s - s == 0) || (b & 1)) return s;
+  b = (error > 0) == (s > 0) ? b + 1 : b - 1;
+  return __builtin_bit_cast(double, b);
+}
+// |x| rounded to odd in float.
+KJIT_INLINE float odd_float(double x) {
+  const float f = float(x);
+  uint32_t b = __builtin_bit_cast(uint32_t, f);
+  if (double(f) == x || !(f - f == 0) || (b & 1)) return f;
+  if (f == 0) return __builtin_bit_cast(float, (x < 0 ? 0x80000000u : 0u) | 1u);
+  b = (x > double(f)) == (f > 0) ? b + 1 : b - 1;
+  return __builtin_bit_cast(float, b);
+}
+// a * b + c rounded once to H: a * b is exact in double, the sum's rounding error is recovered
+// exactly (Knuth's two-sum), and rounding to odd in double and then in float leaves the last
+// rounding, to H's far fewer digits, the only one that counts.
+template <class H>
+KJIT_INLINE H fma(H a, H b, H c) {
+  const double p = double(float(a)) * double(float(b)), z = double(float(c));
+  const double s = p + z, v = s - p;
+  return H(odd_float(odd_double(s, (p - (s - v)) + (z - v))));
+}
+}  // namespace low_float_detail
+
 // The arithmetic of cuda_fp16.h and cuda_bf16.h, for each of the two types: computed in float and
 // rounded once, which for +, -, *, / and sqrt is the correctly rounded result (float has more
-// than twice the digits plus two). Overloads, not templates: on the GPU an int __hadd (the
-// halving add) exists, and a half must not reach it through a conversion.
-#define KJIT_LOW_FLOAT_OPS(H)                                                                  \
-  KJIT_INLINE H __hadd(H a, H b) { return H(float(a) + float(b)); }                            \
-  KJIT_INLINE H __hsub(H a, H b) { return H(float(a) - float(b)); }                            \
-  KJIT_INLINE H __hmul(H a, H b) { return H(float(a) * float(b)); }                            \
-  KJIT_INLINE H __hdiv(H a, H b) { return H(float(a) / float(b)); }                            \
-  KJIT_INLINE H __hfma(H a, H b, H c) { return H(::kjit::fma(float(a), float(b), float(c))); } \
-  KJIT_INLINE H __hneg(H a) { return H(-float(a)); }                                           \
-  KJIT_INLINE H __habs(H a) { return H(::kjit::fabs(float(a))); }                              \
-  KJIT_INLINE H __hmax(H a, H b) { return H(::kjit::fmax(float(a), float(b))); }               \
-  KJIT_INLINE H __hmin(H a, H b) { return H(::kjit::fmin(float(a), float(b))); }               \
-  KJIT_INLINE bool __heq(H a, H b) { return float(a) == float(b); }                            \
-  KJIT_INLINE bool __hne(H a, H b) { return float(a) < float(b) || float(a) > float(b); }      \
-  KJIT_INLINE bool __hlt(H a, H b) { return float(a) < float(b); }                             \
-  KJIT_INLINE bool __hle(H a, H b) { return float(a) <= float(b); }                            \
-  KJIT_INLINE bool __hgt(H a, H b) { return float(a) > float(b); }                             \
-  KJIT_INLINE bool __hge(H a, H b) { return float(a) >= float(b); }                            \
-  KJIT_INLINE bool __hequ(H a, H b) { return !__hne(a, b); }                                   \
-  KJIT_INLINE bool __hneu(H a, H b) { return !__heq(a, b); }                                   \
-  KJIT_INLINE bool __hltu(H a, H b) { return !__hge(a, b); }                                   \
-  KJIT_INLINE bool __hleu(H a, H b) { return !__hgt(a, b); }                                   \
-  KJIT_INLINE bool __hgtu(H a, H b) { return !__hle(a, b); }                                   \
-  KJIT_INLINE bool __hgeu(H a, H b) { return !__hlt(a, b); }                                   \
-  KJIT_INLINE bool __hisnan(H a) { return float(a) != float(a); }                              \
+// than twice the digits plus two); fma as above. Overloads, not templates: on the GPU an int
+// __hadd (the halving add) exists, and a half must not reach it through a conversion.
+#define KJIT_LOW_FLOAT_OPS(H)                                                             \
+  KJIT_INLINE H __hadd(H a, H b) { return H(float(a) + float(b)); }                       \
+  KJIT_INLINE H __hsub(H a, H b) { return H(float(a) - float(b)); }                       \
+  KJIT_INLINE H __hmul(H a, H b) { return H(float(a) * float(b)); }                       \
+  KJIT_INLINE H __hdiv(H a, H b) { return H(float(a) / float(b)); }                       \
+  KJIT_INLINE H __hfma(H a, H b, H c) { return low_float_detail::fma(a, b, c); }          \
+  KJIT_INLINE H __hneg(H a) { return H(-float(a)); }                                      \
+  KJIT_INLINE H __habs(H a) { return H(::kjit::fabs(float(a))); }                         \
+  KJIT_INLINE H __hmax(H a, H b) { return H(::kjit::fmax(float(a), float(b))); }          \
+  KJIT_INLINE H __hmin(H a, H b) { return H(::kjit::fmin(float(a), float(b))); }          \
+  KJIT_INLINE bool __heq(H a, H b) { return float(a) == float(b); }                       \
+  KJIT_INLINE bool __hne(H a, H b) { return float(a) < float(b) || float(a) > float(b); } \
+  KJIT_INLINE bool __hlt(H a, H b) { return float(a) < float(b); }                        \
+  KJIT_INLINE bool __hle(H a, H b) { return float(a) <= float(b); }                       \
+  KJIT_INLINE bool __hgt(H a, H b) { return float(a) > float(b); }                        \
+  KJIT_INLINE bool __hge(H a, H b) { return float(a) >= float(b); }                       \
+  KJIT_INLINE bool __hequ(H a, H b) { return !__hne(a, b); }                              \
+  KJIT_INLINE bool __hneu(H a, H b) { return !__heq(a, b); }                              \
+  KJIT_INLINE bool __hltu(H a, H b) { return !__hge(a, b); }                              \
+  KJIT_INLINE bool __hleu(H a, H b) { return !__hgt(a, b); }                              \
+  KJIT_INLINE bool __hgtu(H a, H b) { return !__hle(a, b); }                              \
+  KJIT_INLINE bool __hgeu(H a, H b) { return !__hlt(a, b); }                              \
+  KJIT_INLINE bool __hisnan(H a) { return float(a) != float(a); }                         \
   KJIT_INLINE int __hisinf(H a) { return ::kjit::isinf(float(a)) ? (float(a) > 0 ? 1 : -1) : 0; }
 KJIT_LOW_FLOAT_OPS(__half)
 KJIT_LOW_FLOAT_OPS(__nv_bfloat16)
