@@ -2,6 +2,7 @@
 
 #include <csetjmp>
 #include <csignal>
+#include <iterator>
 #include <mutex>
 
 namespace kjit::cpu {
