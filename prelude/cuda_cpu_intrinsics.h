@@ -1,5 +1,5 @@
 // CUDA's intrinsics on the CPU that are not math: integer bit operations, reinterpreting and
-// converting numbers (float to int conversions saturate, and NaN gives 0, as on a GPU), reads
+// converting numbers (float to int conversions saturate, as on a GPU), reads
 // through the read-only cache, the clock, and the warp's size.
 namespace kjit::cuda_dialect {
 
@@ -99,32 +99,34 @@ KJIT_INLINE double __hiloint2double(int hi, int lo) {
 }
 
 namespace convert_detail {
-// |r| (already rounded to an integer) as an I, clamped to I's range; NaN gives 0.
-template <class I, class F>
-KJIT_INLINE I saturate(F r) {
+// |r| (a From, already rounded to an integer, given as a double) as an I, clamped to I's range.
+// NaN gives what an H200 gives: 0 from a float to a 32-bit int, otherwise the value whose top
+// bit alone is set (the lowest int, or 2^31 or 2^63 unsigned).
+template <class I, class From>
+KJIT_INLINE I saturate(double r) {
   constexpr bool is_signed = I(-1) < I(0);
   constexpr int bits = int(sizeof(I) * 8) - (is_signed ? 1 : 0);
-  constexpr F limit = F(1ull << (bits - 1)) * F(2);  // 2^bits: the first value past the top
-  if (r != r) return I(0);
+  constexpr double limit = double(1ull << (bits - 1)) * 2;  // 2^bits: the first value past the top
+  if (r != r) return sizeof(From) == 4 && sizeof(I) == 4 ? I(0) : I(1ull << (sizeof(I) * 8 - 1));
   if (r >= limit) return is_signed ? I((1ull << bits) - 1) : I(~0ull);
-  if (r <= (is_signed ? -limit : F(0))) return is_signed ? I(-limit) : I(0);
+  if (r <= (is_signed ? -limit : 0.0)) return is_signed ? I(-limit) : I(0);
   return I(r);
 }
 }  // namespace convert_detail
 
 // __float2int_rn, __double2ull_rd...: rounded to nearest even, towards zero, up or down.
-#define KJIT_CUDA_TO_INT(from, F, to, I)                                         \
-  KJIT_INLINE I __##from##2##to##_rn(F x) {                                      \
-    return convert_detail::saturate<I>(__builtin_rint(static_cast<double>(x)));  \
-  }                                                                              \
-  KJIT_INLINE I __##from##2##to##_rz(F x) {                                      \
-    return convert_detail::saturate<I>(__builtin_trunc(static_cast<double>(x))); \
-  }                                                                              \
-  KJIT_INLINE I __##from##2##to##_ru(F x) {                                      \
-    return convert_detail::saturate<I>(__builtin_ceil(static_cast<double>(x)));  \
-  }                                                                              \
-  KJIT_INLINE I __##from##2##to##_rd(F x) {                                      \
-    return convert_detail::saturate<I>(__builtin_floor(static_cast<double>(x))); \
+#define KJIT_CUDA_TO_INT(from, F, to, I)                                            \
+  KJIT_INLINE I __##from##2##to##_rn(F x) {                                         \
+    return convert_detail::saturate<I, F>(__builtin_rint(static_cast<double>(x)));  \
+  }                                                                                 \
+  KJIT_INLINE I __##from##2##to##_rz(F x) {                                         \
+    return convert_detail::saturate<I, F>(__builtin_trunc(static_cast<double>(x))); \
+  }                                                                                 \
+  KJIT_INLINE I __##from##2##to##_ru(F x) {                                         \
+    return convert_detail::saturate<I, F>(__builtin_ceil(static_cast<double>(x)));  \
+  }                                                                                 \
+  KJIT_INLINE I __##from##2##to##_rd(F x) {                                         \
+    return convert_detail::saturate<I, F>(__builtin_floor(static_cast<double>(x))); \
   }
 KJIT_CUDA_TO_INT(float, float, int, int)
 KJIT_CUDA_TO_INT(float, float, uint, unsigned)

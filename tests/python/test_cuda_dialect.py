@@ -57,15 +57,20 @@ def test_vector_types_have_cudas_layout_and_load_as_cuda_does(device, rng):
     np.testing.assert_allclose(loaded.reshape(64, 4), expected, rtol=1e-6, atol=1e-4)
 
 
-def saturated(values: np.ndarray, dtype) -> np.ndarray:
-    """|values| (already integers) clamped to |dtype|'s range, NaN as 0: a GPU's conversion."""
+def saturated(values: np.ndarray, dtype, source: str) -> np.ndarray:
+    """|values| (already integers, from floats or doubles as |source| says) clamped to |dtype|'s
+    range, and NaN as 0 from a float to a 32-bit int, else as the value whose top bit alone is
+    set: an H200's conversions."""
     info = np.iinfo(dtype)
-    out = np.where(np.isnan(values), 0, values)
+    nan = np.isnan(values)
+    out = np.where(nan, 0, values)
     # Compared as float64, whose 2^63 and 2^64 are exact: the top of int64 and uint64 is past them.
     top = np.where(out >= float(info.max) + 1, 1, 0).astype(bool)
     out = np.clip(out, float(info.min), float(info.max))
     result = np.array([int(v) for v in out], dtype=object)
     result[top] = info.max
+    top_bit = info.min if info.min < 0 else 1 << (info.bits - 1)
+    result[nan] = 0 if source == "float" and info.bits == 32 else top_bit
     return result.astype(dtype)
 
 
@@ -88,7 +93,7 @@ def test_float_to_integer_conversions_round_and_saturate(device, rng):
                device)
     for (src, dst, mode), out in zip(cases, outs):
         values = x.astype(np.float32).astype(np.float64) if src == "float" else x
-        np.testing.assert_array_equal(out, saturated(ROUNDINGS[mode](values), dtypes[dst]),
+        np.testing.assert_array_equal(out, saturated(ROUNDINGS[mode](values), dtypes[dst], src),
                                       err_msg=f"__{src}2{dst}_{mode}")
 
 
