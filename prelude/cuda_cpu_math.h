@@ -29,6 +29,7 @@ KJIT_CUDA_F1(acosh)
 KJIT_CUDA_F1(atanh)
 KJIT_CUDA_F1(lgamma)
 KJIT_CUDA_F1(tgamma)
+KJIT_CUDA_F1(exp10)
 KJIT_CUDA_F1(erf)
 KJIT_CUDA_F1(erfc)
 KJIT_CUDA_F1(floor)
@@ -67,13 +68,13 @@ KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
   KJIT_INLINE R name(double x) { return __builtin_##name(x); }
 KJIT_CUDA_LIBM1(float, nearbyint)
 KJIT_CUDA_LIBM1(float, logb)
-KJIT_CUDA_LIBM1(float, exp10)
 KJIT_CUDA_LIBM1(int, ilogb)
 KJIT_CUDA_LIBM1(long, lrint)
 KJIT_CUDA_LIBM1(long long, llrint)
 KJIT_CUDA_LIBM1(long, lround)
 KJIT_CUDA_LIBM1(long long, llround)
 #undef KJIT_CUDA_LIBM1
+KJIT_INLINE double exp10(double x) { return ::kjit::exp10(x); }
 KJIT_INLINE float fdimf(float x, float y) { return __builtin_fdimf(x, y); }
 KJIT_INLINE double fdim(double x, double y) { return __builtin_fdim(x, y); }
 KJIT_INLINE float remainderf(float x, float y) { return __builtin_remainderf(x, y); }
@@ -99,17 +100,6 @@ KJIT_INLINE double rhypot(double x, double y) { return 1.0 / __builtin_hypot(x, 
 
 namespace math_detail {
 constexpr double kPi = 3.14159265358979323846;
-// sin(pi x) and cos(pi x), exactly 0 where they are (integers, and halves for the cosine), as
-// CUDA's are; x is reduced exactly to [-1, 1] first.
-KJIT_INLINE double sinpi(double x) {
-  if (__builtin_rint(x) == x) return __builtin_copysign(0.0, x);
-  return __builtin_sin(kPi * __builtin_remainder(x, 2.0));
-}
-KJIT_INLINE double cospi(double x) {
-  const double r = __builtin_fabs(__builtin_remainder(x, 2.0));
-  if (r == 0.5) return 0.0;
-  return __builtin_cos(kPi * r);
-}
 // The inverse of erf, by Newton steps from Winitzki's approximation (within 2e-3): each step
 // squares the relative error, so three reach double precision for float arguments. |x| < 1.
 KJIT_INLINE double erfinv_newton(double x) {
@@ -152,8 +142,8 @@ KJIT_INLINE double erfcinv(double y) {
     const double d = x;                         \
     return expression;                          \
   }
-KJIT_CUDA_DOUBLE_MATH(sinpi, math_detail::sinpi(d))
-KJIT_CUDA_DOUBLE_MATH(cospi, math_detail::cospi(d))
+KJIT_CUDA_DOUBLE_MATH(sinpi, ::kjit::sinpi(d))
+KJIT_CUDA_DOUBLE_MATH(cospi, ::kjit::cospi(d))
 KJIT_CUDA_DOUBLE_MATH(erfinv, math_detail::erfinv(d))
 KJIT_CUDA_DOUBLE_MATH(erfcinv, math_detail::erfcinv(d))
 KJIT_CUDA_DOUBLE_MATH(normcdf, 0.5 * __builtin_erfc(-d / 1.41421356237309504880))

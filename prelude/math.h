@@ -245,4 +245,35 @@ KJIT_INLINE A fma(A a, B b, C c) {
   return A(fma(float(a), float(b), float(c)));
 }
 
+// 10^x (exp10 is a GNU extension: clang's builtins lack it).
+#ifdef KJIT_CPU
+KJIT_INLINE double exp10(double x) { return __builtin_pow(10.0, x); }
+KJIT_INLINE float exp10(float x) { return float(__builtin_pow(10.0, double(x))); }
+#else
+KJIT_INLINE double exp10(double x) { return ::exp10(x); }
+KJIT_INLINE float exp10(float x) { return ::exp10f(x); }
+#endif
+
+// sin(pi x) and cos(pi x): exactly 0 where they are (integers, and halves for the cosine), as
+// CUDA's and Metal's are. On the CPU x is reduced exactly to [-1, 1] and the rest is done in
+// double.
+#ifdef KJIT_CPU
+KJIT_INLINE double sinpi(double x) {
+  if (__builtin_rint(x) == x) return __builtin_copysign(0.0, x);
+  return __builtin_sin(3.14159265358979323846 * __builtin_remainder(x, 2.0));
+}
+KJIT_INLINE double cospi(double x) {
+  const double r = __builtin_fabs(__builtin_remainder(x, 2.0));
+  if (r == 0.5) return 0.0;
+  return __builtin_cos(3.14159265358979323846 * r);
+}
+KJIT_INLINE float sinpi(float x) { return float(sinpi(double(x))); }
+KJIT_INLINE float cospi(float x) { return float(cospi(double(x))); }
+#else
+KJIT_INLINE double sinpi(double x) { return ::sinpi(x); }
+KJIT_INLINE double cospi(double x) { return ::cospi(x); }
+KJIT_INLINE float sinpi(float x) { return ::sinpif(x); }
+KJIT_INLINE float cospi(float x) { return ::cospif(x); }
+#endif
+
 }  // namespace kjit

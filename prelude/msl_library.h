@@ -1,0 +1,394 @@
+// Metal's standard library beyond C's math, on every target: the integer functions (bit counts,
+// rotations, saturating, halving and 24-bit arithmetic, bit fields), three-way minimum, maximum
+// and median, smoothstep, the functions with an out-parameter (sincos, frexp, modf) and Metal's
+// other float functions, and the geometric functions. Vectors work element by element.
+namespace metal {
+namespace library_detail {
+
+template <class T>
+struct unsigned_of {
+  typedef T type;
+};
+#define KJIT_MSL_UNSIGNED(S, U) \
+  template <>                   \
+  struct unsigned_of<S> {       \
+    typedef U type;             \
+  };
+KJIT_MSL_UNSIGNED(char, unsigned char)
+KJIT_MSL_UNSIGNED(signed char, unsigned char)
+KJIT_MSL_UNSIGNED(short, unsigned short)
+KJIT_MSL_UNSIGNED(int, unsigned)
+KJIT_MSL_UNSIGNED(long, unsigned long)
+KJIT_MSL_UNSIGNED(long long, unsigned long long)
+#undef KJIT_MSL_UNSIGNED
+
+template <class T>
+inline constexpr bool is_integer_v = ::kjit::is_int_like_v<T> && !::kjit::is_same_v<T, bool>;
+template <class T>
+inline constexpr int bits_of = int(sizeof(T) * 8);
+template <class T>
+using unsigned_t = typename unsigned_of<T>::type;
+template <class T>
+inline constexpr bool is_signed_v = T(-1) < T(0);
+template <class T>
+KJIT_INLINE constexpr unsigned long long widened(T x) {
+  return static_cast<unsigned long long>(static_cast<unsigned_t<T>>(x));
+}
+// Bit counts of a 64-bit word (the counts of leading and trailing zeros of a non-zero one).
+#ifdef KJIT_CUDA
+KJIT_INLINE int popcount64(unsigned long long v) { return __popcll(v); }
+KJIT_INLINE int clz64(unsigned long long v) { return __clzll(static_cast<long long>(v)); }
+KJIT_INLINE int ctz64(unsigned long long v) { return __ffsll(static_cast<long long>(v)) - 1; }
+#else
+KJIT_INLINE int popcount64(unsigned long long v) { return __builtin_popcountll(v); }
+KJIT_INLINE int clz64(unsigned long long v) { return __builtin_clzll(v); }
+KJIT_INLINE int ctz64(unsigned long long v) { return __builtin_ctzll(v); }
+#endif
+template <class T>
+inline constexpr T highest = T(is_signed_v<T> ? (widened(T(-1)) >> 1) : widened(T(-1)));
+template <class T>
+inline constexpr T lowest = is_signed_v<T> ? T(-highest<T> - 1) : T(0);
+
+}  // namespace library_detail
+
+#define KJIT_MSL_INTEGER template <class T, KJIT_IF(library_detail::is_integer_v<T>)>
+
+KJIT_MSL_INTEGER KJIT_INLINE T popcount(T x) {
+  return T(library_detail::popcount64(library_detail::widened(x)));
+}
+KJIT_MSL_INTEGER KJIT_INLINE T clz(T x) {
+  constexpr int bits = library_detail::bits_of<T>;
+  return x == T(0) ? T(bits) : T(library_detail::clz64(library_detail::widened(x)) - (64 - bits));
+}
+KJIT_MSL_INTEGER KJIT_INLINE T ctz(T x) {
+  return x == T(0) ? T(library_detail::bits_of<T>)
+                   : T(library_detail::ctz64(library_detail::widened(x)));
+}
+KJIT_MSL_INTEGER KJIT_INLINE T reverse_bits(T x) {
+  unsigned long long v = library_detail::widened(x);
+  v = (v >> 1 & 0x5555555555555555ull) | (v & 0x5555555555555555ull) << 1;
+  v = (v >> 2 & 0x3333333333333333ull) | (v & 0x3333333333333333ull) << 2;
+  v = (v >> 4 & 0x0f0f0f0f0f0f0f0full) | (v & 0x0f0f0f0f0f0f0f0full) << 4;
+  v = (v >> 8 & 0x00ff00ff00ff00ffull) | (v & 0x00ff00ff00ff00ffull) << 8;
+  v = (v >> 16 & 0x0000ffff0000ffffull) | (v & 0x0000ffff0000ffffull) << 16;
+  v = v >> 32 | v << 32;
+  return T(v >> (64 - library_detail::bits_of<T>));
+}
+// x rotated left by i bits (modulo the width).
+KJIT_MSL_INTEGER KJIT_INLINE T rotate(T x, T i) {
+  constexpr int bits = library_detail::bits_of<T>;
+  const int n = int(library_detail::widened(i) % bits);
+  const unsigned long long v = library_detail::widened(x);
+  return T(n == 0 ? v : v << n | v >> (bits - n));
+}
+KJIT_MSL_INTEGER KJIT_INLINE T absdiff(T x, T y) {
+  typedef library_detail::unsigned_t<T> U;
+  return T(x > y ? U(U(x) - U(y)) : U(U(y) - U(x)));
+}
+// (x + y) >> 1 and (x + y + 1) >> 1, without overflow.
+KJIT_MSL_INTEGER KJIT_INLINE T hadd(T x, T y) { return T((x >> 1) + (y >> 1) + (x & y & 1)); }
+KJIT_MSL_INTEGER KJIT_INLINE T rhadd(T x, T y) { return T((x >> 1) + (y >> 1) + ((x | y) & 1)); }
+// The high half of x * y.
+KJIT_MSL_INTEGER KJIT_INLINE T mulhi(T x, T y) {
+  constexpr int bits = library_detail::bits_of<T>;
+  if constexpr (bits == 64) {
+#ifdef KJIT_CPU
+    if constexpr (library_detail::is_signed_v<T>) {
+      return T((static_cast<__int128>(x) * y) >> 64);
+    } else {
+      return T((static_cast<unsigned __int128>(x) * y) >> 64);
+    }
+#else
+    if constexpr (library_detail::is_signed_v<T>) {
+      return T(__mul64hi(static_cast<long long>(x), static_cast<long long>(y)));
+    } else {
+      return T(__umul64hi(x, y));
+    }
+#endif
+  } else if constexpr (library_detail::is_signed_v<T>) {
+    return T((static_cast<long long>(x) * y) >> bits);
+  } else {
+    return T((static_cast<unsigned long long>(x) * y) >> bits);
+  }
+}
+KJIT_MSL_INTEGER KJIT_INLINE T madhi(T x, T y, T z) { return T(mulhi(x, y) + z); }
+// Saturating arithmetic: the result clamped to T's range.
+KJIT_MSL_INTEGER KJIT_INLINE T addsat(T x, T y) {
+  typedef library_detail::unsigned_t<T> U;
+  const T r = T(U(x) + U(y));
+  if constexpr (library_detail::is_signed_v<T>) {
+    if (((x ^ r) & (y ^ r)) < 0)
+      return x < 0 ? library_detail::lowest<T> : library_detail::highest<T>;
+    return r;
+  } else {
+    return r < x ? library_detail::highest<T> : r;
+  }
+}
+KJIT_MSL_INTEGER KJIT_INLINE T subsat(T x, T y) {
+  typedef library_detail::unsigned_t<T> U;
+  const T r = T(U(x) - U(y));
+  if constexpr (library_detail::is_signed_v<T>) {
+    if (((x ^ y) & (x ^ r)) < 0)
+      return x < 0 ? library_detail::lowest<T> : library_detail::highest<T>;
+    return r;
+  } else {
+    return x < y ? T(0) : r;
+  }
+}
+KJIT_MSL_INTEGER KJIT_INLINE T mad_sat(T x, T y, T z) {
+  static_assert(library_detail::bits_of<T> <= 32, "mad_sat: 64-bit integers are not supported");
+  const long long r = static_cast<long long>(x) * y + z;
+  const long long lo = library_detail::lowest<T>, hi = library_detail::highest<T>;
+  return T(r < lo ? lo : r > hi ? hi : r);
+}
+// 24-bit multiplies: the low 24 bits of each operand (sign-extended for signed types).
+KJIT_MSL_INTEGER KJIT_INLINE T mul24(T x, T y) {
+  static_assert(library_detail::bits_of<T> == 32, "mul24: the operands must be int or uint");
+  if constexpr (library_detail::is_signed_v<T>) {
+    const int a = int(unsigned(x) << 8) >> 8, b = int(unsigned(y) << 8) >> 8;
+    return T(unsigned(a) * unsigned(b));
+  } else {
+    return T((x & 0xffffffu) * (y & 0xffffffu));
+  }
+}
+KJIT_MSL_INTEGER KJIT_INLINE T mad24(T x, T y, T z) { return T(mul24(x, y) + z); }
+// Bits [offset, offset + bits) of x in the low bits, the rest zero (unsigned) or copies of the
+// field's top bit (signed).
+KJIT_MSL_INTEGER KJIT_INLINE T extract_bits(T x, unsigned offset, unsigned bits) {
+  if (bits == 0) return T(0);
+  const unsigned long long field = library_detail::widened(x) >> offset;
+  const int spare = 64 - int(bits);
+  if constexpr (library_detail::is_signed_v<T>) {
+    return T(static_cast<long long>(field << spare) >> spare);
+  } else {
+    return T((field << spare) >> spare);
+  }
+}
+KJIT_MSL_INTEGER KJIT_INLINE T insert_bits(T base, T insert, unsigned offset, unsigned bits) {
+  const unsigned long long mask = (bits >= 64 ? ~0ull : (1ull << bits) - 1) << offset;
+  return T((library_detail::widened(base) & ~mask) |
+           (library_detail::widened(insert) << offset & mask));
+}
+#undef KJIT_MSL_INTEGER
+
+// Three-way minimum, maximum and median (min and max of floats are fmin and fmax in Metal).
+template <class T>
+KJIT_INLINE T min3(T a, T b, T c) {
+  return ::kjit::min(::kjit::min(a, b), c);
+}
+template <class T>
+KJIT_INLINE T max3(T a, T b, T c) {
+  return ::kjit::max(::kjit::max(a, b), c);
+}
+template <class T>
+KJIT_INLINE T median3(T a, T b, T c) {
+  return ::kjit::max(::kjit::min(a, b), ::kjit::min(::kjit::max(a, b), c));
+}
+template <class T>
+KJIT_INLINE T fmin3(T a, T b, T c) {
+  return ::kjit::fmin(::kjit::fmin(a, b), c);
+}
+template <class T>
+KJIT_INLINE T fmax3(T a, T b, T c) {
+  return ::kjit::fmax(::kjit::fmax(a, b), c);
+}
+template <class T>
+KJIT_INLINE T fmedian3(T a, T b, T c) {
+  return ::kjit::fmax(::kjit::fmin(a, b), ::kjit::fmin(::kjit::fmax(a, b), c));
+}
+
+// a * b + c (fused, which Metal allows).
+template <class T>
+KJIT_INLINE T mad(T a, T b, T c) {
+  return ::kjit::fma(a, b, c);
+}
+template <class T>
+KJIT_INLINE T smoothstep(T edge0, T edge1, T x) {
+  const T t = ::kjit::clamp((x - edge0) / (edge1 - edge0), T(0), T(1));
+  return t * t * (T(3) - T(2) * t);
+}
+
+// Float functions, computed in float for half and bfloat.
+#define KJIT_MSL_FLOAT1(name, expression)                \
+  KJIT_INLINE float name(float x) { return expression; } \
+  template <class H, KJIT_IF(::kjit::is_low_float_v<H>)> \
+  KJIT_INLINE H name(H h) {                              \
+    return H(name(float(h)));                            \
+  }
+KJIT_MSL_FLOAT1(exp10, ::kjit::exp10(x))
+KJIT_MSL_FLOAT1(logb, KJIT_MATHF(logb)(x))
+KJIT_MSL_FLOAT1(sinpi, ::kjit::sinpi(x))
+KJIT_MSL_FLOAT1(cospi, ::kjit::cospi(x))
+KJIT_MSL_FLOAT1(tanpi, ::kjit::sinpi(x) / ::kjit::cospi(x))
+#undef KJIT_MSL_FLOAT1
+template <class T>
+KJIT_INLINE int ilogb(T x) {
+  return KJIT_MATHF(ilogb)(float(x));
+}
+template <class T>
+KJIT_INLINE T fdim(T x, T y) {
+  return T(KJIT_MATHF(fdim)(float(x), float(y)));
+}
+KJIT_INLINE float nextafter(float x, float y) { return KJIT_MATHF(nextafter)(x, y); }
+template <class T>
+KJIT_INLINE T ldexp(T x, int k) {
+  return T(KJIT_MATHF(ldexp)(float(x), k));
+}
+// The functions with an out-parameter (Metal's thread references).
+template <class T>
+KJIT_INLINE T sincos(T x, T& cosine) {
+  cosine = ::kjit::cos(x);
+  return ::kjit::sin(x);
+}
+template <class T>
+KJIT_INLINE T frexp(T x, int& exponent) {
+  return T(KJIT_MATHF(frexp)(float(x), &exponent));
+}
+template <class T>
+KJIT_INLINE T modf(T x, T& whole) {
+  float w;
+  const T fraction = T(KJIT_MATHF(modf)(float(x), &w));
+  whole = T(w);
+  return fraction;
+}
+
+// Element by element over vectors, with scalars where Metal takes them.
+#define KJIT_MSL_VEC1(name)                        \
+  template <class T, int N>                        \
+  KJIT_INLINE vec<T, N> name(const vec<T, N>& a) { \
+    vec<T, N> r;                                   \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i]); \
+    return r;                                      \
+  }
+#define KJIT_MSL_VEC2(name)                                            \
+  template <class T, int N>                                            \
+  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b) { \
+    vec<T, N> r;                                                       \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i]);               \
+    return r;                                                          \
+  }
+#define KJIT_MSL_VEC3(name)                                                                \
+  template <class T, int N>                                                                \
+  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
+    vec<T, N> r;                                                                           \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i], c[i]);                             \
+    return r;                                                                              \
+  }
+KJIT_MSL_VEC1(popcount)
+KJIT_MSL_VEC1(clz)
+KJIT_MSL_VEC1(ctz)
+KJIT_MSL_VEC1(reverse_bits)
+KJIT_MSL_VEC1(exp10)
+KJIT_MSL_VEC1(logb)
+KJIT_MSL_VEC1(sinpi)
+KJIT_MSL_VEC1(cospi)
+KJIT_MSL_VEC1(tanpi)
+KJIT_MSL_VEC2(rotate)
+KJIT_MSL_VEC2(absdiff)
+KJIT_MSL_VEC2(hadd)
+KJIT_MSL_VEC2(rhadd)
+KJIT_MSL_VEC2(mulhi)
+KJIT_MSL_VEC2(addsat)
+KJIT_MSL_VEC2(subsat)
+KJIT_MSL_VEC2(mul24)
+KJIT_MSL_VEC2(fdim)
+KJIT_MSL_VEC3(madhi)
+KJIT_MSL_VEC3(mad_sat)
+KJIT_MSL_VEC3(mad24)
+KJIT_MSL_VEC3(min3)
+KJIT_MSL_VEC3(max3)
+KJIT_MSL_VEC3(median3)
+KJIT_MSL_VEC3(fmin3)
+KJIT_MSL_VEC3(fmax3)
+KJIT_MSL_VEC3(fmedian3)
+KJIT_MSL_VEC3(smoothstep)
+template <class T, int N>
+KJIT_INLINE vec<T, N> smoothstep(T edge0, T edge1, const vec<T, N>& x) {
+  return smoothstep(vec<T, N>(edge0), vec<T, N>(edge1), x);
+}
+#undef KJIT_MSL_VEC1
+#undef KJIT_MSL_VEC2
+#undef KJIT_MSL_VEC3
+template <class T, int N>
+KJIT_INLINE vec<T, N> sincos(const vec<T, N>& x, vec<T, N>& cosine) {
+  vec<T, N> sine;
+  for (int i = 0; i < N; ++i) sine[i] = sincos(x[i], cosine[i]);
+  return sine;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> extract_bits(const vec<T, N>& x, unsigned offset, unsigned bits) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = extract_bits(x[i], offset, bits);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> insert_bits(const vec<T, N>& base, const vec<T, N>& insert, unsigned offset,
+                                  unsigned bits) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = insert_bits(base[i], insert[i], offset, bits);
+  return r;
+}
+
+// Geometry.
+template <class T, int N>
+KJIT_INLINE T length_squared(const vec<T, N>& a) {
+  return ::kjit::dot(a, a);
+}
+template <class T, int N>
+KJIT_INLINE T distance(const vec<T, N>& a, const vec<T, N>& b) {
+  return ::kjit::length(a - b);
+}
+template <class T, int N>
+KJIT_INLINE T distance_squared(const vec<T, N>& a, const vec<T, N>& b) {
+  return ::kjit::dot(a - b, a - b);
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> normalize(const vec<T, N>& a) {
+  return a * ::kjit::rsqrt(::kjit::dot(a, a));
+}
+template <class T>
+KJIT_INLINE vec<T, 3> cross(const vec<T, 3>& a, const vec<T, 3>& b) {
+  return vec<T, 3>(a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]);
+}
+// i reflected about the plane of normal n (n of unit length).
+template <class T, int N>
+KJIT_INLINE vec<T, N> reflect(const vec<T, N>& i, const vec<T, N>& n) {
+  return i - T(2) * ::kjit::dot(n, i) * n;
+}
+// i refracted through the surface of normal n with the ratio of indices eta (zero when the
+// light is reflected whole).
+template <class T, int N, class E>
+KJIT_INLINE vec<T, N> refract(const vec<T, N>& i, const vec<T, N>& n, E eta) {
+  const T d = ::kjit::dot(n, i), e = T(eta);
+  const T k = T(1) - e * e * (T(1) - d * d);
+  if (k < T(0)) return vec<T, N>(T(0));
+  return e * i - (e * d + ::kjit::sqrt(k)) * n;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> faceforward(const vec<T, N>& n, const vec<T, N>& i, const vec<T, N>& nref) {
+  return ::kjit::dot(nref, i) < T(0) ? n : -n;
+}
+
+}  // namespace metal
+
+#define KJIT_MSL_LIBRARY                                                                           \
+  using ::metal::popcount, ::metal::clz, ::metal::ctz, ::metal::reverse_bits, ::metal::rotate,     \
+      ::metal::absdiff, ::metal::hadd, ::metal::rhadd, ::metal::mulhi, ::metal::madhi,             \
+      ::metal::addsat, ::metal::subsat, ::metal::mad_sat, ::metal::mul24, ::metal::mad24,          \
+      ::metal::extract_bits, ::metal::insert_bits, ::metal::min3, ::metal::max3, ::metal::median3, \
+      ::metal::fmin3, ::metal::fmax3, ::metal::fmedian3, ::metal::mad, ::metal::smoothstep,        \
+      ::metal::exp10, ::metal::logb, ::metal::sinpi, ::metal::cospi, ::metal::tanpi,               \
+      ::metal::ilogb, ::metal::fdim, ::metal::nextafter, ::metal::ldexp, ::metal::sincos,          \
+      ::metal::frexp, ::metal::modf, ::metal::length_squared, ::metal::distance,                   \
+      ::metal::distance_squared, ::metal::normalize, ::metal::cross, ::metal::reflect,             \
+      ::metal::refract, ::metal::faceforward;
+namespace metal::fast {
+KJIT_MSL_LIBRARY
+}
+namespace metal::precise {
+KJIT_MSL_LIBRARY
+}
+namespace kjit_user {
+KJIT_MSL_LIBRARY
+}
+#undef KJIT_MSL_LIBRARY
