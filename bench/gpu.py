@@ -188,6 +188,16 @@ def main() -> None:
 
         cases += [("CuPy RawKernel, preallocated", lambda: raw((1,), (16,), (cx, cout, n16)), 20000),
                   ("CuPy RawKernel, with allocation", cupy_alloc, 20000)]
+        # kjit as a CuPy program calls it: CuPy arrays in and out, on CuPy's current stream.
+        cases += [
+            ("kjit, CuPy in/out, new output",
+             lambda: k(inputs=[cx], template=[("T", f32)], grid=(16, 1, 1),
+                       threadgroup=(16, 1, 1), output_shapes=[(16,)], output_dtypes=[f32]),
+             20000),
+            ("kjit, CuPy in/out, outputs=",
+             lambda: k(inputs=[cx], template=[("T", f32)], grid=(16, 1, 1),
+                       threadgroup=(16, 1, 1), output_shapes=[(16,)], output_dtypes=[f32],
+                       outputs=[cout]), 20000)]
     except Exception as e:
         peers_missing.append(("CuPy RawKernel", "n/a", repr(e)[:60]))
     try:
@@ -238,6 +248,20 @@ def main() -> None:
     host["kjit, torch in/out, outputs="] = host_per_call(kjit_outputs, torch.cuda.synchronize) * 1e6
     host["kjit, torch in/out, new output"] = (
         host_per_call(kjit_new_output, torch.cuda.synchronize) * 1e6)
+    # Where the Python call's host time goes: the same call with the stream given as a handle
+    # (no query of torch's current stream), then also with kjit.Arrays over the same memory (no
+    # torch tensors read or returned).
+    handle = side.cuda_stream
+    kx, kout = kjit.array(x), kjit.array(out)
+
+    def kjit_outputs_on(inputs, outputs):
+        return k(inputs=inputs, template=[("T", f32)], grid=(16, 1, 1), threadgroup=(16, 1, 1),
+                 output_shapes=[(16,)], output_dtypes=[f32], outputs=outputs, stream=handle)
+
+    host["kjit, torch in/out, outputs=, stream given"] = (
+        host_per_call(lambda: kjit_outputs_on([x], [out]), torch.cuda.synchronize) * 1e6)
+    host["kjit, kjit.Array in/out, outputs=, stream given"] = (
+        host_per_call(lambda: kjit_outputs_on([kx], [kout]), torch.cuda.synchronize) * 1e6)
     for what, t in host.items():
         rows.append((f"host part: {what}", f"{t:.2f} us", f"{t / floor['floor_host_us']:.2f}"))
     form = host_per_call(call_form, torch.cuda.synchronize) * 1e6

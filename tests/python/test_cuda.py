@@ -33,6 +33,40 @@ def test_cupy_in_cupy_out(rng):
                                rtol=2e-7)
 
 
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.int64, np.complex64, np.bool_])
+def test_cupy_arrays_of_each_kind_in_and_out(dtype, rng):
+    # Strided views (reversed, transposed) read in place, 0-d and empty arrays, and outputs made
+    # as CuPy arrays of the output's dtype, new or given.
+    cupy = pytest.importorskip("cupy")
+    values = (rng.standard_normal((6, 10)) * 4).astype(dtype)
+    if dtype == np.complex64:
+        values = values + 1j * rng.standard_normal((6, 10)).astype(np.float32)
+    x = cupy.asarray(values)
+    k = kjit.metal_kernel(name="cupy_kinds", input_names=["x", "s"], output_names=["out"],
+                          ensure_row_contiguous=False, source="""
+    const uint i = thread_position_in_grid.x, j = thread_position_in_grid.y;
+    out[i * x_shape[1] + j] = x[i * x_strides[0] + j * x_strides[1]] + T(s);
+""")
+    for view, expected in [(x[::-1, ::-2], values[::-1, ::-2]), (x.T, values.T)]:
+        shift = np.array(1, dtype=dtype)
+        (out,) = k(inputs=[view, cupy.asarray(shift)], template=[("T", dtype)],
+                   output_shapes=[view.shape], output_dtypes=[dtype],
+                   grid=(view.shape[0], view.shape[1], 1), threadgroup=(4, 4, 1))
+        assert isinstance(out, cupy.ndarray) and out.dtype == dtype and out.shape == view.shape
+        np.testing.assert_array_equal(cupy.asnumpy(out), expected + shift)
+        given = cupy.full(view.shape, 7, dtype=dtype)
+        (same,) = k(inputs=[view, cupy.asarray(shift)], template=[("T", dtype)],
+                    output_shapes=[view.shape], output_dtypes=[dtype], outputs=[given],
+                    grid=(view.shape[0], view.shape[1], 1), threadgroup=(4, 4, 1))
+        assert same is given
+        np.testing.assert_array_equal(cupy.asnumpy(given), expected + shift)
+    (empty,) = k(inputs=[x[:0], cupy.asarray(np.array(1, dtype=dtype))], template=[("T", dtype)],
+                 output_shapes=[(0, 10)], output_dtypes=[dtype], grid=(0, 10, 1),
+                 threadgroup=(4, 4, 1))
+    assert isinstance(empty, cupy.ndarray) and empty.shape == (0, 10)
+
+
 def jax_array_on_gpu(values: np.ndarray):
     """JAX and |values| as a JAX array on its first GPU (the test is skipped without one)."""
     jax = pytest.importorskip("jax")
