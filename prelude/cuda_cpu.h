@@ -8,6 +8,12 @@
 #define __global__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
+#define __align__(n) alignas(n)
+// Constant memory is memory like any other here: the variables a header declares are globals.
+#define __constant__
+#if !__has_builtin(__builtin_assume)
+#define __builtin_assume(condition) ((void)0)
+#endif
 
 // Device-side printf and assert: the process's standard output; a message on standard error,
 // then a trap, which stops the kernel (the CPU backend catches it and raises LaunchError).

@@ -147,11 +147,30 @@ KJIT_INLINE double __ll2double_rn(long long x) { return double(x); }
 KJIT_INLINE double __ull2double_rn(unsigned long long x) { return double(x); }
 KJIT_INLINE float __double2float_rn(double x) { return float(x); }
 
-// A read through the read-only data cache: a plain read here.
-template <class T>
-KJIT_INLINE T __ldg(const T* p) {
-  return *p;
-}
+// Reads and writes with cache hints (the read-only data cache, streaming, write-through...):
+// plain ones here.
+#define KJIT_CUDA_LOAD(name)       \
+  template <class T>               \
+  KJIT_INLINE T name(const T* p) { \
+    return *p;                     \
+  }
+KJIT_CUDA_LOAD(__ldg)
+KJIT_CUDA_LOAD(__ldca)
+KJIT_CUDA_LOAD(__ldcg)
+KJIT_CUDA_LOAD(__ldcs)
+KJIT_CUDA_LOAD(__ldlu)
+KJIT_CUDA_LOAD(__ldcv)
+#undef KJIT_CUDA_LOAD
+#define KJIT_CUDA_STORE(name)            \
+  template <class T>                     \
+  KJIT_INLINE void name(T* p, T value) { \
+    *p = value;                          \
+  }
+KJIT_CUDA_STORE(__stwb)
+KJIT_CUDA_STORE(__stcg)
+KJIT_CUDA_STORE(__stcs)
+KJIT_CUDA_STORE(__stwt)
+#undef KJIT_CUDA_STORE
 
 // A cycle counter, and a pause that the CPU, whose threads of a group take turns, skips.
 KJIT_INLINE long long clock64() {

@@ -360,3 +360,29 @@ def test_a_failed_assert_stops_the_kernel_with_launch_error_on_the_cpu(rng, capf
     x[613] = 1  # and the next launch runs
     (out,) = run("asserting", ASSERTING, [x], [((1000,), np.float32)], "cpu")
     np.testing.assert_array_equal(out, x * 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_constant_memory_alignment_cache_hints_and_pragmas(device, rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    k = kjit.cuda_kernel(name="hints", input_names=["a"], output_names=["o0", "o1"], header="""
+__constant__ float kWeights[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+struct __align__(16) Quad { float v[3]; };
+""", source="""
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    __builtin_assume(i < 64);
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) s += kWeights[k] * __ldcs(&a[(i + k) % 64]);
+    __stcs(&o0[i], s + __ldg(&a[i]) + __ldcg(&a[i]));
+    o1[i] = sizeof(Quad) + alignof(Quad);
+""")
+    sums, layout = k(inputs=[x], output_shapes=[(64,), (64,)],
+                     output_dtypes=[np.float32, np.int32], grid=(64, 1, 1),
+                     threadgroup=(32, 1, 1), device=device,
+                     outputs=[poisoned((64,), np.float32), poisoned((64,), np.int32)])
+    xd = x.astype(np.float64)
+    weights = [0.5, -1.0, 2.0, 0.25]
+    expected = sum(w * np.roll(xd, -k) for k, w in enumerate(weights)) + 2 * xd
+    np.testing.assert_allclose(sums, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(layout, np.full(64, 16 + 16))
