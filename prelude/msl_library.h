@@ -171,7 +171,8 @@ KJIT_MSL_INTEGER KJIT_INLINE T insert_bits(T base, T insert, unsigned offset, un
 }
 #undef KJIT_MSL_INTEGER
 
-// Three-way minimum, maximum and median (min and max of floats are fmin and fmax in Metal).
+// Three-way minimum, maximum and median. Metal's min and max of floats are fmin and fmax (as
+// ::kjit's are), so fmin3, fmax3 and fmedian3 are the same functions.
 template <class T>
 KJIT_INLINE T min3(T a, T b, T c) {
   return ::kjit::min(::kjit::min(a, b), c);
@@ -183,18 +184,6 @@ KJIT_INLINE T max3(T a, T b, T c) {
 template <class T>
 KJIT_INLINE T median3(T a, T b, T c) {
   return ::kjit::max(::kjit::min(a, b), ::kjit::min(::kjit::max(a, b), c));
-}
-template <class T>
-KJIT_INLINE T fmin3(T a, T b, T c) {
-  return ::kjit::fmin(::kjit::fmin(a, b), c);
-}
-template <class T>
-KJIT_INLINE T fmax3(T a, T b, T c) {
-  return ::kjit::fmax(::kjit::fmax(a, b), c);
-}
-template <class T>
-KJIT_INLINE T fmedian3(T a, T b, T c) {
-  return ::kjit::fmax(::kjit::fmin(a, b), ::kjit::fmin(::kjit::fmax(a, b), c));
 }
 
 // a * b + c (fused, which Metal allows).
@@ -253,62 +242,45 @@ KJIT_INLINE T modf(T x, T& whole) {
 }
 
 // Element by element over vectors, with scalars where Metal takes them.
-#define KJIT_MSL_VEC1(name)                        \
-  template <class T, int N>                        \
-  KJIT_INLINE vec<T, N> name(const vec<T, N>& a) { \
-    vec<T, N> r;                                   \
-    for (int i = 0; i < N; ++i) r[i] = name(a[i]); \
-    return r;                                      \
-  }
-#define KJIT_MSL_VEC2(name)                                            \
-  template <class T, int N>                                            \
-  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b) { \
-    vec<T, N> r;                                                       \
-    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i]);               \
-    return r;                                                          \
-  }
-#define KJIT_MSL_VEC3(name)                                                                \
-  template <class T, int N>                                                                \
-  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
-    vec<T, N> r;                                                                           \
-    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i], c[i]);                             \
-    return r;                                                                              \
-  }
-KJIT_MSL_VEC1(popcount)
-KJIT_MSL_VEC1(clz)
-KJIT_MSL_VEC1(ctz)
-KJIT_MSL_VEC1(reverse_bits)
-KJIT_MSL_VEC1(exp10)
-KJIT_MSL_VEC1(logb)
-KJIT_MSL_VEC1(sinpi)
-KJIT_MSL_VEC1(cospi)
-KJIT_MSL_VEC1(tanpi)
-KJIT_MSL_VEC2(rotate)
-KJIT_MSL_VEC2(absdiff)
-KJIT_MSL_VEC2(hadd)
-KJIT_MSL_VEC2(rhadd)
-KJIT_MSL_VEC2(mulhi)
-KJIT_MSL_VEC2(addsat)
-KJIT_MSL_VEC2(subsat)
-KJIT_MSL_VEC2(mul24)
-KJIT_MSL_VEC2(fdim)
-KJIT_MSL_VEC3(madhi)
-KJIT_MSL_VEC3(mad_sat)
-KJIT_MSL_VEC3(mad24)
-KJIT_MSL_VEC3(min3)
-KJIT_MSL_VEC3(max3)
-KJIT_MSL_VEC3(median3)
-KJIT_MSL_VEC3(fmin3)
-KJIT_MSL_VEC3(fmax3)
-KJIT_MSL_VEC3(fmedian3)
-KJIT_MSL_VEC3(smoothstep)
+KJIT_VEC_ELEMENTWISE(popcount, T)
+KJIT_VEC_ELEMENTWISE(clz, T)
+KJIT_VEC_ELEMENTWISE(ctz, T)
+KJIT_VEC_ELEMENTWISE(reverse_bits, T)
+KJIT_VEC_ELEMENTWISE(exp10, T)
+KJIT_VEC_ELEMENTWISE(logb, T)
+KJIT_VEC_ELEMENTWISE(sinpi, T)
+KJIT_VEC_ELEMENTWISE(cospi, T)
+KJIT_VEC_ELEMENTWISE(tanpi, T)
+KJIT_VEC_BINARY(rotate)
+KJIT_VEC_BINARY(absdiff)
+KJIT_VEC_BINARY(hadd)
+KJIT_VEC_BINARY(rhadd)
+KJIT_VEC_BINARY(mulhi)
+KJIT_VEC_BINARY(addsat)
+KJIT_VEC_BINARY(subsat)
+KJIT_VEC_BINARY(mul24)
+KJIT_VEC_BINARY(fdim)
+KJIT_VEC_TERNARY(madhi)
+KJIT_VEC_TERNARY(mad_sat)
+KJIT_VEC_TERNARY(mad24)
+KJIT_VEC_TERNARY(min3)
+KJIT_VEC_TERNARY(max3)
+KJIT_VEC_TERNARY(median3)
+KJIT_VEC_TERNARY(smoothstep)
 template <class T, int N>
 KJIT_INLINE vec<T, N> smoothstep(T edge0, T edge1, const vec<T, N>& x) {
   return smoothstep(vec<T, N>(edge0), vec<T, N>(edge1), x);
 }
-#undef KJIT_MSL_VEC1
-#undef KJIT_MSL_VEC2
-#undef KJIT_MSL_VEC3
+// fmin3, fmax3 and fmedian3 are min3, max3 and median3, for scalars and vectors alike.
+#define KJIT_MSL_SAME_AS(name, same)                       \
+  template <class T>                                       \
+  KJIT_INLINE T name(const T& a, const T& b, const T& c) { \
+    return same(a, b, c);                                  \
+  }
+KJIT_MSL_SAME_AS(fmin3, min3)
+KJIT_MSL_SAME_AS(fmax3, max3)
+KJIT_MSL_SAME_AS(fmedian3, median3)
+#undef KJIT_MSL_SAME_AS
 template <class T, int N>
 KJIT_INLINE vec<T, N> sincos(const vec<T, N>& x, vec<T, N>& cosine) {
   vec<T, N> sine;

@@ -196,12 +196,12 @@ KJIT_INLINE vec<T, N> operator--(vec<T, N>& a, int) {
 // scalar), three (fma), and the classifications, which give a vector of bools.
 // KJIT_VEC_ELEMENTWISE(name, R): name(v) giving a vector of R (T, or bool for a
 // classification); the dialects' own functions use it too.
-#define KJIT_VEC_ELEMENTWISE(name, R)              \
-  template <class T, int N>                        \
-  KJIT_INLINE vec<R, N> name(const vec<T, N>& a) { \
-    vec<R, N> r;                                   \
-    for (int i = 0; i < N; ++i) r[i] = name(a[i]); \
-    return r;                                      \
+#define KJIT_VEC_ELEMENTWISE(name, R)                              \
+  template <class T, int N>                                        \
+  KJIT_INLINE ::kjit::vec<R, N> name(const ::kjit::vec<T, N>& a) { \
+    ::kjit::vec<R, N> r;                                           \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i]);                 \
+    return r;                                                      \
   }
 KJIT_VEC_ELEMENTWISE(exp, T)
 KJIT_VEC_ELEMENTWISE(exp2, T)
@@ -235,20 +235,30 @@ KJIT_VEC_ELEMENTWISE(rint, T)
 KJIT_VEC_ELEMENTWISE(fabs, T)
 KJIT_VEC_ELEMENTWISE(abs, T)
 
-#define KJIT_VEC_BINARY(name)                                          \
-  template <class T, int N>                                            \
-  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b) { \
-    vec<T, N> r;                                                       \
-    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i]);               \
-    return r;                                                          \
-  }                                                                    \
-  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>          \
-  KJIT_INLINE vec<T, N> name(const vec<T, N>& a, S b) {                \
-    return name(a, vec<T, N>(T(b)));                                   \
-  }                                                                    \
-  template <class T, int N, class S, KJIT_IF((!is_vec_v<S>))>          \
-  KJIT_INLINE vec<T, N> name(S a, const vec<T, N>& b) {                \
-    return name(vec<T, N>(T(a)), b);                                   \
+// KJIT_VEC_BINARY(name) and KJIT_VEC_TERNARY(name): the same for two and three arguments
+// (vectors, or for two, a vector and a scalar); the dialects' own functions use them too.
+#define KJIT_VEC_BINARY(name)                                                                  \
+  template <class T, int N>                                                                    \
+  KJIT_INLINE ::kjit::vec<T, N> name(const ::kjit::vec<T, N>& a, const ::kjit::vec<T, N>& b) { \
+    ::kjit::vec<T, N> r;                                                                       \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i]);                                       \
+    return r;                                                                                  \
+  }                                                                                            \
+  template <class T, int N, class S, KJIT_IF((!::kjit::is_vec_v<S>))>                          \
+  KJIT_INLINE ::kjit::vec<T, N> name(const ::kjit::vec<T, N>& a, S b) {                        \
+    return name(a, ::kjit::vec<T, N>(T(b)));                                                   \
+  }                                                                                            \
+  template <class T, int N, class S, KJIT_IF((!::kjit::is_vec_v<S>))>                          \
+  KJIT_INLINE ::kjit::vec<T, N> name(S a, const ::kjit::vec<T, N>& b) {                        \
+    return name(::kjit::vec<T, N>(T(a)), b);                                                   \
+  }
+#define KJIT_VEC_TERNARY(name)                                                               \
+  template <class T, int N>                                                                  \
+  KJIT_INLINE ::kjit::vec<T, N> name(const ::kjit::vec<T, N>& a, const ::kjit::vec<T, N>& b, \
+                                     const ::kjit::vec<T, N>& c) {                           \
+    ::kjit::vec<T, N> r;                                                                     \
+    for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i], c[i]);                               \
+    return r;                                                                                \
   }
 KJIT_VEC_BINARY(pow)
 KJIT_VEC_BINARY(atan2)
@@ -257,14 +267,7 @@ KJIT_VEC_BINARY(fmax)
 KJIT_VEC_BINARY(fmin)
 KJIT_VEC_BINARY(copysign)
 KJIT_VEC_BINARY(hypot)
-#undef KJIT_VEC_BINARY
-
-template <class T, int N>
-KJIT_INLINE vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = fma(a[i], b[i], c[i]);
-  return r;
-}
+KJIT_VEC_TERNARY(fma)
 
 KJIT_VEC_ELEMENTWISE(isnan, bool)
 KJIT_VEC_ELEMENTWISE(isinf, bool)
