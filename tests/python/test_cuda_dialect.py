@@ -386,3 +386,45 @@ struct __align__(16) Quad { float v[3]; };
     expected = sum(w * np.roll(xd, -k) for k, w in enumerate(weights)) + 2 * xd
     np.testing.assert_allclose(sums, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(layout, np.full(64, 16 + 16))
+
+
+@pytest.mark.parametrize("pair", ["__half2", "__nv_bfloat162"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_pairs(device, pair, rng):
+    # Lane by lane, each lane rounded once as the scalar intrinsics round; shuffled across lanes
+    # of a warp as one word.
+    n = 64  # pairs, one per thread
+    x = (rng.standard_normal(2 * n) * 3).astype(np.float32)
+    y = (rng.standard_normal(2 * n) * 3).astype(np.float32)
+    y[:4] = x[:4]  # equal lanes, for the comparisons
+    if pair == "__half2":
+        rounded = lambda v: np.asarray(v, dtype=np.float64).astype(np.float16).astype(np.float64)  # noqa: E731
+        make, to_float2, scalar = "__floats2half2_rn", "__half22float2", "__half"
+    else:
+        rounded = lambda v: to_bfloat16(v).astype(np.float64)  # noqa: E731
+        make, to_float2, scalar = "__floats2bfloat162_rn", "__bfloat1622float2", "__nv_bfloat16"
+    ops = ["p + q", "p - q", "p * q", "p / q", "__hfma2(p, q, one)", "__hmax2(p, q)",
+           "__hmin2(p, q)", "-p", "__habs2(p)", "__hlt2(p, q)", "__lowhigh2highlow(p)",
+           "__shfl_xor_sync(0xffffffffu, p, 1)"]
+    body = (f"    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"    const {pair} p = {make}(a[2 * i], a[2 * i + 1]);\n"
+            f"    const {pair} q = {make}(b[2 * i], b[2 * i + 1]);\n"
+            f"    const {pair} one = {make}(1.0f, 1.0f);\n")
+    for k, op in enumerate(ops):
+        body += (f"    {{ const float2 f = {to_float2}({op}); o{k}[2 * i] = f.x; "
+                 f"o{k}[2 * i + 1] = f.y; }}\n")
+    body += f"    o{len(ops)}[i] = __hbeq2(p, q) + 2 * (p != q) + 4 * int(sizeof({pair}) == 4 && " \
+            f"alignof({pair}) == 4) + 8 * int(__low2float(p) == float({scalar}(p.x)));\n"
+    outs = run("half_pairs_" + pair, body, [x, y],
+               [((2 * n,), np.float32)] * len(ops) + [((n,), np.int32)], device, grid=n, group=32)
+    a, b = rounded(x), rounded(y)
+    swapped = a.reshape(-1, 2)[:, ::-1].ravel()
+    partner = a.reshape(-1, 2, 2)[:, ::-1].ravel()  # the lanes of thread i ^ 1
+    expected = [a + b, a - b, a * b, a / b, a * b + 1, np.maximum(a, b), np.minimum(a, b), -a,
+                np.abs(a), (a < b).astype(np.float64), swapped, partner]
+    for op, out, want in zip(ops, outs, expected):
+        np.testing.assert_array_equal(out, rounded(want).astype(np.float32), err_msg=op)
+    # == and != hold when they hold in both lanes (__hbeq2, __hbne2), as in cuda_fp16.h.
+    lanes_equal = (a == b).reshape(-1, 2)
+    np.testing.assert_array_equal(outs[-1],
+                                  lanes_equal.all(1) + 2 * (~lanes_equal).all(1) + 4 + 8)
