@@ -1,4 +1,4 @@
-// CUDA C++ on the CPU: execution-space qualifiers, the index types, printf, atomics, and
+// CUDA C++ on the CPU: execution-space qualifiers, printf and assert, atomics, and
 // cooperative_groups basics over the running thread's context. The math library, the other
 // intrinsics and the vector types follow (cuda_cpu_math.h, cuda_cpu_intrinsics.h,
 // cuda_vector_types.h).
@@ -45,15 +45,6 @@ inline unsigned char* dynamic_shared(unsigned long bytes) {
 }  // namespace kjit
 
 namespace kjit::cuda_dialect {
-
-typedef ::kjit::uint3 uint3;
-// Sizes given as dim3(x) or dim3(x, y): the rest are 1.
-struct dim3 {
-  unsigned x, y, z;
-  KJIT_INLINE dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
-  KJIT_INLINE dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
-  KJIT_INLINE operator uint3() const { return uint3(x, y, z); }
-};
 
 using KJIT_MATH_NAMES;
 

@@ -60,7 +60,8 @@ KJIT_INLINE float __powf(float x, float y) { return ::kjit::pow(x, y); }
 KJIT_INLINE float __fdividef(float x, float y) { return x / y; }
 KJIT_INLINE float __frcp_rn(float x) { return 1.0f / x; }
 KJIT_INLINE float __fsqrt_rn(float x) { return ::kjit::sqrt(x); }
-KJIT_INLINE float __saturatef(float x) { return ::kjit::clamp(x, 0.0f, 1.0f); }
+// [+0, 1], NaN to +0, as on a GPU.
+KJIT_INLINE float __saturatef(float x) { return x >= 1.0f ? 1.0f : x > 0.0f ? x : 0.0f; }
 
 // Functions with no ::kjit counterpart, from the compiler's builtins (libm's functions).
 #define KJIT_CUDA_LIBM1(R, name)                                    \
@@ -100,36 +101,58 @@ KJIT_INLINE double rhypot(double x, double y) { return 1.0 / __builtin_hypot(x, 
 
 namespace math_detail {
 constexpr double kPi = 3.14159265358979323846;
-// The inverse of erf, by Newton steps from Winitzki's approximation (within 2e-3): each step
-// squares the relative error, so three reach double precision for float arguments. |x| < 1.
-KJIT_INLINE double erfinv_newton(double x) {
+// The inverse of erf for |x| <= 1/2, where erf(y) - x does not cancel: Newton steps from
+// Winitzki's approximation (within 2e-3), each squaring the relative error.
+KJIT_INLINE double erfinv_central(double x) {
   const double a = 0.147, l = __builtin_log((1.0 - x) * (1.0 + x));
   const double b = 2.0 / (kPi * a) + l / 2;
   double y = __builtin_copysign(__builtin_sqrt(__builtin_sqrt(b * b - l / a) - b), x);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 4; ++k) {
     y -= (__builtin_erf(y) - x) / (2.0 / __builtin_sqrt(kPi) * __builtin_exp(-y * y));
   }
   return y;
 }
-KJIT_INLINE double erfinv(double x) {
-  if (x != x || __builtin_fabs(x) > 1.0) return __builtin_nan("");
-  if (__builtin_fabs(x) == 1.0) return __builtin_copysign(__builtin_inf(), x);
-  return erfinv_newton(x);
+// log(erfc(t)) and its derivative for t > 0.4; past t = 26, where erfc underflows, from the
+// asymptotic series erfc(t) = exp(-t^2) / (t sqrt(pi)) (1 - u + 3u^2 - 15u^3 + 105u^4 - 945u^5
+// ...), u = 1 / (2t^2), whose next term is below 1e-15 there.
+KJIT_INLINE double log_erfc(double t, double& slope) {
+  if (t < 26.0) {
+    const double e = __builtin_erfc(t);
+    slope = -2.0 / __builtin_sqrt(kPi) * __builtin_exp(-t * t) / e;
+    return __builtin_log(e);
+  }
+  const double u = 1.0 / (2.0 * t * t);
+  const double series = 1.0 - u * (1.0 - u * (3.0 - u * (15.0 - u * (105.0 - u * 945.0))));
+  slope = -2.0 * t / series;
+  return -t * t - __builtin_log(t * __builtin_sqrt(kPi)) + __builtin_log(series);
 }
-// The inverse of erfc: as erfinv(1 - y) while 1 - y keeps y's digits; below that, Newton steps
-// on log(erfc(t)) = log(y), which stay accurate as erfc's values underflow towards 0.
+// The inverse of erfc on (0, 1]: on [1/2, 1], erfinv of 1 - y (exact there); below 1/2, Newton
+// steps on log(erfc(t)) = log(y), which is concave and decreasing, so that from sqrt(-log y),
+// right of the root, the steps fall towards it without passing it.
+inline double erfcinv_lower(double y) {
+  if (y >= 0.5) return erfinv_central(1.0 - y);
+  const double target = __builtin_log(y);
+  double t = __builtin_sqrt(-target);
+  for (int k = 0; k < 100; ++k) {
+    double slope;
+    const double step = (log_erfc(t, slope) - target) / slope;
+    t -= step;
+    if (!(__builtin_fabs(step) > 1e-17 * t)) break;
+  }
+  return t;
+}
+// On (0, 2), the upper half from the lower: erfc(-t) = 2 - erfc(t) (2 - y is exact there).
 KJIT_INLINE double erfcinv(double y) {
   if (y != y || y < 0.0 || y > 2.0) return __builtin_nan("");
   if (y == 0.0) return __builtin_inf();
   if (y == 2.0) return -__builtin_inf();
-  if (y >= 0.0625) return erfinv_newton(1.0 - y);
-  double t = __builtin_sqrt(-__builtin_log(y));
-  for (int k = 0; k < 8; ++k) {
-    const double e = __builtin_erfc(t);
-    const double slope = -2.0 / __builtin_sqrt(kPi) * __builtin_exp(-t * t) / e;  // (log erfc)'
-    t -= (__builtin_log(e) - __builtin_log(y)) / slope;
-  }
-  return t;
+  return y > 1.0 ? -erfcinv_lower(2.0 - y) : erfcinv_lower(y);
+}
+KJIT_INLINE double erfinv(double x) {
+  if (x != x || __builtin_fabs(x) > 1.0) return __builtin_nan("");
+  if (__builtin_fabs(x) <= 0.5) return erfinv_central(x);
+  if (__builtin_fabs(x) == 1.0) return __builtin_copysign(__builtin_inf(), x);
+  return __builtin_copysign(erfcinv_lower(1.0 - __builtin_fabs(x)), x);
 }
 }  // namespace math_detail
 
@@ -147,7 +170,7 @@ KJIT_CUDA_DOUBLE_MATH(cospi, ::kjit::cospi(d))
 KJIT_CUDA_DOUBLE_MATH(erfinv, math_detail::erfinv(d))
 KJIT_CUDA_DOUBLE_MATH(erfcinv, math_detail::erfcinv(d))
 KJIT_CUDA_DOUBLE_MATH(normcdf, 0.5 * __builtin_erfc(-d / 1.41421356237309504880))
-KJIT_CUDA_DOUBLE_MATH(normcdfinv, -1.41421356237309504880 * math_detail::erfcinv(2.0 * d))
+KJIT_CUDA_DOUBLE_MATH(normcdfinv, 0.0 - 1.41421356237309504880 * math_detail::erfcinv(2.0 * d))
 #undef KJIT_CUDA_DOUBLE_MATH
 
 // Intrinsics in rounding to nearest, the CPU's own: products and sums are not fused.

@@ -3,59 +3,64 @@
 // through the scalar intrinsics (cuda_names.h), so each lane is rounded as theirs are.
 namespace kjit::cuda_dialect {
 
-#define KJIT_CUDA_PAIR(H2, H, name, to_h, from_h)                                            \
-  struct alignas(4) H2 {                                                                     \
-    H x, y;                                                                                  \
-    H2() = default;                                                                          \
-    KJIT_INLINE H2(H a, H b) : x(a), y(b) {}                                                 \
-  };                                                                                         \
-  KJIT_INLINE H2 make_##name##2(H a, H b) { return H2(a, b); }                               \
-  KJIT_INLINE H2 __halves2##name##2(H a, H b) { return H2(a, b); }                           \
-  KJIT_INLINE H2 __##name##2##name##2(H a) { return H2(a, a); }                              \
-  KJIT_INLINE H2 __float2##name##2_rn(float a) { return H2(H(a), H(a)); }                    \
-  KJIT_INLINE H2 __floats2##name##2_rn(float a, float b) { return H2(H(a), H(b)); }          \
-  KJIT_INLINE H2 __float22##name##2_rn(float2 f) { return H2(H(f.x), H(f.y)); }              \
-  KJIT_INLINE float2 from_h(H2 h) { return make_float2(float(h.x), float(h.y)); }            \
-  KJIT_INLINE H __low2##to_h(H2 h) { return h.x; }                                           \
-  KJIT_INLINE H __high2##to_h(H2 h) { return h.y; }                                          \
-  KJIT_INLINE float __low2float(H2 h) { return float(h.x); }                                 \
-  KJIT_INLINE float __high2float(H2 h) { return float(h.y); }                                \
-  KJIT_INLINE H2 __lows2##name##2(H2 a, H2 b) { return H2(a.x, b.x); }                       \
-  KJIT_INLINE H2 __highs2##name##2(H2 a, H2 b) { return H2(a.y, b.y); }                      \
-  KJIT_INLINE H2 __low2##name##2(H2 a) { return H2(a.x, a.x); }                              \
-  KJIT_INLINE H2 __high2##name##2(H2 a) { return H2(a.y, a.y); }                             \
-  KJIT_INLINE H2 __lowhigh2highlow(H2 a) { return H2(a.y, a.x); }                            \
-  /* Arithmetic, comparisons (1 or 0 in each lane, or a bool for both: __hbeq2...), math. */ \
-  KJIT_INLINE H2 __hadd2(H2 a, H2 b) { return H2(__hadd(a.x, b.x), __hadd(a.y, b.y)); }      \
-  KJIT_INLINE H2 __hsub2(H2 a, H2 b) { return H2(__hsub(a.x, b.x), __hsub(a.y, b.y)); }      \
-  KJIT_INLINE H2 __hmul2(H2 a, H2 b) { return H2(__hmul(a.x, b.x), __hmul(a.y, b.y)); }      \
-  KJIT_INLINE H2 __h2div(H2 a, H2 b) { return H2(__hdiv(a.x, b.x), __hdiv(a.y, b.y)); }      \
-  KJIT_INLINE H2 __hfma2(H2 a, H2 b, H2 c) {                                                 \
-    return H2(__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y));                                 \
-  }                                                                                          \
-  KJIT_INLINE H2 __hneg2(H2 a) { return H2(__hneg(a.x), __hneg(a.y)); }                      \
-  KJIT_INLINE H2 __habs2(H2 a) { return H2(__habs(a.x), __habs(a.y)); }                      \
-  KJIT_INLINE H2 __hmax2(H2 a, H2 b) { return H2(__hmax(a.x, b.x), __hmax(a.y, b.y)); }      \
-  KJIT_INLINE H2 __hmin2(H2 a, H2 b) { return H2(__hmin(a.x, b.x), __hmin(a.y, b.y)); }      \
-  KJIT_CUDA_PAIR_COMPARE(H2, H, eq)                                                          \
-  KJIT_CUDA_PAIR_COMPARE(H2, H, ne) KJIT_CUDA_PAIR_COMPARE(H2, H, lt)                        \
-      KJIT_CUDA_PAIR_COMPARE(H2, H, le) KJIT_CUDA_PAIR_COMPARE(H2, H, gt)                    \
-          KJIT_CUDA_PAIR_COMPARE(H2, H, ge) KJIT_INLINE H2                                   \
-          operator+(H2 a, H2 b) {                                                            \
-    return __hadd2(a, b);                                                                    \
-  }                                                                                          \
-  KJIT_INLINE H2 operator-(H2 a, H2 b) { return __hsub2(a, b); }                             \
-  KJIT_INLINE H2 operator*(H2 a, H2 b) { return __hmul2(a, b); }                             \
-  KJIT_INLINE H2 operator/(H2 a, H2 b) { return __h2div(a, b); }                             \
-  KJIT_INLINE H2 operator-(H2 a) { return __hneg2(a); }                                      \
-  KJIT_INLINE H2& operator+=(H2& a, H2 b) { return a = a + b; }                              \
-  KJIT_INLINE H2& operator-=(H2& a, H2 b) { return a = a - b; }                              \
-  KJIT_INLINE H2& operator*=(H2& a, H2 b) { return a = a * b; }                              \
-  KJIT_INLINE H2& operator/=(H2& a, H2 b) { return a = a / b; }                              \
-  KJIT_INLINE bool operator==(H2 a, H2 b) { return __hbeq2(a, b); }                          \
-  KJIT_INLINE bool operator!=(H2 a, H2 b) { return __hbne2(a, b); }                          \
+#define KJIT_CUDA_PAIR(H2, H, name, to_h, from_h)                                             \
+  struct alignas(4) H2 {                                                                      \
+    H x, y;                                                                                   \
+    H2() = default;                                                                           \
+    KJIT_INLINE H2(H a, H b) : x(a), y(b) {}                                                  \
+  };                                                                                          \
+  KJIT_INLINE H2 make_##name##2(H a, H b) { return H2(a, b); }                                \
+  KJIT_INLINE H2 __halves2##name##2(H a, H b) { return H2(a, b); }                            \
+  KJIT_INLINE H2 __##name##2##name##2(H a) { return H2(a, a); }                               \
+  KJIT_INLINE H2 __float2##name##2_rn(float a) { return H2(H(a), H(a)); }                     \
+  KJIT_INLINE H2 __floats2##name##2_rn(float a, float b) { return H2(H(a), H(b)); }           \
+  KJIT_INLINE H2 __float22##name##2_rn(float2 f) { return H2(H(f.x), H(f.y)); }               \
+  KJIT_INLINE float2 from_h(H2 h) { return make_float2(float(h.x), float(h.y)); }             \
+  KJIT_INLINE H __low2##to_h(H2 h) { return h.x; }                                            \
+  KJIT_INLINE H __high2##to_h(H2 h) { return h.y; }                                           \
+  KJIT_INLINE float __low2float(H2 h) { return float(h.x); }                                  \
+  KJIT_INLINE float __high2float(H2 h) { return float(h.y); }                                 \
+  KJIT_INLINE H2 __lows2##name##2(H2 a, H2 b) { return H2(a.x, b.x); }                        \
+  KJIT_INLINE H2 __highs2##name##2(H2 a, H2 b) { return H2(a.y, b.y); }                       \
+  KJIT_INLINE H2 __low2##name##2(H2 a) { return H2(a.x, a.x); }                               \
+  KJIT_INLINE H2 __high2##name##2(H2 a) { return H2(a.y, a.y); }                              \
+  KJIT_INLINE H2 __lowhigh2highlow(H2 a) { return H2(a.y, a.x); }                             \
+  /* Arithmetic, and the operators (== and != are __hbeq2 and __hbneu2, as cuda_fp16.h's). */ \
+  KJIT_INLINE H2 __hadd2(H2 a, H2 b) { return H2(__hadd(a.x, b.x), __hadd(a.y, b.y)); }       \
+  KJIT_INLINE H2 __hsub2(H2 a, H2 b) { return H2(__hsub(a.x, b.x), __hsub(a.y, b.y)); }       \
+  KJIT_INLINE H2 __hmul2(H2 a, H2 b) { return H2(__hmul(a.x, b.x), __hmul(a.y, b.y)); }       \
+  KJIT_INLINE H2 __h2div(H2 a, H2 b) { return H2(__hdiv(a.x, b.x), __hdiv(a.y, b.y)); }       \
+  KJIT_INLINE H2 __hfma2(H2 a, H2 b, H2 c) {                                                  \
+    return H2(__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y));                                  \
+  }                                                                                           \
+  KJIT_INLINE H2 __hneg2(H2 a) { return H2(__hneg(a.x), __hneg(a.y)); }                       \
+  KJIT_INLINE H2 __habs2(H2 a) { return H2(__habs(a.x), __habs(a.y)); }                       \
+  KJIT_INLINE H2 __hmax2(H2 a, H2 b) { return H2(__hmax(a.x, b.x), __hmax(a.y, b.y)); }       \
+  KJIT_INLINE H2 __hmin2(H2 a, H2 b) { return H2(__hmin(a.x, b.x), __hmin(a.y, b.y)); }       \
+  KJIT_CUDA_PAIR_COMPARES(H2, H)                                                              \
+  KJIT_INLINE H2 operator+(H2 a, H2 b) { return __hadd2(a, b); }                              \
+  KJIT_INLINE H2 operator-(H2 a, H2 b) { return __hsub2(a, b); }                              \
+  KJIT_INLINE H2 operator*(H2 a, H2 b) { return __hmul2(a, b); }                              \
+  KJIT_INLINE H2 operator/(H2 a, H2 b) { return __h2div(a, b); }                              \
+  KJIT_INLINE H2 operator-(H2 a) { return __hneg2(a); }                                       \
+  KJIT_INLINE H2& operator+=(H2& a, H2 b) { return a = a + b; }                               \
+  KJIT_INLINE H2& operator-=(H2& a, H2 b) { return a = a - b; }                               \
+  KJIT_INLINE H2& operator*=(H2& a, H2 b) { return a = a * b; }                               \
+  KJIT_INLINE H2& operator/=(H2& a, H2 b) { return a = a / b; }                               \
+  KJIT_INLINE bool operator==(H2 a, H2 b) { return __hbeq2(a, b); }                           \
+  KJIT_INLINE bool operator!=(H2 a, H2 b) { return __hbneu2(a, b); }                          \
   KJIT_CUDA_PAIR_SHUFFLES(H2)
-// __heq2 (lanes of 1 or 0) and __hbeq2 (both lanes true).
+// The comparisons, ordered and unordered (__hequ2...): __heq2 gives lanes of 1 or 0, __hbeq2
+// whether both lanes compare true.
+// clang-format off
+#define KJIT_CUDA_PAIR_COMPARES(H2, H) \
+  KJIT_CUDA_PAIR_COMPARE(H2, H, eq) KJIT_CUDA_PAIR_COMPARE(H2, H, ne) \
+  KJIT_CUDA_PAIR_COMPARE(H2, H, lt) KJIT_CUDA_PAIR_COMPARE(H2, H, le) \
+  KJIT_CUDA_PAIR_COMPARE(H2, H, gt) KJIT_CUDA_PAIR_COMPARE(H2, H, ge) \
+  KJIT_CUDA_PAIR_COMPARE(H2, H, equ) KJIT_CUDA_PAIR_COMPARE(H2, H, neu) \
+  KJIT_CUDA_PAIR_COMPARE(H2, H, ltu) KJIT_CUDA_PAIR_COMPARE(H2, H, leu) \
+  KJIT_CUDA_PAIR_COMPARE(H2, H, gtu) KJIT_CUDA_PAIR_COMPARE(H2, H, geu)
+// clang-format on
 #define KJIT_CUDA_PAIR_COMPARE(H2, H, op)                                              \
   KJIT_INLINE H2 __h##op##2(H2 a, H2 b) {                                              \
     return H2(H(__h##op(a.x, b.x) ? 1.0f : 0.0f), H(__h##op(a.y, b.y) ? 1.0f : 0.0f)); \
@@ -80,6 +85,7 @@ namespace kjit::cuda_dialect {
 KJIT_CUDA_PAIR(__half2, __half, half, half, __half22float2)
 KJIT_CUDA_PAIR(__nv_bfloat162, __nv_bfloat16, bfloat16, bfloat16, __bfloat1622float2)
 #undef KJIT_CUDA_PAIR
+#undef KJIT_CUDA_PAIR_COMPARES
 #undef KJIT_CUDA_PAIR_COMPARE
 #undef KJIT_CUDA_PAIR_SHUFFLE
 #undef KJIT_CUDA_PAIR_SHUFFLES

@@ -45,6 +45,15 @@ KJIT_INLINE H fma(H a, H b, H c) {
   const double s = p + z, v = s - p;
   return H(odd_float(odd_double(s, (p - (s - v)) + (z - v))));
 }
+// fmax and fmin with +0 above -0, as __hmax and __hmin order them.
+KJIT_INLINE float max(float a, float b) {
+  if (a == 0.0f && b == 0.0f) return ::kjit::signbit(a) ? b : a;
+  return ::kjit::fmax(a, b);
+}
+KJIT_INLINE float min(float a, float b) {
+  if (a == 0.0f && b == 0.0f) return ::kjit::signbit(a) ? a : b;
+  return ::kjit::fmin(a, b);
+}
 }  // namespace low_float_detail
 
 // The arithmetic of cuda_fp16.h and cuda_bf16.h, for each of the two types: computed in float and
@@ -59,8 +68,8 @@ KJIT_INLINE H fma(H a, H b, H c) {
   KJIT_INLINE H __hfma(H a, H b, H c) { return low_float_detail::fma(a, b, c); }          \
   KJIT_INLINE H __hneg(H a) { return H(-float(a)); }                                      \
   KJIT_INLINE H __habs(H a) { return H(::kjit::fabs(float(a))); }                         \
-  KJIT_INLINE H __hmax(H a, H b) { return H(::kjit::fmax(float(a), float(b))); }          \
-  KJIT_INLINE H __hmin(H a, H b) { return H(::kjit::fmin(float(a), float(b))); }          \
+  KJIT_INLINE H __hmax(H a, H b) { return H(low_float_detail::max(float(a), float(b))); } \
+  KJIT_INLINE H __hmin(H a, H b) { return H(low_float_detail::min(float(a), float(b))); } \
   KJIT_INLINE bool __heq(H a, H b) { return float(a) == float(b); }                       \
   KJIT_INLINE bool __hne(H a, H b) { return float(a) < float(b) || float(a) > float(b); } \
   KJIT_INLINE bool __hlt(H a, H b) { return float(a) < float(b); }                        \

@@ -13,6 +13,9 @@ KJIT_INLINE unsigned divide(unsigned n, const unsigned (&magic)[2]) {
   return (__umulhi(n, magic[0]) + n) >> magic[1];
 }
 
+// CUDA's uint3 of kjit's (what the body's blockIdx and gridDim are).
+KJIT_INLINE ::uint3 cuda_uint3(uint3 v) { return make_uint3(v.x, v.y, v.z); }
+
 // The position of this block's group in the grid of groups.
 template <unsigned Layout>
 KJIT_INLINE uint3 group_of_block(const kjit_cuda_launch& L) {

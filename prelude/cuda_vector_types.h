@@ -1,7 +1,7 @@
 // CUDA's vector types on the CPU (NVRTC has them built in): plain structs of 1 to 4 members x, y,
 // z, w with CUDA's sizes and alignments, so that reinterpreting a float* as a float4* reads the
-// same elements, and make_float4(...) and the like. uint3 and dim3 are the thread indices' type
-// (cuda_cpu.h). CUDA defines no arithmetic on them, nor does this.
+// same elements, and make_float4(...) and the like. CUDA defines no arithmetic on them, nor
+// does this.
 namespace kjit::cuda_dialect {
 
 // T1..T4 for the scalar T: 1 and 3 members aligned as T, 2 and 4 members as a whole (up to 16).
@@ -35,19 +35,35 @@ KJIT_CUDA_VECTOR(float, float)
 KJIT_CUDA_VECTOR(double, double)
 #undef KJIT_CUDA_VECTOR
 
-// The unsigned ones but uint3, which is the index variables' type.
+// The unsigned ones. uint3 also converts to and from the body's index variables (kjit's own
+// three-element vectors, which are 16 bytes), and dim3 is a uint3 whose missing sizes are 1.
 struct uint1 {
   unsigned x;
 };
 struct alignas(8) uint2 {
   unsigned x, y;
 };
+struct uint3 {
+  unsigned x, y, z;
+  uint3() = default;
+  KJIT_INLINE constexpr uint3(unsigned vx, unsigned vy, unsigned vz) : x(vx), y(vy), z(vz) {}
+  KJIT_INLINE uint3(const ::kjit::uint3& v) : x(v.x), y(v.y), z(v.z) {}
+  KJIT_INLINE operator ::kjit::uint3() const { return ::kjit::uint3(x, y, z); }
+};
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
+struct dim3 {
+  unsigned x, y, z;
+  KJIT_INLINE constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1)
+      : x(vx), y(vy), z(vz) {}
+  KJIT_INLINE dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  KJIT_INLINE dim3(const ::kjit::uint3& v) : x(v.x), y(v.y), z(v.z) {}
+  KJIT_INLINE operator uint3() const { return uint3(x, y, z); }
+};
 KJIT_INLINE uint1 make_uint1(unsigned x) { return {x}; }
 KJIT_INLINE uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
-KJIT_INLINE ::kjit::uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
+KJIT_INLINE uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return uint3(x, y, z); }
 KJIT_INLINE uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return {x, y, z, w};
 }

@@ -259,7 +259,7 @@ KJIT_INLINE float exp10(float x) { return ::exp10f(x); }
 // double.
 #ifdef KJIT_CPU
 KJIT_INLINE double sinpi(double x) {
-  if (__builtin_rint(x) == x) return __builtin_copysign(0.0, x);
+  if (__builtin_rint(x) == x && x - x == 0) return __builtin_copysign(0.0, x);  // inf: NaN below
   return __builtin_sin(3.14159265358979323846 * __builtin_remainder(x, 2.0));
 }
 KJIT_INLINE double cospi(double x) {

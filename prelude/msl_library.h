@@ -135,11 +135,28 @@ KJIT_MSL_INTEGER KJIT_INLINE T subsat(T x, T y) {
     return x < y ? T(0) : r;
   }
 }
+// x * y + z clamped to T's range: exact in 64 bits for narrower types; for 64-bit ones, from the
+// product's high and low words.
 KJIT_MSL_INTEGER KJIT_INLINE T mad_sat(T x, T y, T z) {
-  static_assert(library_detail::bits_of<T> <= 32, "mad_sat: 64-bit integers are not supported");
-  const long long r = static_cast<long long>(x) * y + z;
-  const long long lo = library_detail::lowest<T>, hi = library_detail::highest<T>;
-  return T(r < lo ? lo : r > hi ? hi : r);
+  constexpr T lo = library_detail::lowest<T>, hi = library_detail::highest<T>;
+  if constexpr (library_detail::bits_of<T> < 64 && library_detail::is_signed_v<T>) {
+    const long long r = static_cast<long long>(x) * y + z;
+    return T(r < lo ? lo : r > hi ? hi : r);
+  } else if constexpr (library_detail::bits_of<T> < 64) {
+    const unsigned long long r = static_cast<unsigned long long>(x) * y + z;
+    return T(r > hi ? hi : r);
+  } else if constexpr (!library_detail::is_signed_v<T>) {
+    const T low = T(x * y), sum = T(low + z);
+    return mulhi(x, y) != 0 || sum < low ? hi : sum;
+  } else {
+    typedef library_detail::unsigned_t<T> U;
+    // The 128-bit product high:low, plus z sign-extended; it fits in T when high is all copies
+    // of the sum's sign bit.
+    const U low = U(x) * U(y), sum = low + U(z);
+    const T high = T(mulhi(x, y) + (sum < low ? 1 : 0) + (z < 0 ? -1 : 0));
+    if (high == T(T(sum) < 0 ? -1 : 0)) return T(sum);
+    return high < 0 ? lo : hi;
+  }
 }
 // 24-bit multiplies: the low 24 bits of each operand (sign-extended for signed types).
 KJIT_MSL_INTEGER KJIT_INLINE T mul24(T x, T y) {
@@ -219,6 +236,17 @@ KJIT_INLINE T fdim(T x, T y) {
   return T(KJIT_MATHF(fdim)(float(x), float(y)));
 }
 KJIT_INLINE float nextafter(float x, float y) { return KJIT_MATHF(nextafter)(x, y); }
+// The next half or bfloat after x towards y: a step of the last bit of H's own.
+template <class H, KJIT_IF(::kjit::is_low_float_v<H>)>
+KJIT_INLINE H nextafter(H x, H y) {
+  const float fx = float(x), fy = float(y);
+  if (fx != fx || fy != fy) return H(fx + fy);  // NaN
+  if (fx == fy) return y;
+  if (fx == 0.0f) return H::from_bits(uint16_t(fy < 0.0f ? 0x8001u : 0x0001u));
+  // Away from zero when y lies beyond x, else towards it.
+  const bool away = (fy > fx) == (fx > 0.0f);
+  return H::from_bits(uint16_t(away ? x.bits + 1 : x.bits - 1));
+}
 template <class T>
 KJIT_INLINE T ldexp(T x, int k) {
   return T(KJIT_MATHF(ldexp)(float(x), k));
@@ -251,6 +279,8 @@ KJIT_VEC_ELEMENTWISE(logb, T)
 KJIT_VEC_ELEMENTWISE(sinpi, T)
 KJIT_VEC_ELEMENTWISE(cospi, T)
 KJIT_VEC_ELEMENTWISE(tanpi, T)
+KJIT_VEC_ELEMENTWISE(ilogb, int)
+KJIT_VEC_BINARY(nextafter)
 KJIT_VEC_BINARY(rotate)
 KJIT_VEC_BINARY(absdiff)
 KJIT_VEC_BINARY(hadd)
@@ -286,6 +316,24 @@ KJIT_INLINE vec<T, N> sincos(const vec<T, N>& x, vec<T, N>& cosine) {
   vec<T, N> sine;
   for (int i = 0; i < N; ++i) sine[i] = sincos(x[i], cosine[i]);
   return sine;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> frexp(const vec<T, N>& x, vec<int, N>& exponent) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = frexp(x[i], exponent[i]);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> modf(const vec<T, N>& x, vec<T, N>& whole) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = modf(x[i], whole[i]);
+  return r;
+}
+template <class T, int N>
+KJIT_INLINE vec<T, N> ldexp(const vec<T, N>& x, const vec<int, N>& k) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = ldexp(x[i], k[i]);
+  return r;
 }
 template <class T, int N>
 KJIT_INLINE vec<T, N> extract_bits(const vec<T, N>& x, unsigned offset, unsigned bits) {

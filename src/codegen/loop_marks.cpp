@@ -1,5 +1,7 @@
 #include "codegen/loop_marks.h"
 
+#include <algorithm>
+
 #include "codegen/token_scan.h"
 
 namespace kjit::codegen {
@@ -11,6 +13,11 @@ size_t statement_end(const std::vector<Token>& t, size_t k) {
   const size_t n = t.size();
   if (k >= n) return n;
   const std::string_view word = t[k].text;
+  if (t[k].kind == TokenKind::Identifier) {
+    // A labelled statement: "name: statement".
+    const size_t colon = index_after(t, k);
+    if (colon < n && t[colon].text == ":") return statement_end(t, index_after(t, colon));
+  }
   // The parenthesised header after |at|, and the statement after it.
   auto after_header = [&](size_t at) {
     if (at < n && t[at].text == "constexpr") at = index_after(t, at);  // if constexpr
@@ -63,11 +70,32 @@ std::vector<size_t> header_semicolons(const std::vector<Token>& t, size_t open, 
   return found;
 }
 
+// Blanks the #pragma lines right before token |i| (keeping their line breaks).
+void blank_pragmas_before(const std::vector<Token>& t, size_t i, LoopMarks& marks) {
+  for (size_t k = i; k > 0;) {
+    const Token& p = t[k - 1];
+    if (!p.in_directive) {
+      if (p.kind != TokenKind::Space && p.kind != TokenKind::Comment) return;
+      --k;
+      continue;
+    }
+    size_t hash = k - 1;
+    while (hash > 0 && t[hash].kind != TokenKind::Directive) --hash;
+    const size_t word = index_after(t, hash);
+    if (t[hash].kind != TokenKind::Directive || word >= k || t[word].text != "pragma") return;
+    for (size_t j = hash; j < k; ++j) {
+      marks.instead[j] = std::string(
+          static_cast<size_t>(std::count(t[j].text.begin(), t[j].text.end(), '\n')), '\n');
+    }
+    k = hash;
+  }
+}
+
 }  // namespace
 
 LoopMarks mark_waiting_loops(const std::vector<Token>& t, const std::vector<bool>& waits) {
   const size_t n = t.size();
-  LoopMarks marks{std::vector<std::string>(n + 1), std::vector<std::string_view>(n)};
+  LoopMarks marks{std::vector<std::string>(n + 1), std::vector<std::optional<std::string>>(n)};
   std::vector<bool> ends_do(n);  // the while of a do-while
   FunctionsWithin functions;
   for (size_t i = 0; i < n; ++i) {
@@ -94,7 +122,8 @@ LoopMarks mark_waiting_loops(const std::vector<Token>& t, const std::vector<bool
     if (!waiting) continue;
     const std::string mark = "kjit_loop_" + std::to_string(i);
     marks.before[i] += "{::kjit::coop::loop_mark " + mark +
-                       "(co_await ::kjit::coop::this_lane{}, KJIT_CALL_SITE);";
+                       "(co_await ::kjit::coop::this_lane{}, " + std::to_string(t[i].line) + ");";
+    blank_pragmas_before(t, i, marks);
     marks.before[end + 1] = "}" + marks.before[end + 1];
     const std::string next = "(void)" + mark + ".next()";
     const std::vector<size_t> semicolons =

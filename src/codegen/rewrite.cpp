@@ -490,8 +490,8 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
     if (coroutine) functions.step(tokens, i);
-    if (coroutine && !marks.instead[i].empty()) {
-      out += marks.instead[i];
+    if (coroutine && marks.instead[i]) {
+      out += *marks.instead[i];
       continue;
     }
     if (coroutine && t.kind == TokenKind::Identifier) {

@@ -9,6 +9,7 @@
 
 #include "codegen/prelude.h"
 #include "codegen/regions.h"
+#include "codegen/token_scan.h"
 
 namespace kjit::codegen {
 namespace {
@@ -45,12 +46,13 @@ struct CudaBuiltin {
   const char* name;
   const char* attribute;
   bool decoded;  // differs from the GPU's own value, which counts blocks of the 1-D launch
+  const char* in_header;  // what the header's uses are renamed to (header_index_uses)
 };
 constexpr CudaBuiltin kCudaBuiltins[] = {
-    {"threadIdx", "thread_position_in_threadgroup", false},
-    {"blockIdx", "threadgroup_position_in_grid", true},
-    {"blockDim", "dispatch_threads_per_threadgroup", false},
-    {"gridDim", "threadgroups_per_grid", true},
+    {"threadIdx", "thread_position_in_threadgroup", false, "kjit_header_threadIdx"},
+    {"blockIdx", "threadgroup_position_in_grid", true, "kjit_header_blockIdx"},
+    {"blockDim", "dispatch_threads_per_threadgroup", false, "kjit_header_blockDim"},
+    {"gridDim", "threadgroups_per_grid", true, "kjit_header_gridDim"},
 };
 
 // The builtins of kCudaBuiltins that |tokens| use and |target| must supply.
@@ -62,6 +64,35 @@ std::vector<const CudaBuiltin*> builtins_used(const KernelSpec& spec,
     if ((target == Target::Cpu || b.decoded) && has_identifier(tokens, b.name)) used.push_back(&b);
   }
   return used;
+}
+
+// The header's functions are compiled before the body, which declares CUDA's index variables as
+// locals. Where the header reads one (the name followed by '.', as in threadIdx.x, or after '=',
+// '(', '{' or return; and not itself a member), the name is renamed to a macro that generate
+// defines before the header; a member of the user's own named gridDim stays as it is.
+struct HeaderIndexUses {
+  std::vector<Token> tokens;  // the header's, with those uses renamed
+  std::vector<const CudaBuiltin*> used;
+};
+HeaderIndexUses header_index_uses(const KernelSpec& spec, Target target) {
+  HeaderIndexUses uses{spec.header_tokens, {}};
+  std::vector<Token>& t = uses.tokens;
+  for (const CudaBuiltin* b : builtins_used(spec, t, target)) {
+    bool renamed = false;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].kind != TokenKind::Identifier || t[i].text != b->name || t[i].in_directive) continue;
+      const Token* after = next_significant(t, i);
+      const Token* before = prev_significant(t, i);
+      const bool read = (after && after->text == ".") ||
+                        (before && (before->text == "=" || before->text == "(" ||
+                                    before->text == "{" || before->text == "return"));
+      if (!read || is_member_access(before) || (before && before->text == "::")) continue;
+      t[i].text = b->in_header;
+      renamed = true;
+    }
+    if (renamed) uses.used.push_back(b);
+  }
+  return uses;
 }
 
 }  // namespace
@@ -240,12 +271,15 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
     out += "  const " + std::string(vector ? "::kjit::uint3 " : "unsigned ") + attr + " = " + ctx +
            "." + attr + "();\n";
   }
+  // On the GPU as CUDA's own uint3, which converts to dim3 as the hardware's does.
   for (const CudaBuiltin* b : builtins_used(spec, spec.source_tokens, target)) {
-    out += "  const ::kjit::uint3 " + std::string(b->name) + " = " + ctx + "." + b->attribute +
-           "();\n";
+    out += target == Target::Cuda
+               ? "  const ::uint3 " + std::string(b->name) + " = ::kjit::cuda_uint3(" + ctx + "." +
+                     b->attribute + "());\n"
+               : "  const ::kjit::uint3 " + std::string(b->name) + " = " + ctx + "." +
+                     b->attribute + "();\n";
   }
-  const std::vector<const CudaBuiltin*> header_builtins =
-      builtins_used(spec, spec.header_tokens, target);
+  const std::vector<const CudaBuiltin*> header_builtins = header_index_uses(spec, target).used;
   if (sets_current_thread && target == Target::Cpu &&
       (!header_builtins.empty() || has_identifier(spec.source_tokens, "this_grid") ||
        has_identifier(spec.source_tokens, "this_thread_block") ||
@@ -256,7 +290,7 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
   if (target == Target::Cuda) {
     // Every thread of the group stores the same values (see generate).
     for (const CudaBuiltin* b : header_builtins) {
-      const std::string var = std::string("kjit_header_") + b->name;
+      const std::string var = std::string("kjit_group_") + b->name;
       out += "  { const ::kjit::uint3 v = " + ctx + "." + b->attribute + "(); " + var +
              "[0] = v.x; " + var + "[1] = v.y; " + var + "[2] = v.z; }\n";
     }
@@ -368,26 +402,24 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
 
   w << "namespace kjit_user {\n";
   if (!spec.header.empty()) {
-    const std::vector<const CudaBuiltin*> builtins =
-        builtins_used(spec, spec.header_tokens, target);
-    // The header's functions are compiled before the body, which declares CUDA's index
-    // variables as locals: they read the running thread's, on the CPU through its context, and
-    // on the GPU (where threadIdx and blockDim are the hardware's, and a block's own blockIdx
+    const HeaderIndexUses uses = header_index_uses(spec, target);
+    // The header reads the running thread's index variables: on the CPU through its context,
+    // and on the GPU (where threadIdx and blockDim are the hardware's, and a block's own blockIdx
     // and gridDim differ from the body's for grids laid out otherwise) from variables of the
-    // group that each of its threads sets to the same values.
-    for (const CudaBuiltin* b : builtins) {
-      const std::string name = b->name, var = "kjit_header_" + name;
+    // group that each of its threads sets to the same values (thread_locals).
+    for (const CudaBuiltin* b : uses.used) {
+      const std::string var = std::string("kjit_group_") + b->name;
       if (target == Target::Cpu) {
-        w << "#define " << name << " (::kjit::current_thread->" << b->attribute << "())\n";
+        w << "#define " << b->in_header << " (::kjit::current_thread->" << b->attribute << "())\n";
       } else {
-        w << "__shared__ unsigned " << var << "[3];\n#define " << name << " (::kjit::uint3(" << var
-          << "[0], " << var << "[1], " << var << "[2]))\n";
+        w << "__shared__ unsigned " << var << "[3];\n#define " << b->in_header << " (make_uint3("
+          << var << "[0], " << var << "[1], " << var << "[2]))\n";
       }
     }
     w << "#line 1 \"" << kHeaderFile << "\"\n";
-    w << rewrite_header(spec.header_tokens, spec.dialect, target, helpers);
+    w << rewrite_header(uses.tokens, spec.dialect, target, helpers);
     w.resume_generated();
-    for (const CudaBuiltin* b : builtins) w << "#undef " << b->name << "\n";
+    for (const CudaBuiltin* b : uses.used) w << "#undef " << b->in_header << "\n";
   }
 
   std::string params = signature(spec, call);

@@ -212,9 +212,9 @@ TEST(RewriteCooperative, LoopsThatWaitCountTheirIterations) {
   auto cpu = [](const std::string& body) {
     return rewrite(lex(body), Dialect::Metal, Target::Cpu, /*coroutine=*/true);
   };
+  // The mark names the loop's line.
   const std::string mark =
-      "{::kjit::coop::loop_mark kjit_loop_0(co_await "
-      "::kjit::coop::this_lane{}, KJIT_CALL_SITE);";
+      "{::kjit::coop::loop_mark kjit_loop_0(co_await ::kjit::coop::this_lane{}, 1);";
   // A for counts after its step; a while becomes a for, its condition kept as written.
   EXPECT_EQ(
       cpu("for (int k = 0; k < n; ++k) s += simd_sum(k);"),
@@ -228,6 +228,13 @@ TEST(RewriteCooperative, LoopsThatWaitCountTheirIterations) {
             mark + "do {(void)kjit_loop_0.next(); s = (co_await simd_sum(s)); } while (s < 9);}");
   EXPECT_EQ(cpu("for (float v : a) s += simd_sum(v);"),
             mark + "for (float v : a) {(void)kjit_loop_0.next();s += (co_await simd_sum(v));}}");
+  // An unroll hint right before a marked loop is blanked, keeping its line; a labelled
+  // statement is a whole loop body.
+  EXPECT_EQ(cpu("s = 0;\n#pragma unroll\nfor (;;) simd_sum(s);"),
+            "s = 0;\n\n{::kjit::coop::loop_mark kjit_loop_12(co_await ::kjit::coop::this_lane{}, "
+            "3);for (;;(void)kjit_loop_12.next()) (co_await simd_sum(s));}");
+  EXPECT_EQ(cpu("while (a) L: { simd_sum(a); } b = 1;"),
+            mark + "for (;a;(void)kjit_loop_0.next()) L: { (co_await simd_sum(a)); }} b = 1;");
   // Loops that do not wait, and loops inside lambdas, stay as they are.
   EXPECT_EQ(cpu("for (int k = 0; k < 3; ++k) s += k;\nsimd_sum(s);"),
             "for (int k = 0; k < 3; ++k) s += k;\n(co_await simd_sum(s));");

@@ -1226,6 +1226,28 @@ __device__ void store_indices(unsigned* row) {
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_header_functions_use_index_variables_whole_beside_members_of_the_same_names(device):
+    k = kjit.cuda_kernel(name="header_whole_indices", input_names=[], output_names=["out"],
+                         header="""
+struct Launch { unsigned gridDim, blockDim; };
+__device__ unsigned groups() { dim3 g = gridDim; return g.x * g.y; }
+__device__ uint3 position() { return blockIdx; }
+__device__ unsigned sizes(Launch l) { const uint3& t = threadIdx; return l.gridDim + l.blockDim + t.x; }
+""", source="""
+    const unsigned i = blockIdx.y * gridDim.x * blockDim.x + blockIdx.x * blockDim.x + threadIdx.x;
+    out[3 * i] = groups();
+    out[3 * i + 1] = position().x + 100 * position().y;
+    out[3 * i + 2] = sizes(Launch{1000u, 20000u});
+""")
+    (out,) = k(inputs=[], output_shapes=[(3 * 256,)], output_dtypes=[np.uint32], grid=(64, 4, 1),
+               threadgroup=(16, 1, 1), device=device, outputs=[poisoned((3 * 256,), np.uint32)])
+    y, x = np.meshgrid(np.arange(4), np.arange(64), indexing="ij")
+    expected = np.stack([np.full(256, 16), (x // 16 + 100 * y).ravel(), 21000 + (x % 16).ravel()],
+                        axis=1)
+    np.testing.assert_array_equal(out.reshape(256, 3), expected)
+
+
 HELPER_IN_A_BRANCH = """
 float total(float v) { return simd_sum(v); }
 float biggest(float v) { return simd_max(v); }
@@ -1292,6 +1314,11 @@ LOOPS_THAT_SKIP = {
         if ((lane + k) % 3 != 0) acc += ++calls * simd_sum(v);
         ++k;
     } while (k < 3);""", [(LANE + k) % 3 != 0 for k in range(3)]),
+    "unroll_hint_and_labelled_body": ("", """
+#pragma unroll
+    for (uint k = 0; k < 4; ++k)
+        next: { if (k < lane % 4) continue; acc += ++calls * simd_sum(v); }""",
+                                      [LANE % 4 <= k for k in range(4)]),
     "range_for_without_braces": ("", """
     const uint ks[3] = {0u, 1u, 2u};
     for (uint k : ks) if (lane < 8 * (k + 1)) acc += ++calls * simd_sum(v);""",

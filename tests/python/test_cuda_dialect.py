@@ -31,7 +31,7 @@ VECTOR_LAYOUTS = {"char2": (2, 2), "uchar3": (3, 1), "char4": (4, 4), "short2": 
                   "uint2": (8, 8), "int3": (12, 4), "int4": (16, 16), "uint4": (16, 16),
                   "long2": (16, 16), "longlong2": (16, 16), "ulonglong3": (24, 8),
                   "float2": (8, 8), "float3": (12, 4), "float4": (16, 16), "double2": (16, 16),
-                  "double3": (24, 8)}
+                  "double3": (24, 8), "uint3": (12, 4), "dim3": (12, 4)}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -40,16 +40,23 @@ def test_vector_types_have_cudas_layout_and_load_as_cuda_does(device, rng):
     layout = "".join(f"    o0[{2 * k}] = sizeof({t}); o0[{2 * k + 1}] = alignof({t});\n"
                      for k, t in enumerate(names))
     x = rng.standard_normal(4 * 64).astype(np.float32)
-    sizes, loaded = run("vector_types", """
+    sizes = run("vector_types", """
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == 0) {
 """ + layout + """    }
     const float4 v = reinterpret_cast<const float4*>(a)[i];
     const int2 p = make_int2(int(i), -int(i));
     const dim3 d(2, 3);
+    // Packed triples read as CUDA's uint3, and the index variables converted to it.
+    const uint3 t = reinterpret_cast<const uint3*>(a)[i];
+    const uint3 b = blockIdx;
+    o2[i] = __float_as_uint(a[3 * i + 1]) == t.y && dim3(blockDim).x == 64 && b.x == 0;
     reinterpret_cast<float4*>(o1)[i] =
         make_float4(v.w + p.x, v.z + p.y, v.y * float(d.x), v.x * float(d.y * d.z));
-""", [x], [((2 * len(names),), np.int32), ((4 * 64,), np.float32)], device, grid=64)
+""", [x], [((2 * len(names),), np.int32), ((4 * 64,), np.float32), ((64,), np.int32)], device,
+        grid=64)
+    sizes, loaded, triples = sizes
+    np.testing.assert_array_equal(triples, np.ones(64))
     np.testing.assert_array_equal(sizes, np.array([VECTOR_LAYOUTS[t] for t in names]).ravel())
     quads = x.reshape(64, 4).astype(np.float64)
     i = np.arange(64)
@@ -428,3 +435,73 @@ def test_half_pairs(device, pair, rng):
     lanes_equal = (a == b).reshape(-1, 2)
     np.testing.assert_array_equal(outs[-1],
                                   lanes_equal.all(1) + 2 * (~lanes_equal).all(1) + 4 + 8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_signed_zeros_infinities_and_nans_as_a_gpu_gives_them(device):
+    # __hmax/__hmin order +0 above -0; __saturatef gives +0 for -0 and NaN; sinpif of an
+    # infinity is NaN; != of half pairs is __hbneu2 (unordered, both lanes), as cuda_fp16.h's.
+    (out,) = run("edge_values", """
+    const float inf = __int_as_float(0x7f800000), nan = __int_as_float(0x7fc00000);
+    const __half pz = __float2half(0.0f), nz = __float2half(-0.0f);
+    o0[0] = __half2float(__hmax(nz, pz));
+    o0[1] = __half2float(__hmax(pz, nz));
+    o0[2] = __half2float(__hmin(pz, nz));
+    o0[3] = __half2float(__hmin(nz, pz));
+    o0[4] = __saturatef(-0.0f);
+    o0[5] = __saturatef(nan);
+    o0[6] = sinpif(inf);
+    o0[7] = sinpif(-inf);
+    o0[8] = cospif(inf);
+    o0[9] = __float2half2_rn(nan) != __float2half2_rn(nan);
+    o0[10] = __hbneu2(__float2half2_rn(nan), __float2half2_rn(1.0f));
+    o0[11] = __hbne2(__float2half2_rn(nan), __float2half2_rn(1.0f));
+    o0[12] = normcdfinvf(0.5f);
+""", [], [((13,), np.float32)], device, grid=1, group=1)
+    signs = np.signbit(out[:6])
+    np.testing.assert_array_equal(out[:6], np.zeros(6))
+    np.testing.assert_array_equal(signs, [False, False, True, True, False, False])
+    assert np.isnan(out[6:9]).all()
+    np.testing.assert_array_equal(out[9:12], [1, 1, 0])
+    assert out[12] == 0 and not np.signbit(out[12])
+
+
+def inverse_error_ulps(t: float, y: float) -> float:
+    """How far t is from erfcinv(y), in units of t's last place: |erfc(t) - y| over erfc's
+    slope at t (through logs where erfc(t) is tiny)."""
+    if y < 1e-300:  # erfc underflows in float64: compare logs, whose slope is -2t asymptotically
+        u = 1 / (2 * t * t)
+        series = sum((-u) ** n * math.prod(range(1, 2 * n, 2)) for n in range(8))
+        log_erfc = -t * t - math.log(t * math.sqrt(math.pi)) + math.log(series)
+        return abs(log_erfc - math.log(y)) / (2 * t) / float(np.spacing(t))
+    slope = 2 / math.sqrt(math.pi) * math.exp(-t * t)
+    return abs(math.erfc(t) - y) / slope / abs(float(np.spacing(t)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_double_inverse_error_functions_at_the_ends_of_their_ranges(device):
+    # In double precision: erfinv near +-1 and erfcinv near 0 and 2 (where 1 - x and 2 - y lose
+    # digits), normcdfinv in both tails, and erfcinv where erfc(t) underflows.
+    y = np.array([1e-300, 5e-324, 1e-100, 1e-20, 1e-10, 0.01, 0.3, 0.5, 0.9, 1.2, 1.7,
+                  2 - 2.0 ** -51, 1.9999999999])
+    erfinv, erfcinv, normcdfinv = run("inverse_erf", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    o0[i] = erfinv(1.0 - a[i]);
+    o1[i] = erfcinv(a[i]);
+    o2[i] = normcdfinv(a[i] / 2.0);
+""", [y], [((y.size,), np.float64)] * 3, device, group=16)
+    # Within CUDA's documented bounds (erfinv 5 ulp, erfcinv 6, normcdfinv 8), plus one.
+    for v, t in zip(y, erfcinv):
+        assert inverse_error_ulps(float(t), float(v)) <= 7, (v, t)
+    for v, t in zip(y, erfinv):  # erfinv(x) = erfcinv(1 - x), for the x = 1 - v given
+        below_one = 1.0 - (1.0 - float(v))
+        if below_one == 0:
+            assert t == np.inf
+        elif below_one < 1:
+            assert inverse_error_ulps(float(t), below_one) <= 6, (v, t)
+    for v, t in zip(y, normcdfinv):  # normcdfinv(p) = -sqrt(2) erfcinv(2p), for p = v / 2
+        p = float(v) / 2
+        if p == 0:
+            assert t == -np.inf
+        else:
+            assert inverse_error_ulps(-float(t) / math.sqrt(2), 2 * p) <= 9, (v, t)

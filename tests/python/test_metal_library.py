@@ -56,6 +56,9 @@ INTEGER_FUNCTIONS = [
      lambda u, v, i, j, s: max(min(signed(i, 16) + signed(j, 16), 32767), -32768)),
     ("mad_sat", "mad_sat(i >> 8, j >> 8, i)", I32,
      lambda u, v, i, j, s: max(min((i >> 8) * (j >> 8) + i, 2**31 - 1), -2**31)),
+    ("mad_sat_uint", "mad_sat(u, v, s)", U32, lambda u, v, i, j, s: min(u * v + s, 2**32 - 1)),
+    ("mad_sat_long", "uint(mad_sat(long(i) << 31, long(j), long(s)) >> 40)", U32,
+     lambda u, v, i, j, s: bits(max(min((i << 31) * j + s, 2**63 - 1), -2**63) >> 40, 32)),
     ("mul24", "mul24(i, j)", I32, lambda u, v, i, j, s: signed(signed(i, 24) * signed(j, 24), 32)),
     ("mad24", "mad24(u, v, s)", U32, lambda u, v, i, j, s: bits(bits(u, 24) * bits(v, 24) + s, 32)),
     ("extract_bits", "extract_bits(u, s % 16, 9u)", U32, lambda u, v, i, j, s: (u >> s % 16) & 511),
@@ -172,6 +175,44 @@ def test_float_functions(device, rng):
     np.testing.assert_array_equal(r["fmedian3"], np.median(np.stack([x, y, np.full_like(x, 0.5)]),
                                                            axis=0).astype(np.float32))
     np.testing.assert_array_equal(r["nextafter"], np.nextafter(x, np.float32(100)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_parameter_and_stepping_functions_on_vectors_and_halves(device, rng):
+    x = rng.uniform(0.1, 50, 4 * 64).astype(np.float32)
+    names = ["frexp_m", "frexp_e", "modf_f", "modf_i", "ldexp", "ilogb", "nextafter", "half_next",
+             "half_sinpi_inf"]
+    outs = run("vector_out_parameters", """
+    const uint k = thread_position_in_grid.x;
+    const float4 v = float4(a[4 * k], a[4 * k + 1], a[4 * k + 2], a[4 * k + 3]);
+    int4 e;
+    const float4 m = frexp(v, e);
+    float4 whole;
+    const float4 f = modf(v, whole);
+    const float4 scaled = ldexp(v, int4(1, 2, 3, 4));
+    const int4 lg = ilogb(v);
+    const float4 next = nextafter(v, float4(0.0f));
+    for (int c = 0; c < 4; ++c) {
+        o0[4 * k + c] = m[c]; o1[4 * k + c] = e[c]; o2[4 * k + c] = f[c]; o3[4 * k + c] = whole[c];
+        o4[4 * k + c] = scaled[c]; o5[4 * k + c] = lg[c]; o6[4 * k + c] = next[c];
+    }
+    o7[k] = float(nextafter(half(v.x), half(100.0f)));
+    o8[k] = float(sinpi(half(INFINITY)));
+""", [x], [((4 * 64,), np.int32 if n in ("frexp_e", "ilogb") else np.float32)
+           for n in names[:7]] + [((64,), np.float32)] * 2, device, 64)
+    r = dict(zip(names, outs))
+    mantissa, exponent = np.frexp(x.astype(np.float64))
+    np.testing.assert_array_equal(r["frexp_m"], mantissa.astype(np.float32))
+    np.testing.assert_array_equal(r["frexp_e"], exponent)
+    np.testing.assert_array_equal(r["modf_i"], np.trunc(x))
+    np.testing.assert_array_equal(r["modf_f"], x - np.trunc(x))
+    np.testing.assert_array_equal(r["ldexp"], x * np.tile([2, 4, 8, 16], 64).astype(np.float32))
+    np.testing.assert_array_equal(r["ilogb"], exponent - 1)
+    np.testing.assert_array_equal(r["nextafter"], np.nextafter(x, np.float32(0)))
+    halves = x[::4].astype(np.float16)
+    np.testing.assert_array_equal(r["half_next"],
+                                  np.nextafter(halves, np.float16(100)).astype(np.float32))
+    assert np.isnan(r["half_sinpi_inf"]).all()
 
 
 @pytest.mark.parametrize("device", DEVICES)
