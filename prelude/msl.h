@@ -81,16 +81,7 @@ KJIT_INLINE vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<b
   return r;
 }
 KJIT_VEC_ELEMENTWISE(sign, T)
-template <class T, int N>
-KJIT_INLINE vec<T, N> step(const vec<T, N>& edge, const vec<T, N>& x) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = step(edge[i], x[i]);
-  return r;
-}
-template <class T, int N>
-KJIT_INLINE vec<T, N> step(T edge, const vec<T, N>& x) {
-  return step(vec<T, N>(edge), x);
-}
+KJIT_VEC_BINARY(step)
 KJIT_VEC_ELEMENTWISE(saturate, T)
 KJIT_VEC_ELEMENTWISE(fract, T)
 

@@ -311,29 +311,22 @@ KJIT_MSL_SAME_AS(fmin3, min3)
 KJIT_MSL_SAME_AS(fmax3, max3)
 KJIT_MSL_SAME_AS(fmedian3, median3)
 #undef KJIT_MSL_SAME_AS
+// The functions with an out-parameter or a parameter of another type, element by element.
 template <class T, int N>
 KJIT_INLINE vec<T, N> sincos(const vec<T, N>& x, vec<T, N>& cosine) {
-  vec<T, N> sine;
-  for (int i = 0; i < N; ++i) sine[i] = sincos(x[i], cosine[i]);
-  return sine;
+  return ::kjit::elementwise<T>(x, cosine, [](T v, T& c) { return sincos(v, c); });
 }
 template <class T, int N>
 KJIT_INLINE vec<T, N> frexp(const vec<T, N>& x, vec<int, N>& exponent) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = frexp(x[i], exponent[i]);
-  return r;
+  return ::kjit::elementwise<T>(x, exponent, [](T v, int& e) { return frexp(v, e); });
 }
 template <class T, int N>
 KJIT_INLINE vec<T, N> modf(const vec<T, N>& x, vec<T, N>& whole) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = modf(x[i], whole[i]);
-  return r;
+  return ::kjit::elementwise<T>(x, whole, [](T v, T& w) { return modf(v, w); });
 }
 template <class T, int N>
 KJIT_INLINE vec<T, N> ldexp(const vec<T, N>& x, const vec<int, N>& k) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = ldexp(x[i], k[i]);
-  return r;
+  return ::kjit::elementwise<T>(x, k, [](T v, int e) { return ldexp(v, e); });
 }
 template <class T, int N>
 KJIT_INLINE vec<T, N> extract_bits(const vec<T, N>& x, unsigned offset, unsigned bits) {
@@ -344,9 +337,8 @@ KJIT_INLINE vec<T, N> extract_bits(const vec<T, N>& x, unsigned offset, unsigned
 template <class T, int N>
 KJIT_INLINE vec<T, N> insert_bits(const vec<T, N>& base, const vec<T, N>& insert, unsigned offset,
                                   unsigned bits) {
-  vec<T, N> r;
-  for (int i = 0; i < N; ++i) r[i] = insert_bits(base[i], insert[i], offset, bits);
-  return r;
+  return ::kjit::elementwise<T>(base, insert,
+                                [=](T b, T v) { return insert_bits(b, v, offset, bits); });
 }
 
 // Geometry.

@@ -260,6 +260,14 @@ KJIT_VEC_ELEMENTWISE(abs, T)
     for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i], c[i]);                               \
     return r;                                                                                \
   }
+// A vector of R whose element i is f(a[i], b[i]), where b is a vector of any element type,
+// written through when f takes an out-parameter (frexp(x, exponent)).
+template <class R, class A, class B, int N, class F>
+KJIT_INLINE vec<R, N> elementwise(const vec<A, N>& a, B& b, F f) {
+  vec<R, N> r;
+  for (int i = 0; i < N; ++i) r[i] = f(a[i], b[i]);
+  return r;
+}
 KJIT_VEC_BINARY(pow)
 KJIT_VEC_BINARY(atan2)
 KJIT_VEC_BINARY(fmod)
