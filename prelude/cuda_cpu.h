@@ -130,8 +130,12 @@ struct thread_block {
   KJIT_INLINE unsigned thread_rank() const { return ::kjit::current_thread->rank_in_block(); }
   KJIT_INLINE unsigned size() const { return ::kjit::current_thread->full_group_threads(); }
   KJIT_INLINE unsigned num_threads() const { return size(); }
-  KJIT_INLINE ::kjit::uint3 group_index() const { return ::kjit::current_thread->group_id; }
-  KJIT_INLINE ::kjit::uint3 thread_index() const { return ::kjit::current_thread->local_id(); }
+  KJIT_INLINE ::kjit::cuda_dialect::dim3 group_index() const {
+    return ::kjit::current_thread->group_id;
+  }
+  KJIT_INLINE ::kjit::cuda_dialect::dim3 thread_index() const {
+    return ::kjit::current_thread->local_id();
+  }
   // A barrier: defined by the cooperative mode (cuda_cpu_coop.h), which every body calling it
   // runs in.
   auto sync() const;

@@ -25,7 +25,8 @@ namespace kjit::cuda_dialect {
   KJIT_INLINE H2 __low2##name##2(H2 a) { return H2(a.x, a.x); }                               \
   KJIT_INLINE H2 __high2##name##2(H2 a) { return H2(a.y, a.y); }                              \
   KJIT_INLINE H2 __lowhigh2highlow(H2 a) { return H2(a.y, a.x); }                             \
-  /* Arithmetic, and the operators (== and != are __hbeq2 and __hbneu2, as cuda_fp16.h's). */ \
+  /* Arithmetic, and the operators (== != < <= > >= are __hbeq2 __hbneu2 __hblt2..., as in */ \
+  /* cuda_fp16.h). */                                                                         \
   KJIT_INLINE H2 __hadd2(H2 a, H2 b) { return H2(__hadd(a.x, b.x), __hadd(a.y, b.y)); }       \
   KJIT_INLINE H2 __hsub2(H2 a, H2 b) { return H2(__hsub(a.x, b.x), __hsub(a.y, b.y)); }       \
   KJIT_INLINE H2 __hmul2(H2 a, H2 b) { return H2(__hmul(a.x, b.x), __hmul(a.y, b.y)); }       \
@@ -43,6 +44,23 @@ namespace kjit::cuda_dialect {
   KJIT_INLINE H2 operator*(H2 a, H2 b) { return __hmul2(a, b); }                              \
   KJIT_INLINE H2 operator/(H2 a, H2 b) { return __h2div(a, b); }                              \
   KJIT_INLINE H2 operator-(H2 a) { return __hneg2(a); }                                       \
+  KJIT_INLINE H2 operator+(H2 a) { return a; }                                                \
+  KJIT_INLINE H2& operator++(H2& a) { return a = a + __float2##name##2_rn(1.0f); }            \
+  KJIT_INLINE H2& operator--(H2& a) { return a = a - __float2##name##2_rn(1.0f); }            \
+  KJIT_INLINE H2 operator++(H2& a, int) {                                                     \
+    const H2 before = a;                                                                      \
+    ++a;                                                                                      \
+    return before;                                                                            \
+  }                                                                                           \
+  KJIT_INLINE H2 operator--(H2& a, int) {                                                     \
+    const H2 before = a;                                                                      \
+    --a;                                                                                      \
+    return before;                                                                            \
+  }                                                                                           \
+  KJIT_INLINE bool operator<(H2 a, H2 b) { return __hblt2(a, b); }                            \
+  KJIT_INLINE bool operator<=(H2 a, H2 b) { return __hble2(a, b); }                           \
+  KJIT_INLINE bool operator>(H2 a, H2 b) { return __hbgt2(a, b); }                            \
+  KJIT_INLINE bool operator>=(H2 a, H2 b) { return __hbge2(a, b); }                           \
   KJIT_INLINE H2& operator+=(H2& a, H2 b) { return a = a + b; }                               \
   KJIT_INLINE H2& operator-=(H2& a, H2 b) { return a = a - b; }                               \
   KJIT_INLINE H2& operator*=(H2& a, H2 b) { return a = a * b; }                               \

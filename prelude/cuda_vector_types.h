@@ -35,8 +35,8 @@ KJIT_CUDA_VECTOR(float, float)
 KJIT_CUDA_VECTOR(double, double)
 #undef KJIT_CUDA_VECTOR
 
-// The unsigned ones. uint3 also converts to and from the body's index variables (kjit's own
-// three-element vectors, which are 16 bytes), and dim3 is a uint3 whose missing sizes are 1.
+// The unsigned ones. uint3 also converts from and to kjit's own three-element vectors (the
+// thread context's fields, Metal's attributes); dim3 is a uint3 whose missing sizes are 1.
 struct uint1 {
   unsigned x;
 };
@@ -46,7 +46,8 @@ struct alignas(8) uint2 {
 struct uint3 {
   unsigned x, y, z;
   uint3() = default;
-  KJIT_INLINE constexpr uint3(unsigned vx, unsigned vy, unsigned vz) : x(vx), y(vy), z(vz) {}
+  KJIT_INLINE constexpr uint3(unsigned vx, unsigned vy = 0, unsigned vz = 0)
+      : x(vx), y(vy), z(vz) {}
   KJIT_INLINE uint3(const ::kjit::uint3& v) : x(v.x), y(v.y), z(v.z) {}
   KJIT_INLINE operator ::kjit::uint3() const { return ::kjit::uint3(x, y, z); }
 };
@@ -57,9 +58,9 @@ struct dim3 {
   unsigned x, y, z;
   KJIT_INLINE constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1)
       : x(vx), y(vy), z(vz) {}
-  KJIT_INLINE dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  KJIT_INLINE constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
   KJIT_INLINE dim3(const ::kjit::uint3& v) : x(v.x), y(v.y), z(v.z) {}
-  KJIT_INLINE operator uint3() const { return uint3(x, y, z); }
+  KJIT_INLINE constexpr operator uint3() const { return uint3(x, y, z); }
 };
 KJIT_INLINE uint1 make_uint1(unsigned x) { return {x}; }
 KJIT_INLINE uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
@@ -67,5 +68,7 @@ KJIT_INLINE uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return uint3(
 KJIT_INLINE uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return {x, y, z, w};
 }
+// CUDA's uint3 of kjit's (what the body's and the header's index variables are).
+KJIT_INLINE uint3 to_uint3(const ::kjit::uint3& v) { return uint3(v); }
 
 }  // namespace kjit::cuda_dialect

@@ -70,24 +70,35 @@ std::vector<size_t> header_semicolons(const std::vector<Token>& t, size_t open, 
   return found;
 }
 
-// Blanks the #pragma lines right before token |i| (keeping their line breaks).
+// Blanks the unroll hints right before token |i| (keeping their line breaks): #pragma lines,
+// also among other directives (#if ... #endif), and _Pragma("...") operators.
 void blank_pragmas_before(const std::vector<Token>& t, size_t i, LoopMarks& marks) {
-  for (size_t k = i; k > 0;) {
-    const Token& p = t[k - 1];
-    if (!p.in_directive) {
-      if (p.kind != TokenKind::Space && p.kind != TokenKind::Comment) return;
-      --k;
-      continue;
-    }
-    size_t hash = k - 1;
-    while (hash > 0 && t[hash].kind != TokenKind::Directive) --hash;
-    const size_t word = index_after(t, hash);
-    if (t[hash].kind != TokenKind::Directive || word >= k || t[word].text != "pragma") return;
-    for (size_t j = hash; j < k; ++j) {
+  auto blank = [&](size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j) {
       marks.instead[j] = std::string(
           static_cast<size_t>(std::count(t[j].text.begin(), t[j].text.end(), '\n')), '\n');
     }
-    k = hash;
+  };
+  for (size_t k = i; k > 0;) {
+    const Token& p = t[k - 1];
+    if (p.in_directive) {
+      size_t hash = k - 1;
+      while (hash > 0 && t[hash].kind != TokenKind::Directive) --hash;
+      if (t[hash].kind != TokenKind::Directive) return;
+      const size_t word = index_after(t, hash);
+      if (word < k && t[word].text == "pragma") blank(hash, k);
+      k = hash;
+    } else if (p.kind == TokenKind::Space || p.kind == TokenKind::Comment) {
+      --k;
+    } else if (p.text == ")") {
+      const size_t open = opening(t, k - 1);
+      const size_t name = open < t.size() ? index_before(t, open) : t.size();
+      if (name >= t.size() || t[name].text != "_Pragma") return;
+      blank(name, k);
+      k = name;
+    } else {
+      return;
+    }
   }
 }
 

@@ -24,8 +24,8 @@ struct LoopMarks {
 /// A loop counts an iteration where the next one begins, after the step of a for (a while
 /// becomes a for with an empty init), and on entering the body of a range for or a do-while, so
 /// that an operation in a loop's condition comes after the previous iteration's body. The
-/// #pragma lines (unroll hints) right before a marked loop are blanked: the mark comes between
-/// them and the loop.
+/// unroll hints right before a marked loop (#pragma lines, _Pragma operators) are blanked: the
+/// mark comes between them and the loop.
 LoopMarks mark_waiting_loops(const std::vector<Token>& tokens, const std::vector<bool>& waits);
 
 }  // namespace kjit::codegen

@@ -55,20 +55,19 @@ std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
                                                    "cpu_coop.h",
                                                    "atomics.h",
                                                    "cuda_names.h",
+                                                   "cuda_vector_types.h",
                                                    "cuda_cpu.h",
                                                    "cuda_cpu_math.h",
                                                    "cuda_cpu_intrinsics.h",
-                                                   "cuda_vector_types.h",
                                                    "cuda_half2.h",
                                                    "cuda_cpu_coop.h",
                                                    "cuda_user.h"});
       return text;
     }
-    static const std::string text =
-        concatenate({"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
-                     "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "atomics.h", "cuda_names.h",
-                     "cuda_cpu.h", "cuda_cpu_math.h", "cuda_cpu_intrinsics.h",
-                     "cuda_vector_types.h", "cuda_half2.h", "cuda_user.h"});
+    static const std::string text = concatenate(
+        {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
+         "thread_ctx.h", "cpu_thread.h", "atomics.h", "cuda_names.h", "cuda_vector_types.h",
+         "cuda_cpu.h", "cuda_cpu_math.h", "cuda_cpu_intrinsics.h", "cuda_half2.h", "cuda_user.h"});
     return text;
   }
   if (dialect == Dialect::Metal) {

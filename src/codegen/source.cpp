@@ -46,14 +46,23 @@ struct CudaBuiltin {
   const char* name;
   const char* attribute;
   bool decoded;  // differs from the GPU's own value, which counts blocks of the 1-D launch
-  const char* in_header;  // what the header's uses are renamed to (header_index_uses)
+  bool sizes;    // a dim3 in CUDA (blockDim, gridDim), else a uint3
 };
 constexpr CudaBuiltin kCudaBuiltins[] = {
-    {"threadIdx", "thread_position_in_threadgroup", false, "kjit_header_threadIdx"},
-    {"blockIdx", "threadgroup_position_in_grid", true, "kjit_header_blockIdx"},
-    {"blockDim", "dispatch_threads_per_threadgroup", false, "kjit_header_blockDim"},
-    {"gridDim", "threadgroups_per_grid", true, "kjit_header_gridDim"},
+    {"threadIdx", "thread_position_in_threadgroup", false, false},
+    {"blockIdx", "threadgroup_position_in_grid", true, false},
+    {"blockDim", "dispatch_threads_per_threadgroup", false, true},
+    {"gridDim", "threadgroups_per_grid", true, true},
 };
+
+// The value of |b| as CUDA types it (uint3 or dim3), from kjit's uint3 |value|.
+std::string cuda_typed(const CudaBuiltin& b, Target target, const std::string& value) {
+  if (target == Target::Cuda) {
+    return std::string(b.sizes ? "dim3(" : "(") + "::kjit::cuda_uint3(" + value + "))";
+  }
+  return std::string(b.sizes ? "::kjit::cuda_dialect::dim3(" : "::kjit::cuda_dialect::to_uint3(") +
+         value + ")";
+}
 
 // The builtins of kCudaBuiltins that |tokens| use and |target| must supply.
 std::vector<const CudaBuiltin*> builtins_used(const KernelSpec& spec,
@@ -66,33 +75,29 @@ std::vector<const CudaBuiltin*> builtins_used(const KernelSpec& spec,
   return used;
 }
 
-// The header's functions are compiled before the body, which declares CUDA's index variables as
-// locals. Where the header reads one (the name followed by '.', as in threadIdx.x, or after '=',
-// '(', '{' or return; and not itself a member), the name is renamed to a macro that generate
-// defines before the header; a member of the user's own named gridDim stays as it is.
-struct HeaderIndexUses {
-  std::vector<Token> tokens;  // the header's, with those uses renamed
-  std::vector<const CudaBuiltin*> used;
-};
-HeaderIndexUses header_index_uses(const KernelSpec& spec, Target target) {
-  HeaderIndexUses uses{spec.header_tokens, {}};
-  std::vector<Token>& t = uses.tokens;
+// The index variables the header reads. Its functions are compiled before the body, which
+// declares them as locals, so generate defines them as macros around the header: all but those
+// the header declares itself (a member, parameter or variable of that name: "dim3 blockDim",
+// "s.gridDim"), which stay its own.
+std::vector<const CudaBuiltin*> header_builtins(const KernelSpec& spec, Target target) {
+  std::vector<const CudaBuiltin*> read;
+  const std::vector<Token>& t = spec.header_tokens;
   for (const CudaBuiltin* b : builtins_used(spec, t, target)) {
-    bool renamed = false;
-    for (size_t i = 0; i < t.size(); ++i) {
+    bool declared = false;
+    for (size_t i = 0; i < t.size() && !declared; ++i) {
       if (t[i].kind != TokenKind::Identifier || t[i].text != b->name || t[i].in_directive) continue;
-      const Token* after = next_significant(t, i);
+      // After a type ("dim3 blockDim") or a member access; not after a keyword that starts an
+      // expression ("return blockIdx").
       const Token* before = prev_significant(t, i);
-      const bool read = (after && after->text == ".") ||
-                        (before && (before->text == "=" || before->text == "(" ||
-                                    before->text == "{" || before->text == "return"));
-      if (!read || is_member_access(before) || (before && before->text == "::")) continue;
-      t[i].text = b->in_header;
-      renamed = true;
+      const bool after_type =
+          before && before->kind == TokenKind::Identifier && !before->in_directive &&
+          before->text != "return" && before->text != "case" && before->text != "else" &&
+          before->text != "do" && before->text != "sizeof" && before->text != "throw";
+      declared = after_type || is_member_access(before);
     }
-    if (renamed) uses.used.push_back(b);
+    if (!declared) read.push_back(b);
   }
-  return uses;
+  return read;
 }
 
 }  // namespace
@@ -271,17 +276,14 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
     out += "  const " + std::string(vector ? "::kjit::uint3 " : "unsigned ") + attr + " = " + ctx +
            "." + attr + "();\n";
   }
-  // On the GPU as CUDA's own uint3, which converts to dim3 as the hardware's does.
+  // Typed as CUDA types them (on the CPU, the dialect's uint3 and dim3, with CUDA's layout).
   for (const CudaBuiltin* b : builtins_used(spec, spec.source_tokens, target)) {
-    out += target == Target::Cuda
-               ? "  const ::uint3 " + std::string(b->name) + " = ::kjit::cuda_uint3(" + ctx + "." +
-                     b->attribute + "());\n"
-               : "  const ::kjit::uint3 " + std::string(b->name) + " = " + ctx + "." +
-                     b->attribute + "();\n";
+    out += "  const auto " + std::string(b->name) + " = " +
+           cuda_typed(*b, target, ctx + "." + b->attribute + "()") + ";\n";
   }
-  const std::vector<const CudaBuiltin*> header_builtins = header_index_uses(spec, target).used;
+  const std::vector<const CudaBuiltin*> header_reads = header_builtins(spec, target);
   if (sets_current_thread && target == Target::Cpu &&
-      (!header_builtins.empty() || has_identifier(spec.source_tokens, "this_grid") ||
+      (!header_reads.empty() || has_identifier(spec.source_tokens, "this_grid") ||
        has_identifier(spec.source_tokens, "this_thread_block") ||
        has_identifier(spec.header_tokens, "this_grid") ||
        has_identifier(spec.header_tokens, "this_thread_block"))) {
@@ -289,7 +291,7 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
   }
   if (target == Target::Cuda) {
     // Every thread of the group stores the same values (see generate).
-    for (const CudaBuiltin* b : header_builtins) {
+    for (const CudaBuiltin* b : header_reads) {
       const std::string var = std::string("kjit_group_") + b->name;
       out += "  { const ::kjit::uint3 v = " + ctx + "." + b->attribute + "(); " + var +
              "[0] = v.x; " + var + "[1] = v.y; " + var + "[2] = v.z; }\n";
@@ -402,24 +404,27 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
 
   w << "namespace kjit_user {\n";
   if (!spec.header.empty()) {
-    const HeaderIndexUses uses = header_index_uses(spec, target);
+    const std::vector<const CudaBuiltin*> reads = header_builtins(spec, target);
     // The header reads the running thread's index variables: on the CPU through its context,
     // and on the GPU (where threadIdx and blockDim are the hardware's, and a block's own blockIdx
     // and gridDim differ from the body's for grids laid out otherwise) from variables of the
     // group that each of its threads sets to the same values (thread_locals).
-    for (const CudaBuiltin* b : uses.used) {
+    for (const CudaBuiltin* b : reads) {
       const std::string var = std::string("kjit_group_") + b->name;
       if (target == Target::Cpu) {
-        w << "#define " << b->in_header << " (::kjit::current_thread->" << b->attribute << "())\n";
+        w << "#define " << b->name << " ("
+          << cuda_typed(*b, target, std::string("::kjit::current_thread->") + b->attribute + "()")
+          << ")\n";
       } else {
-        w << "__shared__ unsigned " << var << "[3];\n#define " << b->in_header << " (make_uint3("
-          << var << "[0], " << var << "[1], " << var << "[2]))\n";
+        w << "__shared__ unsigned " << var << "[3];\n#define " << b->name << " ("
+          << cuda_typed(*b, target, "::kjit::uint3(" + var + "[0], " + var + "[1], " + var + "[2])")
+          << ")\n";
       }
     }
     w << "#line 1 \"" << kHeaderFile << "\"\n";
-    w << rewrite_header(uses.tokens, spec.dialect, target, helpers);
+    w << rewrite_header(spec.header_tokens, spec.dialect, target, helpers);
     w.resume_generated();
-    for (const CudaBuiltin* b : uses.used) w << "#undef " << b->in_header << "\n";
+    for (const CudaBuiltin* b : reads) w << "#undef " << b->name << "\n";
   }
 
   std::string params = signature(spec, call);

@@ -233,6 +233,10 @@ TEST(RewriteCooperative, LoopsThatWaitCountTheirIterations) {
   EXPECT_EQ(cpu("s = 0;\n#pragma unroll\nfor (;;) simd_sum(s);"),
             "s = 0;\n\n{::kjit::coop::loop_mark kjit_loop_12(co_await ::kjit::coop::this_lane{}, "
             "3);for (;;(void)kjit_loop_12.next()) (co_await simd_sum(s));}");
+  const std::string hinted =
+      cpu("#if 1\n#pragma unroll\n#endif\n_Pragma(\"unroll\") for (;;) simd_sum(s);");
+  EXPECT_EQ(hinted.find("pragma"), std::string::npos) << hinted;
+  EXPECT_NE(hinted.find("#if 1\n\n#endif\n"), std::string::npos) << hinted;
   EXPECT_EQ(cpu("while (a) L: { simd_sum(a); } b = 1;"),
             mark + "for (;a;(void)kjit_loop_0.next()) L: { (co_await simd_sum(a)); }} b = 1;");
   // Loops that do not wait, and loops inside lambdas, stay as they are.

@@ -1227,18 +1227,24 @@ __device__ void store_indices(unsigned* row) {
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_header_functions_use_index_variables_whole_beside_members_of_the_same_names(device):
+def test_header_functions_use_index_variables_whole_beside_names_of_their_own(device):
+    # Read element by element, whole, through a macro and as an argument; blockDim, which the
+    # header declares (a member, a parameter), stays the header's own.
     k = kjit.cuda_kernel(name="header_whole_indices", input_names=[], output_names=["out"],
                          header="""
-struct Launch { unsigned gridDim, blockDim; };
+#define LANE (threadIdx.x % 16)
+struct Launch { unsigned size, blockDim; };
 __device__ unsigned groups() { dim3 g = gridDim; return g.x * g.y; }
 __device__ uint3 position() { return blockIdx; }
-__device__ unsigned sizes(Launch l) { const uint3& t = threadIdx; return l.gridDim + l.blockDim + t.x; }
+__device__ unsigned first(uint3 a, unsigned b) { return a.x + b; }
+__device__ unsigned sizes(Launch l) { const uint3& t = threadIdx; return l.size + l.blockDim + t.x; }
+__device__ unsigned own(dim3 blockDim) { return blockDim.x; }
 """, source="""
     const unsigned i = blockIdx.y * gridDim.x * blockDim.x + blockIdx.x * blockDim.x + threadIdx.x;
     out[3 * i] = groups();
     out[3 * i + 1] = position().x + 100 * position().y;
-    out[3 * i + 2] = sizes(Launch{1000u, 20000u});
+    out[3 * i + 2] = sizes(Launch{1000u, 20000u}) + 100000 * (first(threadIdx, 0) != LANE) +
+                     1000000 * (own(dim3(5)) != 5);
 """)
     (out,) = k(inputs=[], output_shapes=[(3 * 256,)], output_dtypes=[np.uint32], grid=(64, 4, 1),
                threadgroup=(16, 1, 1), device=device, outputs=[poisoned((3 * 256,), np.uint32)])

@@ -49,8 +49,11 @@ def test_vector_types_have_cudas_layout_and_load_as_cuda_does(device, rng):
     const dim3 d(2, 3);
     // Packed triples read as CUDA's uint3, and the index variables converted to it.
     const uint3 t = reinterpret_cast<const uint3*>(a)[i];
-    const uint3 b = blockIdx;
-    o2[i] = __float_as_uint(a[3 * i + 1]) == t.y && dim3(blockDim).x == 64 && b.x == 0;
+    const uint3 b = (i & 1) ? blockIdx : make_uint3(0, 9, 9);
+    const dim3 g = (i & 1) ? gridDim : dim3(1);
+    const uint3 partial = {4, 5};
+    o2[i] = __float_as_uint(a[3 * i + 1]) == t.y && dim3(blockDim).x == 64 && b.x == 0 &&
+            g.x == 1 && sizeof(threadIdx) == 12 && partial.z == 0;
     reinterpret_cast<float4*>(o1)[i] =
         make_float4(v.w + p.x, v.z + p.y, v.y * float(d.x), v.x * float(d.y * d.z));
 """, [x], [((2 * len(names),), np.int32), ((4 * 64,), np.float32), ((64,), np.int32)], device,
@@ -420,8 +423,10 @@ def test_half_pairs(device, pair, rng):
     for k, op in enumerate(ops):
         body += (f"    {{ const float2 f = {to_float2}({op}); o{k}[2 * i] = f.x; "
                  f"o{k}[2 * i + 1] = f.y; }}\n")
+    body += f"    {pair} r = p;\n    r++;\n"
     body += f"    o{len(ops)}[i] = __hbeq2(p, q) + 2 * (p != q) + 4 * int(sizeof({pair}) == 4 && " \
-            f"alignof({pair}) == 4) + 8 * int(__low2float(p) == float({scalar}(p.x)));\n"
+            f"alignof({pair}) == 4) + 8 * int(__low2float(p) == float({scalar}(p.x))) + " \
+            f"16 * (p < q) + 32 * (+p >= p) + 64 * (r > p);\n"
     outs = run("half_pairs_" + pair, body, [x, y],
                [((2 * n,), np.float32)] * len(ops) + [((n,), np.int32)], device, grid=n, group=32)
     a, b = rounded(x), rounded(y)
@@ -433,8 +438,10 @@ def test_half_pairs(device, pair, rng):
         np.testing.assert_array_equal(out, rounded(want).astype(np.float32), err_msg=op)
     # == and != hold when they hold in both lanes (__hbeq2, __hbne2), as in cuda_fp16.h.
     lanes_equal = (a == b).reshape(-1, 2)
-    np.testing.assert_array_equal(outs[-1],
-                                  lanes_equal.all(1) + 2 * (~lanes_equal).all(1) + 4 + 8)
+    less = (a < b).reshape(-1, 2).all(1)
+    grows = (rounded(a + 1) > a).reshape(-1, 2).all(1)  # r++ can round back to p in a lane
+    np.testing.assert_array_equal(outs[-1], lanes_equal.all(1) + 2 * (~lanes_equal).all(1) + 4 +
+                                  8 + 16 * less + 32 + 64 * grows)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -457,13 +464,16 @@ def test_signed_zeros_infinities_and_nans_as_a_gpu_gives_them(device):
     o0[10] = __hbneu2(__float2half2_rn(nan), __float2half2_rn(1.0f));
     o0[11] = __hbne2(__float2half2_rn(nan), __float2half2_rn(1.0f));
     o0[12] = normcdfinvf(0.5f);
-""", [], [((13,), np.float32)], device, grid=1, group=1)
+    o0[13] = float(sinpi(1.0 - 0x1p-53) / 0x1p-53);
+""", [], [((14,), np.float32)], device, grid=1, group=1)
     signs = np.signbit(out[:6])
     np.testing.assert_array_equal(out[:6], np.zeros(6))
     np.testing.assert_array_equal(signs, [False, False, True, True, False, False])
     assert np.isnan(out[6:9]).all()
     np.testing.assert_array_equal(out[9:12], [1, 1, 0])
     assert out[12] == 0 and not np.signbit(out[12])
+    # sin(pi (1 - 2^-53)) = sin(pi 2^-53): relatively accurate next to the zero
+    np.testing.assert_allclose(out[13], math.pi, rtol=1e-6)
 
 
 def inverse_error_ulps(t: float, y: float) -> float:
