@@ -5,54 +5,44 @@ namespace kjit::cuda_dialect {
 
 constexpr int warpSize = 32;
 
-// Integer intrinsics.
-KJIT_INLINE int __popc(unsigned x) { return __builtin_popcount(x); }
-KJIT_INLINE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-KJIT_INLINE int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
-KJIT_INLINE int __clzll(long long x) {
-  return x ? __builtin_clzll(static_cast<unsigned long long>(x)) : 64;
-}
-KJIT_INLINE int __ffs(int x) { return __builtin_ffs(x); }
-KJIT_INLINE int __ffsll(long long x) { return __builtin_ffsll(x); }
+// Integer intrinsics (int_bits.h).
+KJIT_INLINE int __popc(unsigned x) { return int(::kjit::bits::popcount(x)); }
+KJIT_INLINE int __popcll(unsigned long long x) { return int(::kjit::bits::popcount(x)); }
+KJIT_INLINE int __clz(int x) { return ::kjit::bits::clz(x); }
+KJIT_INLINE int __clzll(long long x) { return int(::kjit::bits::clz(x)); }
+KJIT_INLINE int __ffs(int x) { return x ? ::kjit::bits::ctz(x) + 1 : 0; }
+KJIT_INLINE int __ffsll(long long x) { return x ? int(::kjit::bits::ctz(x)) + 1 : 0; }
+KJIT_INLINE unsigned __brev(unsigned x) { return ::kjit::bits::reverse_bits(x); }
 KJIT_INLINE unsigned long long __brevll(unsigned long long x) {
-  unsigned long long r = 0;
-  for (int b = 0; b < 64; ++b) r |= ((x >> b) & 1ull) << (63 - b);
-  return r;
+  return ::kjit::bits::reverse_bits(x);
 }
-KJIT_INLINE unsigned __brev(unsigned x) { return static_cast<unsigned>(__brevll(x) >> 32); }
-KJIT_INLINE unsigned __umulhi(unsigned a, unsigned b) {
-  return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
-}
-KJIT_INLINE int __mulhi(int a, int b) {
-  return static_cast<int>((static_cast<long long>(a) * b) >> 32);
-}
+KJIT_INLINE unsigned __umulhi(unsigned a, unsigned b) { return ::kjit::bits::mulhi(a, b); }
+KJIT_INLINE int __mulhi(int a, int b) { return ::kjit::bits::mulhi(a, b); }
 KJIT_INLINE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
-  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+  return ::kjit::bits::mulhi(a, b);
 }
-KJIT_INLINE long long __mul64hi(long long a, long long b) {
-  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+KJIT_INLINE long long __mul64hi(long long a, long long b) { return ::kjit::bits::mulhi(a, b); }
+// The low 24 bits of each operand (sign-extended for __mul24), multiplied.
+KJIT_INLINE int __mul24(int a, int b) { return ::kjit::bits::mul24(a, b); }
+KJIT_INLINE unsigned __umul24(unsigned a, unsigned b) { return ::kjit::bits::mul24(a, b); }
+// Halving adds, without overflow: (a + b) >> 1, and rounded up (__rhadd).
+KJIT_INLINE int __hadd(int a, int b) { return ::kjit::bits::hadd(a, b); }
+KJIT_INLINE int __rhadd(int a, int b) { return ::kjit::bits::rhadd(a, b); }
+KJIT_INLINE unsigned __uhadd(unsigned a, unsigned b) { return ::kjit::bits::hadd(a, b); }
+KJIT_INLINE unsigned __urhadd(unsigned a, unsigned b) { return ::kjit::bits::rhadd(a, b); }
+// |x - y| + z.
+KJIT_INLINE unsigned __sad(int x, int y, unsigned z) {
+  return unsigned(::kjit::bits::absdiff(x, y)) + z;
 }
-// The low 24 bits of each operand (sign-extended for __mul24), multiplied; the low 32 bits kept.
-KJIT_INLINE int __mul24(int a, int b) {
-  const int a24 = static_cast<int>(static_cast<unsigned>(a) << 8) >> 8;
-  const int b24 = static_cast<int>(static_cast<unsigned>(b) << 8) >> 8;
-  return static_cast<int>(static_cast<unsigned>(a24) * static_cast<unsigned>(b24));
+KJIT_INLINE unsigned __usad(unsigned x, unsigned y, unsigned z) {
+  return ::kjit::bits::absdiff(x, y) + z;
 }
-KJIT_INLINE unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
 // Byte k of the result is byte (s >> 4k) & 7 of the eight bytes of y:x.
 KJIT_INLINE unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
   unsigned r = 0;
   for (int k = 0; k < 4; ++k) r |= ((bytes >> (8 * ((s >> (4 * k)) & 7))) & 0xffu) << (8 * k);
   return r;
-}
-KJIT_INLINE unsigned __sad(int x, int y, unsigned z) {
-  return (x > y ? static_cast<unsigned>(x) - static_cast<unsigned>(y)
-                : static_cast<unsigned>(y) - static_cast<unsigned>(x)) +
-         z;
-}
-KJIT_INLINE unsigned __usad(unsigned x, unsigned y, unsigned z) {
-  return (x > y ? x - y : y - x) + z;
 }
 // The high (left) or low (right) word of hi:lo shifted by |shift|: modulo 32, or clamped to 32
 // in the forms ending in c.
@@ -69,16 +59,6 @@ KJIT_INLINE unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
 }
 KJIT_INLINE unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
   return shift >= 32 ? hi : __funnelshift_r(lo, hi, shift);
-}
-
-// Halving adds, without overflow: (a + b) >> 1, and rounded up (__rhadd).
-KJIT_INLINE int __hadd(int a, int b) { return int((static_cast<long long>(a) + b) >> 1); }
-KJIT_INLINE int __rhadd(int a, int b) { return int((static_cast<long long>(a) + b + 1) >> 1); }
-KJIT_INLINE unsigned __uhadd(unsigned a, unsigned b) {
-  return unsigned((static_cast<unsigned long long>(a) + b) >> 1);
-}
-KJIT_INLINE unsigned __urhadd(unsigned a, unsigned b) {
-  return unsigned((static_cast<unsigned long long>(a) + b + 1) >> 1);
 }
 
 KJIT_INLINE long labs(long x) { return x < 0 ? -x : x; }
@@ -104,12 +84,10 @@ namespace convert_detail {
 // bit alone is set (the lowest int, or 2^31 or 2^63 unsigned).
 template <class I, class From>
 KJIT_INLINE I saturate(double r) {
-  constexpr bool is_signed = I(-1) < I(0);
-  constexpr int bits = int(sizeof(I) * 8) - (is_signed ? 1 : 0);
-  constexpr double limit = double(1ull << (bits - 1)) * 2;  // 2^bits: the first value past the top
   if (r != r) return sizeof(From) == 4 && sizeof(I) == 4 ? I(0) : I(1ull << (sizeof(I) * 8 - 1));
-  if (r >= limit) return is_signed ? I((1ull << bits) - 1) : I(~0ull);
-  if (r <= (is_signed ? -limit : 0.0)) return is_signed ? I(-limit) : I(0);
+  // The limits as doubles are exact, or (for 64 bits) 2^63 and 2^64, past every value below.
+  if (r >= double(::kjit::bits::highest<I>)) return ::kjit::bits::highest<I>;
+  if (r <= double(::kjit::bits::lowest<I>)) return ::kjit::bits::lowest<I>;
   return I(r);
 }
 }  // namespace convert_detail

@@ -3,133 +3,36 @@
 // and median, smoothstep, the functions with an out-parameter (sincos, frexp, modf) and Metal's
 // other float functions, and the geometric functions. Vectors work element by element.
 namespace metal {
-namespace library_detail {
+using ::kjit::bits::popcount, ::kjit::bits::clz, ::kjit::bits::ctz, ::kjit::bits::reverse_bits,
+    ::kjit::bits::absdiff, ::kjit::bits::hadd, ::kjit::bits::rhadd, ::kjit::bits::mulhi,
+    ::kjit::bits::mul24;
 
-template <class T>
-struct unsigned_of {
-  typedef T type;
-};
-#define KJIT_MSL_UNSIGNED(S, U) \
-  template <>                   \
-  struct unsigned_of<S> {       \
-    typedef U type;             \
-  };
-KJIT_MSL_UNSIGNED(char, unsigned char)
-KJIT_MSL_UNSIGNED(signed char, unsigned char)
-KJIT_MSL_UNSIGNED(short, unsigned short)
-KJIT_MSL_UNSIGNED(int, unsigned)
-KJIT_MSL_UNSIGNED(long, unsigned long)
-KJIT_MSL_UNSIGNED(long long, unsigned long long)
-#undef KJIT_MSL_UNSIGNED
+#define KJIT_MSL_INTEGER template <class T, KJIT_IF(::kjit::bits::is_integer_v<T>)>
 
-template <class T>
-inline constexpr bool is_integer_v = ::kjit::is_int_like_v<T> && !::kjit::is_same_v<T, bool>;
-template <class T>
-inline constexpr int bits_of = int(sizeof(T) * 8);
-template <class T>
-using unsigned_t = typename unsigned_of<T>::type;
-template <class T>
-inline constexpr bool is_signed_v = T(-1) < T(0);
-template <class T>
-KJIT_INLINE constexpr unsigned long long widened(T x) {
-  return static_cast<unsigned long long>(static_cast<unsigned_t<T>>(x));
-}
-// Bit counts of a 64-bit word (the counts of leading and trailing zeros of a non-zero one).
-#ifdef KJIT_CUDA
-KJIT_INLINE int popcount64(unsigned long long v) { return __popcll(v); }
-KJIT_INLINE int clz64(unsigned long long v) { return __clzll(static_cast<long long>(v)); }
-KJIT_INLINE int ctz64(unsigned long long v) { return __ffsll(static_cast<long long>(v)) - 1; }
-#else
-KJIT_INLINE int popcount64(unsigned long long v) { return __builtin_popcountll(v); }
-KJIT_INLINE int clz64(unsigned long long v) { return __builtin_clzll(v); }
-KJIT_INLINE int ctz64(unsigned long long v) { return __builtin_ctzll(v); }
-#endif
-template <class T>
-inline constexpr T highest = T(is_signed_v<T> ? (widened(T(-1)) >> 1) : widened(T(-1)));
-template <class T>
-inline constexpr T lowest = is_signed_v<T> ? T(-highest<T> - 1) : T(0);
-
-}  // namespace library_detail
-
-#define KJIT_MSL_INTEGER template <class T, KJIT_IF(library_detail::is_integer_v<T>)>
-
-KJIT_MSL_INTEGER KJIT_INLINE T popcount(T x) {
-  return T(library_detail::popcount64(library_detail::widened(x)));
-}
-KJIT_MSL_INTEGER KJIT_INLINE T clz(T x) {
-  constexpr int bits = library_detail::bits_of<T>;
-  return x == T(0) ? T(bits) : T(library_detail::clz64(library_detail::widened(x)) - (64 - bits));
-}
-KJIT_MSL_INTEGER KJIT_INLINE T ctz(T x) {
-  return x == T(0) ? T(library_detail::bits_of<T>)
-                   : T(library_detail::ctz64(library_detail::widened(x)));
-}
-KJIT_MSL_INTEGER KJIT_INLINE T reverse_bits(T x) {
-  unsigned long long v = library_detail::widened(x);
-  v = (v >> 1 & 0x5555555555555555ull) | (v & 0x5555555555555555ull) << 1;
-  v = (v >> 2 & 0x3333333333333333ull) | (v & 0x3333333333333333ull) << 2;
-  v = (v >> 4 & 0x0f0f0f0f0f0f0f0full) | (v & 0x0f0f0f0f0f0f0f0full) << 4;
-  v = (v >> 8 & 0x00ff00ff00ff00ffull) | (v & 0x00ff00ff00ff00ffull) << 8;
-  v = (v >> 16 & 0x0000ffff0000ffffull) | (v & 0x0000ffff0000ffffull) << 16;
-  v = v >> 32 | v << 32;
-  return T(v >> (64 - library_detail::bits_of<T>));
-}
 // x rotated left by i bits (modulo the width).
 KJIT_MSL_INTEGER KJIT_INLINE T rotate(T x, T i) {
-  constexpr int bits = library_detail::bits_of<T>;
-  const int n = int(library_detail::widened(i) % bits);
-  const unsigned long long v = library_detail::widened(x);
+  constexpr int bits = ::kjit::bits::width<T>;
+  const int n = int(::kjit::bits::widened(i) % bits);
+  const unsigned long long v = ::kjit::bits::widened(x);
   return T(n == 0 ? v : v << n | v >> (bits - n));
-}
-KJIT_MSL_INTEGER KJIT_INLINE T absdiff(T x, T y) {
-  typedef library_detail::unsigned_t<T> U;
-  return T(x > y ? U(U(x) - U(y)) : U(U(y) - U(x)));
-}
-// (x + y) >> 1 and (x + y + 1) >> 1, without overflow.
-KJIT_MSL_INTEGER KJIT_INLINE T hadd(T x, T y) { return T((x >> 1) + (y >> 1) + (x & y & 1)); }
-KJIT_MSL_INTEGER KJIT_INLINE T rhadd(T x, T y) { return T((x >> 1) + (y >> 1) + ((x | y) & 1)); }
-// The high half of x * y.
-KJIT_MSL_INTEGER KJIT_INLINE T mulhi(T x, T y) {
-  constexpr int bits = library_detail::bits_of<T>;
-  if constexpr (bits == 64) {
-#ifdef KJIT_CPU
-    if constexpr (library_detail::is_signed_v<T>) {
-      return T((static_cast<__int128>(x) * y) >> 64);
-    } else {
-      return T((static_cast<unsigned __int128>(x) * y) >> 64);
-    }
-#else
-    if constexpr (library_detail::is_signed_v<T>) {
-      return T(__mul64hi(static_cast<long long>(x), static_cast<long long>(y)));
-    } else {
-      return T(__umul64hi(x, y));
-    }
-#endif
-  } else if constexpr (library_detail::is_signed_v<T>) {
-    return T((static_cast<long long>(x) * y) >> bits);
-  } else {
-    return T((static_cast<unsigned long long>(x) * y) >> bits);
-  }
 }
 KJIT_MSL_INTEGER KJIT_INLINE T madhi(T x, T y, T z) { return T(mulhi(x, y) + z); }
 // Saturating arithmetic: the result clamped to T's range.
 KJIT_MSL_INTEGER KJIT_INLINE T addsat(T x, T y) {
-  typedef library_detail::unsigned_t<T> U;
+  typedef ::kjit::bits::unsigned_t<T> U;
   const T r = T(U(x) + U(y));
-  if constexpr (library_detail::is_signed_v<T>) {
-    if (((x ^ r) & (y ^ r)) < 0)
-      return x < 0 ? library_detail::lowest<T> : library_detail::highest<T>;
+  if constexpr (::kjit::bits::is_signed_v<T>) {
+    if (((x ^ r) & (y ^ r)) < 0) return x < 0 ? ::kjit::bits::lowest<T> : ::kjit::bits::highest<T>;
     return r;
   } else {
-    return r < x ? library_detail::highest<T> : r;
+    return r < x ? ::kjit::bits::highest<T> : r;
   }
 }
 KJIT_MSL_INTEGER KJIT_INLINE T subsat(T x, T y) {
-  typedef library_detail::unsigned_t<T> U;
+  typedef ::kjit::bits::unsigned_t<T> U;
   const T r = T(U(x) - U(y));
-  if constexpr (library_detail::is_signed_v<T>) {
-    if (((x ^ y) & (x ^ r)) < 0)
-      return x < 0 ? library_detail::lowest<T> : library_detail::highest<T>;
+  if constexpr (::kjit::bits::is_signed_v<T>) {
+    if (((x ^ y) & (x ^ r)) < 0) return x < 0 ? ::kjit::bits::lowest<T> : ::kjit::bits::highest<T>;
     return r;
   } else {
     return x < y ? T(0) : r;
@@ -138,18 +41,18 @@ KJIT_MSL_INTEGER KJIT_INLINE T subsat(T x, T y) {
 // x * y + z clamped to T's range: exact in 64 bits for narrower types; for 64-bit ones, from the
 // product's high and low words.
 KJIT_MSL_INTEGER KJIT_INLINE T mad_sat(T x, T y, T z) {
-  constexpr T lo = library_detail::lowest<T>, hi = library_detail::highest<T>;
-  if constexpr (library_detail::bits_of<T> < 64 && library_detail::is_signed_v<T>) {
+  constexpr T lo = ::kjit::bits::lowest<T>, hi = ::kjit::bits::highest<T>;
+  if constexpr (::kjit::bits::width<T> < 64 && ::kjit::bits::is_signed_v<T>) {
     const long long r = static_cast<long long>(x) * y + z;
     return T(r < lo ? lo : r > hi ? hi : r);
-  } else if constexpr (library_detail::bits_of<T> < 64) {
+  } else if constexpr (::kjit::bits::width<T> < 64) {
     const unsigned long long r = static_cast<unsigned long long>(x) * y + z;
     return T(r > hi ? hi : r);
-  } else if constexpr (!library_detail::is_signed_v<T>) {
+  } else if constexpr (!::kjit::bits::is_signed_v<T>) {
     const T low = T(x * y), sum = T(low + z);
     return mulhi(x, y) != 0 || sum < low ? hi : sum;
   } else {
-    typedef library_detail::unsigned_t<T> U;
+    typedef ::kjit::bits::unsigned_t<T> U;
     // The 128-bit product high:low, plus z sign-extended; it fits in T when high is all copies
     // of the sum's sign bit.
     const U low = U(x) * U(y), sum = low + U(z);
@@ -158,24 +61,14 @@ KJIT_MSL_INTEGER KJIT_INLINE T mad_sat(T x, T y, T z) {
     return high < 0 ? lo : hi;
   }
 }
-// 24-bit multiplies: the low 24 bits of each operand (sign-extended for signed types).
-KJIT_MSL_INTEGER KJIT_INLINE T mul24(T x, T y) {
-  static_assert(library_detail::bits_of<T> == 32, "mul24: the operands must be int or uint");
-  if constexpr (library_detail::is_signed_v<T>) {
-    const int a = int(unsigned(x) << 8) >> 8, b = int(unsigned(y) << 8) >> 8;
-    return T(unsigned(a) * unsigned(b));
-  } else {
-    return T((x & 0xffffffu) * (y & 0xffffffu));
-  }
-}
 KJIT_MSL_INTEGER KJIT_INLINE T mad24(T x, T y, T z) { return T(mul24(x, y) + z); }
 // Bits [offset, offset + bits) of x in the low bits, the rest zero (unsigned) or copies of the
 // field's top bit (signed).
 KJIT_MSL_INTEGER KJIT_INLINE T extract_bits(T x, unsigned offset, unsigned bits) {
   if (bits == 0) return T(0);
-  const unsigned long long field = library_detail::widened(x) >> offset;
+  const unsigned long long field = ::kjit::bits::widened(x) >> offset;
   const int spare = 64 - int(bits);
-  if constexpr (library_detail::is_signed_v<T>) {
+  if constexpr (::kjit::bits::is_signed_v<T>) {
     return T(static_cast<long long>(field << spare) >> spare);
   } else {
     return T((field << spare) >> spare);
@@ -183,8 +76,8 @@ KJIT_MSL_INTEGER KJIT_INLINE T extract_bits(T x, unsigned offset, unsigned bits)
 }
 KJIT_MSL_INTEGER KJIT_INLINE T insert_bits(T base, T insert, unsigned offset, unsigned bits) {
   const unsigned long long mask = (bits >= 64 ? ~0ull : (1ull << bits) - 1) << offset;
-  return T((library_detail::widened(base) & ~mask) |
-           (library_detail::widened(insert) << offset & mask));
+  return T((::kjit::bits::widened(base) & ~mask) |
+           (::kjit::bits::widened(insert) << offset & mask));
 }
 #undef KJIT_MSL_INTEGER
 

@@ -22,8 +22,8 @@ struct numeric_limits<T, true> {
   static constexpr bool is_integer = true;
   static constexpr bool is_signed = T(-1) < T(0);
   static constexpr int digits = int(sizeof(T) * 8) - (is_signed ? 1 : 0);
-  static constexpr T max() { return is_signed ? T((1ull << (sizeof(T) * 8 - 1)) - 1) : T(~0ull); }
-  static constexpr T min() { return is_signed ? T(-max() - 1) : T(0); }
+  static constexpr T max() { return ::kjit::bits::highest<T>; }
+  static constexpr T min() { return ::kjit::bits::lowest<T>; }
   static constexpr T lowest() { return min(); }
   static constexpr T epsilon() { return T(0); }
 };
