@@ -476,9 +476,10 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
   FunctionsWithin functions;
+  // In a coroutine: the calls that wait (each awaited below), and the loops around them.
+  std::vector<bool> waits(tokens.size());
   LoopMarks marks;
   if (coroutine) {
-    std::vector<bool> waits(tokens.size());
     for (size_t i = 0; i < tokens.size(); ++i) {
       waits[i] =
           suspends(tokens, i, dialect, helpers) && call_parenthesis(tokens, i) != tokens.size();
@@ -502,9 +503,8 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         out += "co_return";
         continue;
       }
-      const size_t open = call_parenthesis(tokens, i);
-      if (suspends(tokens, i, dialect, helpers) && open != tokens.size()) {
-        const size_t k = closing(tokens, open);
+      if (waits[i]) {
+        const size_t k = closing(tokens, call_parenthesis(tokens, i));
         // A helper's call also records its line, which orders the helper's meeting points.
         const bool helper = calls_helper(tokens, i, helpers);
         const size_t start = expression_start(tokens, i);
