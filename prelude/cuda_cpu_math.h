@@ -100,7 +100,7 @@ KJIT_INLINE float rhypotf(float x, float y) { return float(1.0 / __builtin_hypot
 KJIT_INLINE double rhypot(double x, double y) { return 1.0 / __builtin_hypot(x, y); }
 
 namespace math_detail {
-constexpr double kPi = 3.14159265358979323846;
+using ::kjit::kPi;
 // The inverse of erf for |x| <= 1/2, where erf(y) - x does not cancel: Newton steps from
 // Winitzki's approximation (within 2e-3), each squaring the relative error.
 KJIT_INLINE double erfinv_central(double x) {

@@ -257,19 +257,21 @@ KJIT_INLINE float exp10(float x) { return ::exp10f(x); }
 // sin(pi x) and cos(pi x): exactly 0 where they are (integers, and halves for the cosine), as
 // CUDA's and Metal's are. On the CPU x is reduced exactly to [-1, 1] and the rest is done in
 // double.
+inline constexpr double kPi = 3.14159265358979323846;
+
 #ifdef KJIT_CPU
 // sin(pi a) for a in [-1/2, 1/2] after exact reductions: r = x mod 2 in [-1, 1], then 1 - |r|
 // for |r| > 1/2 (exact there), so that values near the zeros keep their relative accuracy.
 KJIT_INLINE double sinpi(double x) {
   if (__builtin_rint(x) == x && x - x == 0) return __builtin_copysign(0.0, x);  // inf: NaN below
   const double r = __builtin_remainder(x, 2.0), a = __builtin_fabs(r);
-  return __builtin_copysign(__builtin_sin(3.14159265358979323846 * (a > 0.5 ? 1.0 - a : a)), r);
+  return __builtin_copysign(__builtin_sin(kPi * (a > 0.5 ? 1.0 - a : a)), r);
 }
 // cos(pi x): cos(pi a) itself for |a| < 1/4, else sin(pi (1/2 - a)) (1/2 - a exact there).
 KJIT_INLINE double cospi(double x) {
   const double a = __builtin_fabs(__builtin_remainder(x, 2.0));
   if (a == 0.5) return 0.0;
-  if (a < 0.25) return __builtin_cos(3.14159265358979323846 * a);
+  if (a < 0.25) return __builtin_cos(kPi * a);
   return sinpi(0.5 - a);
 }
 KJIT_INLINE float sinpi(float x) { return float(sinpi(double(x))); }
