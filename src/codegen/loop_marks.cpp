@@ -1,7 +1,5 @@
 #include "codegen/loop_marks.h"
 
-#include <algorithm>
-
 #include "codegen/token_scan.h"
 
 namespace kjit::codegen {
@@ -74,10 +72,7 @@ std::vector<size_t> header_semicolons(const std::vector<Token>& t, size_t open, 
 // also among other directives (#if ... #endif), and _Pragma("...") operators.
 void blank_pragmas_before(const std::vector<Token>& t, size_t i, LoopMarks& marks) {
   auto blank = [&](size_t from, size_t to) {
-    for (size_t j = from; j < to; ++j) {
-      marks.instead[j] = std::string(
-          static_cast<size_t>(std::count(t[j].text.begin(), t[j].text.end(), '\n')), '\n');
-    }
+    for (size_t j = from; j < to; ++j) marks.instead[j] = blank_keeping_lines(t[j].text);
   };
   for (size_t k = i; k > 0;) {
     const Token& p = t[k - 1];

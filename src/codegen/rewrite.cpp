@@ -226,14 +226,6 @@ std::string_view include_target(const std::vector<Token>& t, size_t i) {
   return rest;
 }
 
-std::string blank_keeping_lines(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\n') out += '\n';
-  }
-  return out;
-}
-
 bool is_listed(const std::vector<std::string>& names, std::string_view word) {
   return std::find(names.begin(), names.end(), word) != names.end();
 }

@@ -17,6 +17,14 @@ const Token* prev_significant(const std::vector<Token>& t, size_t i) {
 
 bool is_member_access(const Token* t) { return t && (t->text == "." || t->text == "->"); }
 
+std::string blank_keeping_lines(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') out += '\n';
+  }
+  return out;
+}
+
 size_t index_before(const std::vector<Token>& t, size_t k) {
   const Token* p = prev_significant(t, k);
   return p ? size_t(p - t.data()) : t.size();

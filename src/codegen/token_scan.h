@@ -1,8 +1,10 @@
 // Walking a token stream by its significant tokens (no spaces or comments) and its brackets:
-// shared by the dialect rewriter and the region splitter.
+// shared by the dialect rewriter, the loop marks and the region splitter.
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/lexer.h"
@@ -25,6 +27,9 @@ size_t opening(const std::vector<Token>& t, size_t close);
 
 /// Whether |t| is "." or "->".
 bool is_member_access(const Token* t);
+
+/// The line breaks of |text| alone: what replaces text that is dropped, keeping lines in place.
+std::string blank_keeping_lines(std::string_view text);
 
 /// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {", with
 /// optional specifiers and a trailing return type before the brace.
