@@ -459,13 +459,12 @@ std::optional<nb::object> to_cupy(const Array& a) {
   const size_t size = itemsize(a.dtype());
   nb::tuple shape = nb::steal<nb::tuple>(PyTuple_New(a.ndim()));
   nb::tuple strides = nb::steal<nb::tuple>(PyTuple_New(a.ndim()));
-  size_t span = size;  // the bytes from the first element to the end of the last
+  size_t span = size;  // the bytes from the first element to the end of the last (not empty)
   for (int i = 0; i < a.ndim(); ++i) {
     PyTuple_SET_ITEM(shape.ptr(), i, PyLong_FromLongLong(a.shape(i)));
     PyTuple_SET_ITEM(strides.ptr(), i,
                      PyLong_FromLongLong(a.stride(i) * static_cast<int64_t>(size)));
-    if (a.shape(i) == 0) span = 0;
-    if (span && a.stride(i) > 0) span += static_cast<size_t>((a.shape(i) - 1) * a.stride(i)) * size;
+    if (a.stride(i) > 0) span += static_cast<size_t>((a.shape(i) - 1) * a.stride(i)) * size;
   }
   nb::object memory =
       unowned(reinterpret_cast<uintptr_t>(a.data()), span, nb::cast(Array(a)), a.device().index);
