@@ -39,9 +39,9 @@ const DriverApi& loaded_driver() {
 }
 
 DeviceState& state(int device) {
-  // Filled once; afterwards only each device's own fields change.
-  static std::once_flag once;
-  std::call_once(once, [] {
+  // Filled once; afterwards only each device's own fields change. (A static's initialisation,
+  // not std::call_once: its check is one load, where call_once sets thread-locals each call.)
+  static const bool filled = [] {
     std::vector<DeviceState>& s = states();
     int count = device_count();
     s = std::vector<DeviceState>(static_cast<size_t>(count));
@@ -61,7 +61,9 @@ DeviceState& state(int device) {
       KJIT_CU(cuDeviceGetAttribute, &info.max_shared_optin,
               CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
     }
-  });
+    return true;
+  }();
+  (void)filled;
   std::vector<DeviceState>& s = states();
   if (device < 0 || device >= static_cast<int>(s.size())) {
     throw ValueError("device: cuda:" + std::to_string(device) + " does not exist (" +
