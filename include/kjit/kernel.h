@@ -43,6 +43,7 @@ struct LaunchOptions {
 };
 
 struct KernelSpec;
+class BoundKernel;
 
 class Kernel {
  public:
@@ -59,6 +60,12 @@ class Kernel {
                                 std::optional<double> init_value = std::nullopt,
                                 bool verbose = false, const LaunchOptions& options = {}) const;
 
+  /// The kernel with everything but its arrays fixed, checked once: a loop's launches do only
+  /// the work that depends on their arrays.
+  BoundKernel bind(std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes, Dim3 grid,
+                   Dim3 threadgroup, TemplateArgs template_args = {},
+                   std::optional<double> init_value = std::nullopt, bool verbose = false) const;
+
   /// Builds (and caches) the kernel for inputs of these dtypes and ndims without launching it.
   /// |target| is "cpu", "cuda", "cuda:N", or a CUDA architecture such as "sm_90", which needs
   /// NVRTC but no GPU (the result goes to the disk cache). On CUDA it builds the entry point of
@@ -74,9 +81,43 @@ class Kernel {
   const char* api() const;
 
  private:
+  friend class BoundKernel;
+  // A call whose settings (all but inputs and options) have been checked.
+  std::vector<Array> launch(const std::vector<Array>& inputs,
+                            const std::vector<Shape>& output_shapes,
+                            const std::vector<Dtype>& output_dtypes, Dim3 grid, Dim3 threadgroup,
+                            const TemplateArgs& template_args, std::optional<double> init_value,
+                            bool verbose, const LaunchOptions& options) const;
+
   struct State;
   std::shared_ptr<const KernelSpec> spec_;
   std::shared_ptr<State> state_;
+};
+
+/// A kernel's call with its output shapes and dtypes, grid, threadgroup, template arguments and
+/// init value fixed (Kernel::bind).
+class BoundKernel {
+ public:
+  /// Runs the kernel on |inputs|; returns the outputs (fresh row-contiguous arrays, or
+  /// LaunchOptions::outputs).
+  std::vector<Array> operator()(const std::vector<Array>& inputs,
+                                const LaunchOptions& options = {}) const;
+
+  const Kernel& kernel() const { return kernel_; }
+
+ private:
+  friend class Kernel;
+  BoundKernel(Kernel kernel, std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes,
+              Dim3 grid, Dim3 threadgroup, TemplateArgs template_args,
+              std::optional<double> init_value, bool verbose);
+
+  Kernel kernel_;
+  std::vector<Shape> output_shapes_;
+  std::vector<Dtype> output_dtypes_;
+  Dim3 grid_, threadgroup_;
+  TemplateArgs template_args_;
+  std::optional<double> init_value_;
+  bool verbose_;
 };
 
 /// A kernel whose body is Metal Shading Language (the API of mx.fast.metal_kernel).

@@ -17,6 +17,7 @@ import sys as _sys
 from ._errors import CompileError, LaunchError
 from ._kjit import (
     Array,
+    BoundKernel,
     Dtype,
     Kernel,
     array,
@@ -57,6 +58,7 @@ for _entry in _sys.path:
 
 __all__ = [
     "Array",
+    "BoundKernel",
     "CompileError",
     "Dtype",
     "Kernel",

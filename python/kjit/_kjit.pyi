@@ -186,6 +186,21 @@ class Kernel:
         Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as 'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every launch shape (a call compiles the one its launch needs).
         """
 
+    def bind(self, *, output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None) -> BoundKernel:
+        """
+        The kernel with every argument of a call but its arrays fixed, and checked now: bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes into out as outputs=[out] would. The cheapest way to launch a kernel many times.
+        """
+
+class BoundKernel:
+    """
+    A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, then optionally the outputs to write, as positional arguments.
+    """
+
+    def __call__(self, *arrays: object) -> list[object]:
+        """
+        Runs the kernel on the inputs, then writes the outputs when they follow; returns the outputs as a list of arrays of the inputs' library.
+        """
+
 def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str] | None = None) -> Kernel:
     """
     A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).

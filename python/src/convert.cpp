@@ -174,6 +174,25 @@ Framework framework_of(nb::handle obj) {
   return last = f;
 }
 
+Framework outputs_framework(const HeldItems& inputs) {
+  Framework of_scalar = Framework::None;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    nb::handle item = inputs[i];
+    if (is_python_scalar(item)) continue;
+    const Framework f = framework_of(item);
+    if (f == Framework::Numpy) {
+      static const nb::object& generic = *new nb::object(attr_or_invalid("numpy", "generic"));
+      if (generic.is_valid() &&
+          PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(generic.ptr()))) {
+        if (of_scalar == Framework::None) of_scalar = f;
+        continue;
+      }
+    }
+    return f;
+  }
+  return of_scalar;
+}
+
 namespace {
 
 // Whether kjit._torch serves this process, and why not. Plain statics under the GIL: a
@@ -638,12 +657,14 @@ int64_t to_int(nb::handle obj, const Param& param) {
 bool is_list(nb::handle obj) { return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()); }
 
 HeldItems::HeldItems(nb::handle list)
-    : size_(static_cast<size_t>(PySequence_Fast_GET_SIZE(list.ptr()))) {
+    : HeldItems(PySequence_Fast_ITEMS(list.ptr()),
+                static_cast<size_t>(PySequence_Fast_GET_SIZE(list.ptr()))) {}
+
+HeldItems::HeldItems(PyObject* const* items, size_t n) : size_(n) {
   if (size_ > kInPlace) {
     on_heap_.resize(size_);
     items_ = on_heap_.data();
   }
-  PyObject** items = PySequence_Fast_ITEMS(list.ptr());
   for (size_t i = 0; i < size_; ++i) items_[i] = Py_NewRef(items[i]);
 }
 

@@ -108,6 +108,7 @@ bool is_list(nb::handle obj);
 class HeldItems {
  public:
   explicit HeldItems(nb::handle list);
+  HeldItems(PyObject* const* items, size_t n);
   ~HeldItems();
   HeldItems(const HeldItems&) = delete;
   HeldItems& operator=(const HeldItems&) = delete;
@@ -124,6 +125,10 @@ class HeldItems {
   PyObject** items_ = in_place_;
   size_t size_ = 0;
 };
+
+/// The library a call's outputs belong to: that of its first array input. Scalars, Python's or
+/// NumPy's (np.float32(2)), decide only when no input is an array.
+Framework outputs_framework(const HeldItems& inputs);
 
 /// A sequence of exactly three non-negative ints.
 Dim3 to_dim3(nb::handle obj, const Param& param);

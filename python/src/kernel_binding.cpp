@@ -19,6 +19,7 @@ namespace {
 
 PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames);
+PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames);
 
 // The Python kernel object: a kernel and what its calls remember. Its first member is the
 // instance's vectorcall slot (see as_python).
@@ -29,13 +30,15 @@ struct PyKernel {
   CallMemo memo;
 };
 
-// A new kernel object. nanobind keeps the C++ object inside the Python object at an offset that
-// is the same for every instance of the type; the type learns it from the first instance, and
-// from then on calls its instances through PyKernel::vectorcall.
-nb::object as_python(PyKernel k) {
-  nb::object obj = nb::cast(std::move(k));
+// A new Python object of a type whose C++ object starts with its vectorcall slot. nanobind
+// keeps the C++ object inside the Python object at an offset that is the same for every
+// instance of the type; the type learns it from the first instance, and from then on calls its
+// instances through that slot.
+template <class T>
+nb::object as_python(T value) {
+  nb::object obj = nb::cast(std::move(value));
   auto* type = reinterpret_cast<PyTypeObject*>(obj.type().ptr());
-  const Py_ssize_t offset = reinterpret_cast<char*>(&nb::inst_ptr<PyKernel>(obj)->vectorcall) -
+  const Py_ssize_t offset = reinterpret_cast<char*>(&nb::inst_ptr<T>(obj)->vectorcall) -
                             reinterpret_cast<char*>(obj.ptr());
   if (type->tp_vectorcall_offset == 0) {
     type->tp_vectorcall_offset = offset;
@@ -43,7 +46,7 @@ nb::object as_python(PyKernel k) {
     type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
     PyType_Modified(type);
   } else if (type->tp_vectorcall_offset != offset) {
-    throw std::runtime_error("kjit.Kernel: an instance laid out unlike the others");
+    throw std::runtime_error("kjit: an instance laid out unlike the others of its type");
   }
   return obj;
 }
@@ -251,83 +254,75 @@ std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handl
   return convert_items(HeldItems(obj), param, convert);
 }
 
-nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
-                nb::handle grid, nb::handle threadgroup, nb::handle template_args,
-                nb::handle init_value, nb::handle verbose, nb::handle stream, nb::handle device,
-                nb::handle outputs) {
-  const Kernel& k = py.kernel;
-  CallMemo& memo = py.memo;
+// Where a call runs, as given: the stream (none: the inputs' framework's current stream), the
+// device, and whether the generated source is printed.
+struct CallPlace {
+  std::optional<uintptr_t> stream;
+  std::optional<Device> device;
+  bool verbose = false;
+};
+
+CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb::handle verbose) {
+  CallPlace place;
+  if (!stream.is_none()) place.stream = to_stream(stream, t / "stream");
+  if (!PyBool_Check(verbose.ptr())) throw TypeError((t / "verbose").str() + ": expected a bool");
+  place.verbose = verbose.ptr() == Py_True;
+  if (!device.is_none()) {
+    if (!nb::isinstance<nb::str>(device)) {
+      throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
+    }
+    place.device = Device::parse(nb::cast<std::string>(device), (t / "device").str());
+  }
+  return place;
+}
+
+std::optional<double> to_init_value(const Param& t, nb::handle init_value) {
+  if (init_value.is_none()) return std::nullopt;
+  if (!is_real_number(init_value)) {
+    throw TypeError((t / "init_value").str() + ": expected a real number or None, got '" +
+                    nb::cast<std::string>(init_value.type().attr("__name__")) + "'");
+  }
+  double v = PyFloat_AsDouble(init_value.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw ValueError((t / "init_value").str() + ": " +
+                     nb::cast<std::string>(nb::repr(init_value)).substr(0, 40) +
+                     " is out of range");
+  }
+  return v;
+}
+
+// One run of kernel |k| from Python on |inputs|, writing |outputs| when given: the arrays read,
+// the work ordered after what the inputs' framework has queued (unless a stream is given), and
+// the outputs returned as the inputs' library's arrays. |run| launches (without the GIL).
+template <class Run>
+nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldItems* outputs,
+                           const CallPlace& place, Run run) {
   const Param t = Param::of_kernel(k);
   const Param input_param = t / "inputs";
-  if (!is_list(inputs)) {
-    throw TypeError(input_param.str() +
-                    ": expected a list of arrays or scalars (wrap a single array: inputs=[x]), "
-                    "got " + nb::cast<std::string>(inputs.type().attr("__name__")));
-  }
   LaunchOptions options;
-  options.stream = to_stream(stream, t / "stream");
-  const HeldItems input_items(inputs);  // the arrays, held through the call
-  const size_t n_in = input_items.size();
-  // Outputs belong to the library of the first array input.
-  Framework framework = Framework::None;
-  for (size_t i = 0; i < n_in && framework == Framework::None; ++i) {
-    nb::handle item = input_items[i];
-    if (!is_python_scalar(item)) framework = framework_of(item);
-  }
+  options.stream = place.stream.value_or(0);
+  options.device = place.device;
+  const size_t n_in = inputs.size();
+  const Framework framework = outputs_framework(inputs);
   // JAX inputs on a GPU are exported for the kernel's stream when it is known now (DLPack's
   // numbering, 1: the legacy stream): the one given, or the legacy stream a JAX call runs on.
   // Otherwise (0) their export waits until they are ready.
-  const uintptr_t dlpack_stream = !stream.is_none()             ? (options.stream ? options.stream : 1)
+  const uintptr_t dlpack_stream = place.stream ? (*place.stream ? *place.stream : 1)
                                   : framework == Framework::Jax ? 1
                                                                 : 0;
   std::vector<Array> arrays;
   arrays.reserve(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     const std::string* name = i < k.input_names().size() ? &k.input_names()[i] : nullptr;
-    arrays.push_back(
-        to_array(input_items[i], input_param.at(i, name), false, false, dlpack_stream));
+    arrays.push_back(to_array(inputs[i], input_param.at(i, name), false, false, dlpack_stream));
   }
-  // Shared with the memo: kept while the kernel runs without the GIL.
-  const auto shapes = memo.output_shapes.get(
-      output_shapes, [&](nb::handle o) { return to_list(o, t / "output_shapes", to_shape); });
-  const auto dtypes = memo.output_dtypes.get(
-      output_dtypes, [&](nb::handle o) { return to_list(o, t / "output_dtypes", to_dtype); });
-  const auto g = memo.grid.get(grid, [&](nb::handle o) { return to_dim3(o, t / "grid"); });
-  const auto tg = memo.threadgroup.get(threadgroup,
-                                       [&](nb::handle o) { return to_dim3(o, t / "threadgroup"); });
-  const auto targs = memo.template_args.get(
-      template_args, [&](nb::handle o) { return to_template_args(t / "template", o); });
-  std::optional<double> init;
-  if (!init_value.is_none()) {
-    if (!is_real_number(init_value)) {
-      throw TypeError((t / "init_value").str() + ": expected a real number or None, got '" +
-                      nb::cast<std::string>(init_value.type().attr("__name__")) + "'");
-    }
-    double v = PyFloat_AsDouble(init_value.ptr());
-    if (v == -1.0 && PyErr_Occurred()) {
-      PyErr_Clear();
-      throw ValueError((t / "init_value").str() + ": " +
-                       nb::cast<std::string>(nb::repr(init_value)).substr(0, 40) +
-                       " is out of range");
-    }
-    init = v;
-  }
-  if (!PyBool_Check(verbose.ptr())) throw TypeError((t / "verbose").str() + ": expected a bool");
-  if (!device.is_none()) {
-    if (!nb::isinstance<nb::str>(device)) {
-      throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
-    }
-    options.device = Device::parse(nb::cast<std::string>(device), (t / "device").str());
-  }
-  std::optional<HeldItems> output_items;  // the given outputs, held through the call
-  if (!outputs.is_none()) {
-    check_list(outputs, t / "outputs");
-    output_items.emplace(outputs);
-    options.outputs = convert_items(*output_items, t / "outputs", [](nb::handle o, const Param& p) {
+  if (outputs) {
+    options.outputs = convert_items(*outputs, t / "outputs", [](nb::handle o, const Param& p) {
       return to_array(o, p, false, /*writable=*/true);
     });
   }
-  if (verbose.ptr() == Py_True) {
+  if (place.verbose) {
     options.print = [](std::string_view text) {
       nb::gil_scoped_acquire gil;
       nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
@@ -340,11 +335,11 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   for (const Array& a : arrays) {
     if (!gpu && a.device().type == DeviceType::CUDA) gpu = a.device();
   }
-  if (gpu && stream.is_none()) options.stream = current_stream(framework, gpu->index);
+  if (gpu && !place.stream) options.stream = current_stream(framework, gpu->index);
   std::vector<Array> result;
   try {
     nb::gil_scoped_release release;
-    result = k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, verbose.ptr() == Py_True, options);
+    result = run(arrays, options);
     // JAX reads DLPack imports without waiting on the exporter's stream.
     if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
   } catch (...) {
@@ -352,10 +347,98 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     throw;
   }
   flush_warnings();
-  if (output_items) return output_items->list();
+  if (outputs) return outputs->list();
   nb::list out;
   for (const Array& a : result) out.append(from_array(a, framework));
   return out;
+}
+
+nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
+                nb::handle grid, nb::handle threadgroup, nb::handle template_args,
+                nb::handle init_value, nb::handle verbose, nb::handle stream, nb::handle device,
+                nb::handle outputs) {
+  const Kernel& k = py.kernel;
+  CallMemo& memo = py.memo;
+  const Param t = Param::of_kernel(k);
+  if (!is_list(inputs)) {
+    throw TypeError((t / "inputs").str() +
+                    ": expected a list of arrays or scalars (wrap a single array: inputs=[x]), "
+                    "got " +
+                    nb::cast<std::string>(inputs.type().attr("__name__")));
+  }
+  const CallPlace place = to_call_place(t, stream, device, verbose);
+  const HeldItems input_items(inputs);  // the arrays, held through the call
+  // Shared with the memo: kept while the kernel runs without the GIL.
+  const auto shapes = memo.output_shapes.get(
+      output_shapes, [&](nb::handle o) { return to_list(o, t / "output_shapes", to_shape); });
+  const auto dtypes = memo.output_dtypes.get(
+      output_dtypes, [&](nb::handle o) { return to_list(o, t / "output_dtypes", to_dtype); });
+  const auto g = memo.grid.get(grid, [&](nb::handle o) { return to_dim3(o, t / "grid"); });
+  const auto tg = memo.threadgroup.get(threadgroup,
+                                       [&](nb::handle o) { return to_dim3(o, t / "threadgroup"); });
+  const auto targs = memo.template_args.get(
+      template_args, [&](nb::handle o) { return to_template_args(t / "template", o); });
+  const std::optional<double> init = to_init_value(t, init_value);
+  std::optional<HeldItems> output_items;  // the given outputs, held through the call
+  if (!outputs.is_none()) {
+    check_list(outputs, t / "outputs");
+    output_items.emplace(outputs);
+  }
+  return run_from_python(k, input_items, output_items ? &*output_items : nullptr, place,
+                         [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
+                           return k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, place.verbose,
+                                    options);
+                         });
+}
+
+// A bound kernel's Python object (Kernel.bind): calls pass the arrays alone.
+struct PyBoundKernel {
+  PyBoundKernel(BoundKernel b, CallPlace p) : bound(std::move(b)), place(std::move(p)) {}
+  vectorcallfunc vectorcall = bound_vectorcall;
+  BoundKernel bound;
+  CallPlace place;
+};
+
+// A bound call's arguments: the inputs, then optionally the outputs to write.
+nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
+  const Kernel& k = py.bound.kernel();
+  const size_t n_in = k.input_names().size(), n_out = k.output_names().size();
+  if (n != n_in && n != n_in + n_out) {
+    auto names = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const std::string& name : v) out += (out.empty() ? "" : ", ") + name;
+      return out;
+    };
+    throw TypeError(Param::of_kernel(k).str() + "a bound call takes its " + std::to_string(n_in) +
+                    " input(s) (" + names(k.input_names()) + "), then " + "optionally its " +
+                    std::to_string(n_out) + " output(s) (" + names(k.output_names()) +
+                    "), as positional arguments; got " + std::to_string(n));
+  }
+  const HeldItems inputs(args, n_in);
+  std::optional<HeldItems> outputs;
+  if (n > n_in) outputs.emplace(args + n_in, n_out);
+  return run_from_python(k, inputs, outputs ? &*outputs : nullptr, py.place,
+                         [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
+                           return py.bound(arrays, options);
+                         });
+}
+
+PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                           PyObject* kwnames) {
+  if (kwnames && PyTuple_GET_SIZE(kwnames) != 0) {
+    PyErr_SetString(PyExc_TypeError,
+                    "kjit.BoundKernel.__call__() takes positional arguments only: the inputs, "
+                    "then optionally the outputs");
+    return nullptr;
+  }
+  try {
+    return call_bound(*nb::inst_ptr<PyBoundKernel>(self), args, PyVectorcall_NARGS(nargsf))
+        .release()
+        .ptr();
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
 }
 
 // Kernel.__call__'s keyword arguments, in its order: the first five are required.
@@ -427,22 +510,35 @@ PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf
   }
 }
 
+constexpr char kKernelNew[] =
+    "kjit.Kernel cannot be made directly; use kjit.metal_kernel or kjit.cuda_kernel";
+constexpr char kBoundKernelNew[] = "kjit.BoundKernel cannot be made directly; use Kernel.bind";
+
+// Makes |type|'s constructor raise a TypeError saying |message|.
+template <const char* message>
+void refuse_new(nb::handle type) {
+  auto* t = reinterpret_cast<PyTypeObject*>(type.ptr());
+  t->tp_new = [](PyTypeObject*, PyObject*, PyObject*) -> PyObject* {
+    PyErr_SetString(PyExc_TypeError, message);
+    return nullptr;
+  };
+  PyType_Modified(t);
+}
+
 }  // namespace
 
 void init_kernel(nb::module_& m) {
   nb::class_<PyKernel> kernel(
       m, "Kernel", nb::is_final(),
       "A kernel built from a body string. Call it with keyword arguments to run.");
-  // Kernels come from metal_kernel and cuda_kernel only: an instance Python made itself
-  // (Kernel.__new__) would hold no kernel, and no vectorcall slot.
-  auto* kernel_type = reinterpret_cast<PyTypeObject*>(kernel.ptr());
-  kernel_type->tp_new = [](PyTypeObject*, PyObject*, PyObject*) -> PyObject* {
-    PyErr_SetString(PyExc_TypeError,
-                    "kjit.Kernel cannot be made directly; use kjit.metal_kernel or "
-                    "kjit.cuda_kernel");
-    return nullptr;
-  };
-  PyType_Modified(kernel_type);
+  nb::class_<PyBoundKernel> bound(
+      m, "BoundKernel", nb::is_final(),
+      "A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, "
+      "then optionally the outputs to write, as positional arguments.");
+  // Kernels come from metal_kernel and cuda_kernel, bound kernels from Kernel.bind, only: an
+  // instance Python made itself (__new__) would hold no kernel, and no vectorcall slot.
+  refuse_new<kKernelNew>(kernel);
+  refuse_new<kBoundKernelNew>(bound);
   kernel.def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_prop_ro("input_names", [](const PyKernel& k) { return k.kernel.input_names(); })
       .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); })
@@ -508,6 +604,44 @@ void init_kernel(nb::module_& m) {
       "running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as "
       "'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every "
       "launch shape (a call compiles the one its launch needs).");
+
+  kernel.def(
+      "bind",
+      [](const PyKernel& py, nb::handle output_shapes, nb::handle output_dtypes, nb::handle grid,
+         nb::handle threadgroup, nb::handle template_args, nb::handle init_value,
+         nb::handle verbose, nb::handle stream, nb::handle device) {
+        const Kernel& k = py.kernel;
+        const Param t = Param::of_kernel(k);
+        CallPlace place = to_call_place(t, stream, device, verbose);
+        return as_python(
+            PyBoundKernel(k.bind(to_list(output_shapes, t / "output_shapes", to_shape),
+                                 to_list(output_dtypes, t / "output_dtypes", to_dtype),
+                                 to_dim3(grid, t / "grid"), to_dim3(threadgroup, t / "threadgroup"),
+                                 to_template_args(t / "template", template_args),
+                                 to_init_value(t, init_value), place.verbose),
+                          std::move(place)));
+      },
+      nb::kw_only(), "output_shapes"_a.none(), "output_dtypes"_a.none(), "grid"_a.none(),
+      "threadgroup"_a.none(), "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
+      "verbose"_a.none() = false, "stream"_a.none() = nb::none(), "device"_a.none() = nb::none(),
+      nb::sig("def bind(self, *, "
+              "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
+              "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
+              "threadgroup: tuple[int, int, int], "
+              "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
+              "init_value: float | None = None, verbose: bool = False, "
+              "stream: object | None = None, device: str | None = None) -> BoundKernel"),
+      "The kernel with every argument of a call but its arrays fixed, and checked now: "
+      "bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes "
+      "into out as outputs=[out] would. The cheapest way to launch a kernel many times.");
+  bound.def(
+      "__call__",
+      [](const PyBoundKernel& py, nb::args args) {
+        return call_bound(py, PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
+      },
+      nb::sig("def __call__(self, *arrays: object) -> list[object]"),
+      "Runs the kernel on the inputs, then writes the outputs when they follow; returns the "
+      "outputs as a list of arrays of the inputs' library.");
 
   m.def(
       "metal_kernel",

@@ -2,6 +2,7 @@
 #include <kjit/kernel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -129,31 +130,50 @@ struct Plan {
 
 struct Kernel::State {
   std::mutex mutex;
-  std::vector<std::shared_ptr<const Plan>> plans;
+  std::vector<std::shared_ptr<const Plan>> plans;  // only ever added to
+  // The plan found last: a loop's calls find theirs here, without the lock. It points into
+  // |plans|, which keeps it.
+  std::atomic<const Plan*> last{nullptr};
 
   // The plan for |device|, |outputs|, |targs| and |n| inputs whose dtype and ndim |input(i)|
   // gives. The hot path passes its arrays, so that the lookup builds nothing.
   template <class Input>
-  std::shared_ptr<const Plan> find(const Device& device, size_t n, Input input,
-                                   const std::vector<Dtype>& outputs, const TemplateArgs& targs) {
+  const Plan* find(const Device& device, size_t n, Input input, const std::vector<Dtype>& outputs,
+                   const TemplateArgs& targs) {
+    auto fits = [&](const Plan& p) {
+      const codegen::CallSignature& s = p.signature;
+      if (!(p.device == device) || s.inputs.size() != n || s.outputs != outputs ||
+          s.template_args != targs) {
+        return false;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (!(s.inputs[i] == input(i))) return false;
+      }
+      return true;
+    };
+    const Plan* recent = last.load(std::memory_order_acquire);
+    if (recent && fits(*recent)) return recent;
     std::lock_guard lock(mutex);
     for (const auto& p : plans) {
-      const codegen::CallSignature& s = p->signature;
-      if (!(p->device == device) || s.inputs.size() != n || s.outputs != outputs ||
-          s.template_args != targs) {
-        continue;
+      if (fits(*p)) {
+        last.store(p.get(), std::memory_order_release);
+        return p.get();
       }
-      bool same = true;
-      for (size_t i = 0; i < n && same; ++i) same = s.inputs[i] == input(i);
-      if (same) return p;
     }
     return nullptr;
   }
 
-  std::shared_ptr<const Plan> find(const codegen::CallSignature& sig, const Device& device) {
+  const Plan* find(const codegen::CallSignature& sig, const Device& device) {
     return find(
         device, sig.inputs.size(), [&](size_t i) { return sig.inputs[i]; }, sig.outputs,
         sig.template_args);
+  }
+
+  const Plan* add(std::shared_ptr<const Plan> plan) {
+    std::lock_guard lock(mutex);
+    plans.push_back(std::move(plan));
+    last.store(plans.back().get(), std::memory_order_release);
+    return plans.back().get();
   }
 };
 
@@ -299,30 +319,20 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
   } catch (const ValueError&) {
     throw ValueError(bad_target);
   }
-  std::shared_ptr<const Plan> plan = state_->find(sig, device);
-  if (!plan) {
-    plan = build_plan(spec, std::move(sig), device);
-    std::lock_guard lock(state_->mutex);
-    state_->plans.push_back(plan);
-  }
+  const Plan* plan = state_->find(sig, device);
+  if (!plan) plan = state_->add(build_plan(spec, std::move(sig), device));
   // Every way it may be launched.
   if (device.type == DeviceType::CUDA) {
     plan->cuda_entry_points.build_all(spec, plan->source, device.index);
   }
 }
 
-std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
-                                      const std::vector<Shape>& output_shapes,
-                                      const std::vector<Dtype>& output_dtypes, Dim3 grid,
-                                      Dim3 threadgroup, const TemplateArgs& template_args,
-                                      std::optional<double> init_value, bool verbose,
-                                      const LaunchOptions& options) const {
-  const KernelSpec& spec = *spec_;
-  const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
-  if (inputs.size() != n_in) {
-    throw ValueError(prefix_named(spec) + "inputs: expected " + std::to_string(n_in) + " (" +
-                     join(spec.input_names) + "), got " + std::to_string(inputs.size()));
-  }
+namespace {
+
+// The checks of a call's settings, which do not depend on its arrays.
+void check_settings(const KernelSpec& spec, const std::vector<Shape>& output_shapes,
+                    const std::vector<Dtype>& output_dtypes, Dim3 grid, Dim3 threadgroup) {
+  const size_t n_out = spec.output_names.size();
   if (output_shapes.size() != n_out) {
     throw ValueError(prefix_named(spec) + "output_shapes: expected " + std::to_string(n_out) +
                      " (" + join(spec.output_names) + "), got " +
@@ -364,6 +374,73 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                        ") are more than 2^64 threadgroups");
     }
   }
+  for (size_t o = 0; o < n_out; ++o) {
+    if (output_shapes[o].size() > static_cast<size_t>(kMaxNdim)) {
+      throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] has " +
+                       std::to_string(output_shapes[o].size()) +
+                       " dimensions; at most 10 are supported");
+    }
+    check_dimensions(output_shapes[o], [&] {
+      return prefix_named(spec) + "output_shapes[" + std::to_string(o) + "]";
+    });
+  }
+}
+
+}  // namespace
+
+std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
+                                      const std::vector<Shape>& output_shapes,
+                                      const std::vector<Dtype>& output_dtypes, Dim3 grid,
+                                      Dim3 threadgroup, const TemplateArgs& template_args,
+                                      std::optional<double> init_value, bool verbose,
+                                      const LaunchOptions& options) const {
+  check_settings(*spec_, output_shapes, output_dtypes, grid, threadgroup);
+  return launch(inputs, output_shapes, output_dtypes, grid, threadgroup, template_args, init_value,
+                verbose, options);
+}
+
+BoundKernel Kernel::bind(std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes,
+                         Dim3 grid, Dim3 threadgroup, TemplateArgs template_args,
+                         std::optional<double> init_value, bool verbose) const {
+  check_settings(*spec_, output_shapes, output_dtypes, grid, threadgroup);
+  check_template_args(*spec_, template_args);
+  check_atomic_outputs(*spec_, output_dtypes);
+  return BoundKernel(*this, std::move(output_shapes), std::move(output_dtypes), grid, threadgroup,
+                     std::move(template_args), init_value, verbose);
+}
+
+BoundKernel::BoundKernel(Kernel kernel, std::vector<Shape> output_shapes,
+                         std::vector<Dtype> output_dtypes, Dim3 grid, Dim3 threadgroup,
+                         TemplateArgs template_args, std::optional<double> init_value, bool verbose)
+    : kernel_(std::move(kernel)),
+      output_shapes_(std::move(output_shapes)),
+      output_dtypes_(std::move(output_dtypes)),
+      grid_(grid),
+      threadgroup_(threadgroup),
+      template_args_(std::move(template_args)),
+      init_value_(init_value),
+      verbose_(verbose) {}
+
+std::vector<Array> BoundKernel::operator()(const std::vector<Array>& inputs,
+                                           const LaunchOptions& options) const {
+  return kernel_.launch(inputs, output_shapes_, output_dtypes_, grid_, threadgroup_, template_args_,
+                        init_value_, verbose_, options);
+}
+
+std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
+                                  const std::vector<Shape>& output_shapes,
+                                  const std::vector<Dtype>& output_dtypes, Dim3 grid,
+                                  Dim3 threadgroup, const TemplateArgs& template_args,
+                                  std::optional<double> init_value, bool verbose,
+                                  const LaunchOptions& options) const {
+  const KernelSpec& spec = *spec_;
+  const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
+  if (inputs.size() != n_in) {
+    throw ValueError(prefix_named(spec) + "inputs: expected " + std::to_string(n_in) + " (" +
+                     join(spec.input_names) + "), got " + std::to_string(inputs.size()));
+  }
+  const int64_t g[3] = {grid.x, grid.y, grid.z};
+  const int64_t t[3] = {threadgroup.x, threadgroup.y, threadgroup.z};
   const Device device = resolve_device(spec, inputs, options.device);
   const int64_t max_threads = device.type == DeviceType::CUDA && cuda::device_count() > device.index
                                   ? cuda::device_info(device.index).max_threads_per_block
@@ -402,17 +479,7 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
       }
     }
   }
-  for (size_t o = 0; o < n_out; ++o) {
-    if (output_shapes[o].size() > static_cast<size_t>(kMaxNdim)) {
-      throw ValueError(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] has " +
-                       std::to_string(output_shapes[o].size()) +
-                       " dimensions; at most 10 are supported");
-    }
-    check_dimensions(output_shapes[o], [&] {
-      return prefix_named(spec) + "output_shapes[" + std::to_string(o) + "]";
-    });
-  }
-  std::shared_ptr<const Plan> plan = state_->find(
+  const Plan* plan = state_->find(
       device, inputs.size(),
       [&](size_t i) {
         return std::pair{inputs[i].dtype(), inputs[i].ndim()};
@@ -424,9 +491,7 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
     for (const Array& a : inputs) sig.inputs.emplace_back(a.dtype(), a.ndim());
     sig.outputs = output_dtypes;
     sig.template_args = template_args;
-    plan = build_plan(spec, std::move(sig), device);
-    std::lock_guard lock(state_->mutex);
-    state_->plans.push_back(plan);
+    plan = state_->add(build_plan(spec, std::move(sig), device));
   }
   if (verbose) {
     std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +

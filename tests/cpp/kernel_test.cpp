@@ -267,6 +267,43 @@ TEST(Kernel, MetalScalarInputAndTemplateArgs) {
   }
 }
 
+TEST(Kernel, BoundCallsFixTheSettingsAndTakeEachCallsArrays) {
+  Kernel k = metal_kernel("bound_affine", {"inp", "s"}, {"out"}, R"(
+    uint i = thread_position_in_grid.x;
+    out[i] = T(inp[i]) * T(s) + N;
+)");
+  const BoundKernel bound = k.bind({{100}}, {Dtype::Float32}, {100, 1, 1}, {32, 1, 1},
+                                   {{"T", Dtype::Float32}, {"N", 3}}, /*init_value=*/-1.0);
+  EXPECT_EQ(&bound.kernel().name(), &k.name());  // the same kernel, not a copy of its spec
+  for (unsigned seed : {1u, 2u}) {
+    Array a = random_floats({100}, seed);
+    const double s = seed * 0.75;
+    auto out = bound({a, Array::scalar(s, Dtype::Float32)});
+    ASSERT_EQ(out.size(), 1u);
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_NEAR(floats(out[0])[i], floats(a)[i] * s + 3, 1e-5) << i;
+    }
+  }
+  // Inputs of another dtype, and given outputs.
+  Array ints = Array::empty({100}, Dtype::Int32);
+  for (int i = 0; i < 100; ++i) static_cast<int32_t*>(ints.data())[i] = i - 50;
+  Array dst = Array::empty({100}, Dtype::Float32);
+  dst.fill(std::nan(""));
+  LaunchOptions options;
+  options.outputs = {dst};
+  auto out = bound({ints, Array::scalar(2.0, Dtype::Float32)}, options);
+  EXPECT_EQ(out[0].data(), dst.data());
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(floats(dst)[i], (i - 50) * 2.0f + 3) << i;
+  // A bound call checks its arrays; bind checks the settings.
+  EXPECT_THROW(bound({ints}), ValueError);
+  options.outputs = {Array::empty({99}, Dtype::Float32)};
+  EXPECT_THROW(bound({ints, Array::scalar(2.0, Dtype::Float32)}, options), ValueError);
+  EXPECT_THROW(k.bind({{100}}, {Dtype::Float32}, {100, 1, 1}, {0, 1, 1}), ValueError);
+  EXPECT_THROW(k.bind({{100}, {100}}, {Dtype::Float32}, {100, 1, 1}, {32, 1, 1}), ValueError);
+  EXPECT_THROW(k.bind({{100}}, {Dtype::Float32}, {100, 1, 1}, {32, 1, 1}, {{"inp", 1}}),
+               ValueError);
+}
+
 TEST(Kernel, SafeMathRoundsEveryOperation) {
   // In the default (safe, IEEE) math mode a * b - p is evaluated as two rounded operations; with
   // p the rounded product, the result is exactly zero. A fused multiply-add would instead give

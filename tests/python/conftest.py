@@ -67,16 +67,40 @@ class _CheckedKernel:
         if TEST_DEVICE and kwargs.get("device") is None and kwargs.get("outputs") is None:
             kwargs["device"] = TEST_DEVICE
         result = self._kernel(**kwargs)
-        if NVRTC:
-            inputs = [kjit.array(x) for x in kwargs["inputs"]]
-            signature = [(a.dtype, a.ndim) for a in inputs]
-            dtypes = list(kwargs["output_dtypes"])
-            template = kwargs.get("template")
-            key = repr((signature, dtypes, template))
-            if key not in self._built:
-                self._kernel.build(inputs=signature, output_dtypes=dtypes, template=template,
-                                   target=CUDA_TARGET)
-                self._built.add(key)
+        self.check_build(kwargs["inputs"], kwargs["output_dtypes"], kwargs.get("template"))
+        return result
+
+    def check_build(self, inputs, output_dtypes, template):
+        """Compiles the signature of a call with |inputs| for CUDA_TARGET, once."""
+        if not NVRTC:
+            return
+        signature = [(a.dtype, a.ndim) for a in map(kjit.array, inputs)]
+        dtypes = list(output_dtypes)
+        key = repr((signature, dtypes, template))
+        if key not in self._built:
+            self._kernel.build(inputs=signature, output_dtypes=dtypes, template=template,
+                               target=CUDA_TARGET)
+            self._built.add(key)
+
+
+    def bind(self, **kwargs):
+        if TEST_DEVICE and kwargs.get("device") is None:
+            kwargs["device"] = TEST_DEVICE
+        return _CheckedBound(self, self._kernel.bind(**kwargs), kwargs)
+
+
+class _CheckedBound:
+    """A bound kernel whose calls also compile their signature for CUDA_TARGET."""
+
+    def __init__(self, checked, bound, settings):
+        self._checked = checked
+        self._bound = bound
+        self._settings = settings
+
+    def __call__(self, *arrays, **kwargs):
+        result = self._bound(*arrays, **kwargs)
+        self._checked.check_build(arrays[:len(self._checked.input_names)],
+                                  self._settings["output_dtypes"], self._settings.get("template"))
         return result
 
 

@@ -1,0 +1,225 @@
+"""Bound kernels (Kernel.bind): a call's settings fixed and checked once, then calls that pass
+only arrays, with the same results, errors and output types as the keyword call."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import DEVICES, needs_gpu, poisoned
+
+AXPY = """
+    uint i = thread_position_in_grid.x;
+    out[i] = T(alpha) * x[i] + y[i];
+"""
+
+
+def axpy_kernel():
+    return kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
+                             output_names=["out"], source=AXPY)
+
+
+def bind_axpy(n, device, dtype=np.float32, **kw):
+    return axpy_kernel().bind(output_shapes=[(n,)], output_dtypes=[dtype], grid=(n, 1, 1),
+                              threadgroup=(128, 1, 1), template=[("T", dtype)], device=device,
+                              **kw)
+
+
+def bound_kernel_call(alpha, x, y):
+    """The keyword call bind_axpy's kernel stands for."""
+    n = x.shape[0]
+    return axpy_kernel()(inputs=[alpha, x, y], output_shapes=[(n,)], output_dtypes=[np.float32],
+                         grid=(n, 1, 1), threadgroup=(128, 1, 1), template=[("T", np.float32)])
+
+
+def axpy_reference(alpha, x, y):
+    return alpha * x.astype(np.float64) + y.astype(np.float64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bound_calls_match_the_reference(device, rng):
+    n = 1000  # groups of 128: the last one partial
+    bound = bind_axpy(n, device)
+    for _ in range(3):  # the same bound kernel, fresh data each call
+        alpha = np.float32(rng.uniform(-2, 2))
+        x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+        result = bound(alpha, x, y)
+        assert isinstance(result, list) and len(result) == 1
+        assert isinstance(result[0], np.ndarray) and result[0].dtype == np.float32
+        np.testing.assert_allclose(result[0], axpy_reference(alpha, x, y), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bound_calls_write_given_outputs(device, rng):
+    n = 777
+    bound = bind_axpy(n, device)
+    alpha = np.float32(rng.uniform(-2, 2))
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    out = poisoned((n,), np.float32)
+    result = bound(alpha, x, y, out)
+    assert len(result) == 1 and result[0] is out
+    np.testing.assert_allclose(out, axpy_reference(alpha, x, y), rtol=1e-6, atol=1e-6)
+
+
+def test_bound_calls_take_each_calls_dtypes_and_ndims(rng):
+    twice = kjit.metal_kernel(name="bound_twice", input_names=["a"], output_names=["out"],
+                              source="uint i = thread_position_in_grid.x; "
+                                     "out[i] = 2.0f * float(a[i]);")
+    bound = twice.bind(output_shapes=[(12,)], output_dtypes=[np.float32], grid=(12, 1, 1),
+                       threadgroup=(4, 1, 1))
+    for a in (rng.integers(-50, 50, 12, dtype=np.int32),
+              rng.standard_normal(12),  # float64
+              rng.standard_normal((3, 4)).astype(np.float16)):  # 2-D, row-contiguous
+        (out,) = bound(a)
+        np.testing.assert_allclose(out, 2.0 * a.astype(np.float32).ravel(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bound_init_value_and_template(device, rng):
+    evens = kjit.metal_kernel(
+        name="bound_evens", input_names=["a"], output_names=["out"],
+        source="uint i = thread_position_in_grid.x; if (i % 2 == 0) out[i] = a[i] * SCALE;")
+    n = 301
+    bound = evens.bind(output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+                       threadgroup=(64, 1, 1), template=[("SCALE", 3)], init_value=-3.5,
+                       device=device)
+    a = rng.standard_normal(n).astype(np.float32)
+    for out in (bound(a)[0], bound(a, poisoned((n,), np.float32))[0]):
+        np.testing.assert_allclose(out[::2], 3.0 * a[::2].astype(np.float64), rtol=1e-6)
+        assert np.all(out[1::2] == -3.5)
+
+
+def test_bound_verbose_prints_the_source(capsys, rng):
+    bound = bind_axpy(8, "cpu", verbose=True)
+    bound(np.float32(1), rng.standard_normal(8).astype(np.float32),
+          rng.standard_normal(8).astype(np.float32))
+    printed = capsys.readouterr().out
+    assert "Generated source code for `bound_axpy`" in printed and "T(alpha)" in printed
+
+
+def test_bound_calls_from_many_threads(rng):
+    n = 4096
+    bound = bind_axpy(n, "cpu")
+    cases = [(np.float32(rng.uniform(-2, 2)), rng.standard_normal(n).astype(np.float32),
+              rng.standard_normal(n).astype(np.float32)) for _ in range(8)]
+    results = [None] * len(cases)
+
+    def work(k):
+        for _ in range(20):
+            results[k] = bound(*cases[k])[0]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (alpha, x, y), out in zip(cases, results):
+        np.testing.assert_allclose(out, axpy_reference(alpha, x, y), rtol=1e-6, atol=1e-6)
+
+
+def test_bind_gives_a_bound_kernel():
+    # kjit._kjit's factory: the tests' kjit.metal_kernel wraps what it makes.
+    k = kjit._kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
+                                output_names=["out"], source=AXPY)
+    bound = k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
+                   threadgroup=(8, 1, 1), template=[("T", np.float32)])
+    assert type(bound) is kjit.BoundKernel
+    (out,) = bound(np.float32(2), np.arange(8, dtype=np.float32), np.ones(8, np.float32))
+    np.testing.assert_array_equal(out, 2 * np.arange(8) + 1)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+def test_bind_checks_its_settings():
+    k = axpy_kernel()
+    good = dict(output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
+                threadgroup=(8, 1, 1), template=[("T", np.float32)])
+    for change, error, words in [
+        (dict(grid=(8, 1)), ValueError, "grid: expected 3 sizes"),
+        (dict(threadgroup=(0, 1, 1)), ValueError, "threadgroup: each size must be in [1, 1024]"),
+        (dict(output_shapes=[(8,), (8,)]), ValueError, "output_shapes: expected 1 (out), got 2"),
+        (dict(output_dtypes=["float33"]), TypeError, "output_dtypes[0]"),
+        (dict(template=[("x", 1)]), ValueError, "'x' is also the name of an input or output"),
+        (dict(init_value="zero"), TypeError, "init_value"),
+        (dict(stream="s"), TypeError, "stream"),
+        (dict(device="gpu"), ValueError, "device"),
+        (dict(verbose=1), TypeError, "verbose"),
+    ]:
+        with pytest.raises(error) as e:
+            k.bind(**{**good, **change})
+        assert words in str(e.value) and "kernel 'bound_axpy'" in str(e.value), str(e.value)
+    with pytest.raises(TypeError, match="outputs"):
+        k.bind(**good, outputs=[np.zeros(8, np.float32)])
+    with pytest.raises(TypeError, match="grid"):
+        k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], threadgroup=(8, 1, 1))
+
+
+def test_bound_calls_check_their_arrays(rng):
+    bound = bind_axpy(8, "cpu")
+    alpha, x, y = np.float32(2), np.ones(8, np.float32), np.ones(8, np.float32)
+    for args in [(alpha, x), (alpha, x, y, np.zeros(8, np.float32), np.zeros(8, np.float32)), ()]:
+        with pytest.raises(TypeError) as e:
+            bound(*args)
+        message = str(e.value)
+        assert "3 input(s) (alpha, x, y)" in message and "1 output(s) (out)" in message
+        assert f"got {len(args)}" in message
+    with pytest.raises(TypeError, match="positional arguments only"):
+        bound(alpha, x, y, out=np.zeros(8, np.float32))
+    with pytest.raises(TypeError, match=r"inputs\[2\] \('y'\)"):
+        bound(alpha, x, "not an array")
+    with pytest.raises(ValueError, match=r"outputs\[0\] \('out'\) does not have the shape"):
+        bound(alpha, x, y, np.zeros(9, np.float32))
+    with pytest.raises(ValueError, match=r"outputs\[0\] \('out'\) has dtype float64"):
+        bound(alpha, x, y, np.zeros(8, np.float64))
+    with pytest.raises(TypeError, match="use Kernel.bind"):
+        kjit.BoundKernel.__new__(kjit.BoundKernel)
+
+
+# --- frameworks -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bound_torch_in_torch_out(device, rng):
+    torch = pytest.importorskip("torch")
+    n = 500
+    bound = bind_axpy(n, device=None)
+    x, y = (torch.from_numpy(rng.standard_normal(n).astype(np.float32)).to(device)
+            for _ in range(2))
+    (out,) = bound(np.float32(1.5), x, y)
+    assert isinstance(out, torch.Tensor) and out.device == x.device
+    expected = axpy_reference(1.5, x.cpu().numpy(), y.cpu().numpy())
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-6, atol=1e-6)
+    # The keyword call too: a NumPy scalar first does not make the outputs NumPy arrays.
+    (kw_out,) = bound_kernel_call(np.float32(1.5), x, y)
+    assert isinstance(kw_out, torch.Tensor)
+    np.testing.assert_allclose(kw_out.cpu().numpy(), expected, rtol=1e-6, atol=1e-6)
+    given = torch.full_like(x, float("nan"))
+    (res,) = bound(np.float32(1.5), x, y, given)
+    assert res is given
+    np.testing.assert_allclose(given.cpu().numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+@needs_gpu
+def test_bound_calls_follow_torchs_current_stream(rng):
+    torch = pytest.importorskip("torch")
+    n = 1 << 22
+    bound = bind_axpy(n, device=None)
+    host = rng.standard_normal(n).astype(np.float32)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = torch.from_numpy(host).cuda()
+        x.mul_(0.5)  # queued on the side stream just before the kernel
+        (y,) = bound(np.float32(2), x, x)  # the current stream, read at each call
+        z = y + 1.0  # torch's next op on that stream sees the output
+    side.synchronize()
+    np.testing.assert_allclose(z.cpu().numpy(), 2.0 * host.astype(np.float64) + 1.0, rtol=1e-6)
+    # A stream given to bind is used by every call, whatever the current stream.
+    fixed = bind_axpy(n, device=None, stream=side)
+    with torch.cuda.stream(side):
+        x2 = torch.from_numpy(host).cuda()
+        x2.add_(1.0)
+    out = torch.empty_like(x2)
+    fixed(np.float32(1), x2, x2, out)  # on side: after add_
+    side.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), 2.0 * (host.astype(np.float64) + 1.0),
+                               rtol=1e-6)
