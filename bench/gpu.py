@@ -4,8 +4,10 @@ measured side by side in one run.
   1. per-call time of a cached tiny kernel from Python with torch tensors (output allocated by
      kjit, and with outputs=), against a bare C++ cuLaunchKernel loop (bench/launch_floor.cu,
      built by this script with nvcc), kjit's C++ API in the same loop (bench/cpp_call.cpp, when
-     build/libkjit.a exists), torch.exp, CuPy RawKernel with the same body, and Triton; and the
-     same calls with torch tensors read and made through DLPack instead of kjit._torch;
+     build/libkjit.a exists), a C extension that only launches, called from Python
+     (bench/python_floor.cu: the least any Python API can cost), torch.exp, CuPy RawKernel with
+     the same body, and Triton; and the same calls with torch tensors read and made through
+     DLPack instead of kjit._torch;
   2. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
      the device copy ceiling;
   3. cold compile of myexp (with NVRTC loaded first, as importing CuPy loads it, and with kjit
@@ -68,6 +70,22 @@ def build_floor(path: str | None) -> str:
         src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_floor.cu")
         subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-o", exe, src, "-lcuda"], check=True)
     return exe
+
+
+def build_python_floor() -> object:
+    """The Python floor (bench/python_floor.cu): a C extension that only launches."""
+    import importlib.util
+    import sysconfig
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    so = os.path.join(tempfile.mkdtemp(), "python_floor" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC",
+                    "-I", sysconfig.get_paths()["include"], "-o", so,
+                    os.path.join(here, "python_floor.cu"), "-lcuda"], check=True)
+    spec = importlib.util.spec_from_file_location("python_floor", so)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_json(command: list[str]) -> dict:
@@ -138,6 +156,7 @@ def main() -> None:
     torch.cuda.set_stream(side)  # every timed launch goes to one non-blocking stream
 
     floor_exe, cpp_exe = build_floor(floor_path), build_cpp_call()
+    python_floor = build_python_floor()
 
     x = torch.randn(16, device=dev)
     out = torch.empty_like(x)
@@ -153,19 +172,50 @@ def main() -> None:
         return k(inputs=[x], template=[("T", f32)], grid=(16, 1, 1), threadgroup=(16, 1, 1),
                  output_shapes=[(16,)], output_dtypes=[f32], outputs=[out])
 
+    # The same calls through a bound kernel (Kernel.bind): the arrays alone each call.
+    bound = k.bind(template=[("T", f32)], grid=(16, 1, 1), threadgroup=(16, 1, 1),
+                   output_shapes=[(16,)], output_dtypes=[f32])
+
+    def kjit_bound_new_output():
+        return bound(x)
+
+    def kjit_bound_outputs():
+        return bound(x, out)
+
     # What any Python API called this way pays before it does anything: the same arguments, built
     # the same way, passed to a do-nothing builtin.
     def call_form():
         return dict(inputs=[x], template=[("T", f32)], grid=(16, 1, 1), threadgroup=(16, 1, 1),
                     output_shapes=[(16,)], output_dtypes=[f32], outputs=[out])
 
+    # The least a Python call that launches can cost: a C function that only launches, called
+    # with no arguments, and called with kjit's call's arguments (built each call, then ignored).
+    python_floor.setup(x.data_ptr(), out.data_ptr(), side.cuda_stream)
+
+    def python_floor_bare():
+        return python_floor.launch()
+
+    def python_floor_call_form():
+        return python_floor.launch_kw(inputs=[x], template=[("T", f32)], grid=(16, 1, 1),
+                                      threadgroup=(16, 1, 1), output_shapes=[(16,)],
+                                      output_dtypes=[f32], outputs=[out])
+
     (y,) = kjit_new_output()
     torch.cuda.synchronize()
     assert torch.allclose(y, torch.exp(x), rtol=1e-6)
+    out.fill_(float("nan"))
+    (yb,) = kjit_bound_new_output()
+    kjit_bound_outputs()
+    torch.cuda.synchronize()
+    assert torch.allclose(yb, torch.exp(x), rtol=1e-6) and torch.allclose(out, yb)
     # Every per-call case, timed in turns; a peer that cannot run here is reported, not fatal.
     cases: list[tuple[str, Callable[[], object], int]] = [
         ("kjit, torch in/out, new output", kjit_new_output, 20000),
         ("kjit, torch in/out, outputs=", kjit_outputs, 20000),
+        ("kjit bound, torch in/out, new output", kjit_bound_new_output, 20000),
+        ("kjit bound, torch in/out, outputs", kjit_bound_outputs, 20000),
+        ("Python floor: a C function that launches, no arguments", python_floor_bare, 20000),
+        ("Python floor: the same, kjit's call's arguments", python_floor_call_form, 20000),
         ("torch.exp (new output)", lambda: torch.exp(x), 20000),
         ("torch.exp(out=)", lambda: torch.exp(x, out=out), 20000),
     ]
@@ -237,7 +287,7 @@ def main() -> None:
                      f"{cpp['outputs_us'] / floor['floor_us']:.2f}"))
     for (what, _, _), t in zip(cases, times):
         ratio = f"{t / floor['floor_us']:.2f}"
-        if what == "kjit, torch in/out, new output":
+        if what.endswith("new output") and what.startswith("kjit"):
             ratio += f" (vs alloc floor {t / floor['floor_alloc_us']:.2f})"
         rows.append((what, f"{t:.2f} us", ratio))
     rows += peers_missing
@@ -245,9 +295,17 @@ def main() -> None:
     host = {"bare cuLaunchKernel (C++)": floor["floor_host_us"]}
     if cpp:
         host["kjit C++ API, outputs="] = cpp["outputs_host_us"]
+    host["Python floor, no arguments"] = (
+        host_per_call(python_floor_bare, torch.cuda.synchronize) * 1e6)
+    host["Python floor, kjit's call's arguments"] = (
+        host_per_call(python_floor_call_form, torch.cuda.synchronize) * 1e6)
     host["kjit, torch in/out, outputs="] = host_per_call(kjit_outputs, torch.cuda.synchronize) * 1e6
     host["kjit, torch in/out, new output"] = (
         host_per_call(kjit_new_output, torch.cuda.synchronize) * 1e6)
+    host["kjit bound, torch in/out, outputs"] = (
+        host_per_call(kjit_bound_outputs, torch.cuda.synchronize) * 1e6)
+    host["kjit bound, torch in/out, new output"] = (
+        host_per_call(kjit_bound_new_output, torch.cuda.synchronize) * 1e6)
     # Where the Python call's host time goes: the same call with the stream given as a handle
     # (no query of torch's current stream), then also with kjit.Arrays over the same memory (no
     # torch tensors read or returned).
