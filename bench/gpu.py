@@ -295,6 +295,7 @@ def main() -> None:
     host = {"bare cuLaunchKernel (C++)": floor["floor_host_us"]}
     if cpp:
         host["kjit C++ API, outputs="] = cpp["outputs_host_us"]
+        host["kjit C++ API, new output"] = cpp["alloc_host_us"]
     host["Python floor, no arguments"] = (
         host_per_call(python_floor_bare, torch.cuda.synchronize) * 1e6)
     host["Python floor, kjit's call's arguments"] = (
