@@ -195,5 +195,17 @@ KJIT_TILE_VOTE(any, __any_sync)
 KJIT_TILE_VOTE(all, __all_sync)
 #undef KJIT_TILE_VOTE
 
+// The collective free functions (the rewriter awaits them when called as cg::sync and
+// cg::reduce). reduce needs an operation without state, as cg::plus<T>().
+KJIT_INLINE auto sync(const thread_block& block) { return block.sync(); }
+template <unsigned N>
+KJIT_INLINE auto sync(const thread_block_tile<N>& tile, unsigned line = KJIT_CALL_SITE) {
+  return tile.sync(line);
+}
+template <unsigned N, class T, class Op>
+KJIT_INLINE auto reduce(const thread_block_tile<N>&, T v, Op, unsigned line = KJIT_CALL_SITE) {
+  return ::kjit::coop::simd_op(v, line, ::kjit::coop::combine_butterfly<T, Op>, 0, N);
+}
+
 }  // namespace cooperative_groups
 #undef KJIT_SITE

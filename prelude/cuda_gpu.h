@@ -66,4 +66,21 @@ struct thread_block_tile {
   }
 };
 
+KJIT_INLINE void sync(const thread_block& block) { block.sync(); }
+template <unsigned N>
+KJIT_INLINE void sync(const thread_block_tile<N>& tile) {
+  tile.sync();
+}
+
+// A butterfly over the tile's lanes: at each step both partners take Op(the lower lane's value,
+// the higher lane's), so every lane ends with the same result (the CPU combines in this order).
+template <unsigned N, class T, class Op>
+KJIT_INLINE T reduce(const thread_block_tile<N>& tile, T v, Op op) {
+  for (unsigned step = N / 2; step > 0; step /= 2) {
+    const T other = tile.shfl_xor(v, step);
+    v = tile.thread_rank() & step ? op(other, v) : op(v, other);
+  }
+  return v;
+}
+
 }  // namespace cooperative_groups

@@ -138,6 +138,14 @@ constexpr Unsupported kCudaSuspendingMembers[] = {
     {"all", "warp operations"},
 };
 
+// cooperative_groups' collective free functions, which suspend when called qualified
+// (cg::reduce(tile, v, cg::plus<int>()), cooperative_groups::sync(block)): unqualified, the
+// names are too common to take for them.
+constexpr Unsupported kCudaSuspendingQualified[] = {
+    {"sync", "barriers"},
+    {"reduce", "warp operations"},
+};
+
 template <size_t N>
 const Unsupported* find(const Unsupported (&table)[N], std::string_view word) {
   for (const Unsupported& u : table) {
@@ -264,6 +272,14 @@ bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
   if (calls_helper(t, i, helpers)) return true;
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
   if (find(kCudaSuspending, t[i].text)) return true;
+  if (find(kCudaSuspendingQualified, t[i].text)) {
+    const size_t colons = index_before(t, i);
+    const size_t scope = colons == t.size() ? colons : index_before(t, colons);
+    if (scope != t.size() && t[colons].text == "::" &&
+        (t[scope].text == "cg" || t[scope].text == "cooperative_groups")) {
+      return true;
+    }
+  }
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
 }
 

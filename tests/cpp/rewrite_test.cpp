@@ -196,6 +196,13 @@ TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
   // Outside cooperative mode, and for free functions of the same names, nothing changes.
   EXPECT_EQ(rewrite(lex("bool b = any(x) && sync(y);"), Dialect::Cuda, Target::Cpu, true),
             "bool b = any(x) && sync(y);");
+  // cooperative_groups' collective free functions wait when qualified; a function of the user's
+  // named reduce, or another namespace's, does not.
+  EXPECT_EQ(rewrite(lex("s = cg::reduce(t, v, cg::plus<float>()) + reduce(v);\n"
+                        "cooperative_groups::sync(b); std::reduce(p, q); my::sync(b);"),
+                    Dialect::Cuda, Target::Cpu, true),
+            "s = (co_await cg::reduce(t, v, cg::plus<float>())) + reduce(v);\n"
+            "(co_await cooperative_groups::sync(b)); std::reduce(p, q); my::sync(b);");
 }
 
 TEST(RewriteCooperative, LambdasKeepTheirReturns) {

@@ -304,6 +304,60 @@ def test_warp_reductions_and_matches(device, rng):
     np.testing.assert_array_equal(outs[8], np.full(n, 32))
 
 
+def butterfly(values, width, op):
+    """cg::reduce's order over tiles of |width| lanes (documented in the prelude): at each step,
+    from width / 2 down to 1, lanes j and j ^ step both take op(lower lane's, higher lane's)."""
+    v = values.reshape(-1, width).copy()
+    step = width // 2
+    while step:
+        lanes = np.arange(width)
+        low = (lanes & step) == 0
+        combined = op(v[:, lanes[low]], v[:, lanes[low] | step])
+        v[:, lanes[low]] = combined
+        v[:, lanes[low] | step] = combined
+        step //= 2
+    return v.reshape(-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cooperative_groups_reduce_and_sync(device, rng):
+    n = 256
+    f = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(np.float32)
+    i = rng.integers(-1000, 1000, n).astype(np.int32)
+    u = rng.integers(0, 1 << 31, n).astype(np.uint32)
+    d = rng.standard_normal(n)
+    outs = run("cg_reduce", """
+    namespace cg = cooperative_groups;
+    cg::thread_block block = cg::this_thread_block();
+    const unsigned k = block.thread_rank() + blockIdx.x * blockDim.x;
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    cg::thread_block_tile<8> eight = cg::tiled_partition<8>(block);
+    o0[k] = cg::reduce(warp, a[k], cg::plus<float>());
+    o1[k] = cg::reduce(eight, a[k], cg::plus<float>());
+    o2[k] = cg::reduce(warp, b[k], cg::less<int>());
+    o3[k] = cooperative_groups::reduce(eight, b[k], cg::greater<int>());
+    o4[k] = cg::reduce(warp, c[k], cg::bit_xor<unsigned>()) | cg::reduce(eight, c[k], cg::bit_and<unsigned>());
+    o5[k] = cg::reduce(cg::tiled_partition<16>(block), d[k], cg::plus<double>());
+    // After a block-wide sync every thread sees what the others wrote to shared memory.
+    __shared__ int seen[64];
+    seen[block.thread_rank()] = b[k];
+    cg::sync(block);
+    o6[k] = seen[63 - block.thread_rank()] + cg::reduce(warp, 1, cg::plus<int>());
+""", [f, i, u, d], [((n,), np.float32), ((n,), np.float32), ((n,), np.int32), ((n,), np.int32),
+                    ((n,), np.uint32), ((n,), np.float64), ((n,), np.int32)], device)
+    np.testing.assert_array_equal(outs[0], butterfly(f, 32, lambda a, b: a + b))
+    np.testing.assert_array_equal(outs[1], butterfly(f, 8, lambda a, b: a + b))
+    np.testing.assert_allclose(outs[0], np.repeat(f.astype(np.float64).reshape(-1, 32).sum(1), 32),
+                               rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(outs[2], np.repeat(i.reshape(-1, 32).min(1), 32))
+    np.testing.assert_array_equal(outs[3], np.repeat(i.reshape(-1, 8).max(1), 8))
+    np.testing.assert_array_equal(
+        outs[4], np.repeat(np.bitwise_xor.reduce(u.reshape(-1, 32), axis=1), 32) |
+        np.repeat(np.bitwise_and.reduce(u.reshape(-1, 8), axis=1), 8))
+    np.testing.assert_array_equal(outs[5], butterfly(d, 16, lambda a, b: a + b))
+    np.testing.assert_array_equal(outs[6], i.reshape(-1, 64)[:, ::-1].reshape(-1) + 32)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_other_intrinsics(device, rng):
     x = rng.standard_normal(256).astype(np.float32)
