@@ -15,3 +15,4 @@ typedef unsigned int uint32_t;
 typedef unsigned long uint64_t;
 typedef unsigned long size_t;
 typedef long ptrdiff_t;
+typedef unsigned long uintptr_t;

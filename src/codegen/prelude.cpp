@@ -42,21 +42,35 @@ std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
     if (cooperative) {
       // <coroutine> comes before cuda_cpu.h, whose qualifier macros the standard headers must
       // not see.
-      static const std::string text =
-          concatenate({"cpu_platform.h", "abi.h",           "float_bits.h",
-                       "scalar.h",       "math.h",          "vec.h",
-                       "int_bits.h",     "mlx_utils.h",     "thread_ctx.h",
-                       "cpu_thread.h",   "lanes.h",         "cpu_coop.h",
-                       "atomics.h",      "cuda_names.h",    "cuda_vector_types.h",
-                       "cuda_cpu.h",     "cuda_cpu_math.h", "cuda_cpu_intrinsics.h",
-                       "cuda_half2.h",   "cuda_cpu_coop.h", "cuda_user.h"});
+      static const std::string text = concatenate({"cpu_platform.h",
+                                                   "abi.h",
+                                                   "float_bits.h",
+                                                   "scalar.h",
+                                                   "math.h",
+                                                   "vec.h",
+                                                   "int_bits.h",
+                                                   "mlx_utils.h",
+                                                   "thread_ctx.h",
+                                                   "cpu_thread.h",
+                                                   "lanes.h",
+                                                   "cpu_coop.h",
+                                                   "atomics.h",
+                                                   "cuda_names.h",
+                                                   "cuda_vector_types.h",
+                                                   "cuda_cpu.h",
+                                                   "cuda_cpu_math.h",
+                                                   "cuda_cpu_intrinsics.h",
+                                                   "cuda_half2.h",
+                                                   "cuda_half_atomics.h",
+                                                   "cuda_cpu_coop.h",
+                                                   "cuda_user.h"});
       return text;
     }
-    static const std::string text =
-        concatenate({"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
-                     "int_bits.h", "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "atomics.h",
-                     "cuda_names.h", "cuda_vector_types.h", "cuda_cpu.h", "cuda_cpu_math.h",
-                     "cuda_cpu_intrinsics.h", "cuda_half2.h", "cuda_user.h"});
+    static const std::string text = concatenate(
+        {"cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "int_bits.h",
+         "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "atomics.h", "cuda_names.h",
+         "cuda_vector_types.h", "cuda_cpu.h", "cuda_cpu_math.h", "cuda_cpu_intrinsics.h",
+         "cuda_half2.h", "cuda_half_atomics.h", "cuda_user.h"});
     return text;
   }
   if (dialect == Dialect::Metal) {
@@ -69,7 +83,7 @@ std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
   static const std::string text =
       concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
                    "cuda_abi.h", "thread_ctx.h", "cuda_thread.h", "cuda_names.h", "cuda_gpu.h",
-                   "cuda_half2.h", "cuda_user.h"});
+                   "cuda_half2.h", "cuda_half_atomics.h", "cuda_user.h"});
   return text;
 }
 

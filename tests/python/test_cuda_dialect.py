@@ -359,6 +359,40 @@ def test_cooperative_groups_reduce_and_sync(device, rng):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_atomic_add_on_halves_bfloats_and_their_pairs(device, rng):
+    n, bins = 256, 16  # sums of quarters, which stay exact in bfloat16 (up to 64) and half
+    q = rng.integers(1, 9, n).astype(np.float32) / 4  # 0.25 ... 2
+    k = kjit.cuda_kernel(name="half_atomics", input_names=["a"],
+                         output_names=["h", "b", "h2", "b2", "before", "count"], source="""
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned bin = i % 16;
+    // Neighbouring bins share a word: each add must leave its neighbour alone.
+    atomicAdd(&h[bin], __float2half(a[i]));
+    atomicAdd(&b[bin], __float2bfloat16(a[i]));
+    atomicAdd(reinterpret_cast<__half2*>(h2) + bin, __floats2half2_rn(a[i], 2.0f * a[i]));
+    atomicAdd(reinterpret_cast<__nv_bfloat162*>(b2) + bin,
+              __floats2bfloat162_rn(-a[i], 0.5f * a[i]));
+    // What an add returns: the value before it. Adding ones, a bin's adds return each count once.
+    before[i] = __half2float(atomicAdd(&count[bin], __float2half(1.0f)));
+""")
+    bf16 = kjit.bfloat16
+    h, b, h2, b2, before, count = k(
+        inputs=[q], grid=(n, 1, 1), threadgroup=(64, 1, 1), init_value=0.0, device=device,
+        output_shapes=[(bins,), (bins,), (2 * bins,), (2 * bins,), (n,), (bins,)],
+        output_dtypes=[np.float16, bf16, np.float16, bf16, np.float32, np.float16])
+    sums = q.astype(np.float64).reshape(-1, bins).sum(0)
+    np.testing.assert_array_equal(h.astype(np.float64), sums)
+    np.testing.assert_array_equal(b.astype(np.float64), sums)
+    np.testing.assert_array_equal(h2.astype(np.float64).reshape(bins, 2),
+                                  np.stack([sums, 2 * sums], 1))
+    np.testing.assert_array_equal(b2.astype(np.float64).reshape(bins, 2),
+                                  np.stack([-sums, 0.5 * sums], 1))
+    np.testing.assert_array_equal(count, np.full(bins, n // bins))
+    for bin in range(bins):
+        np.testing.assert_array_equal(np.sort(before[bin::bins]), np.arange(n // bins))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_other_intrinsics(device, rng):
     x = rng.standard_normal(256).astype(np.float32)
     w = rng.integers(-(1 << 40), 1 << 40, 256).astype(np.int64)

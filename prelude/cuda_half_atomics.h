@@ -1,0 +1,65 @@
+// atomicAdd on __half, __nv_bfloat16 and their pairs, as CUDA's: each value is rounded once, as
+// __hadd rounds it. A compare-and-swap on the 4-byte word that holds the value (a pair fills its
+// word), on every target; the GPU's own half-precision atomics would need sm_70 (sm_90 for
+// bfloat16), where this works on every architecture.
+namespace kjit::cuda_dialect {
+namespace half_atomics {
+
+KJIT_INLINE unsigned compare_and_swap(unsigned* p, unsigned expected, unsigned desired) {
+#ifdef KJIT_CUDA
+  return atomicCAS(p, expected, desired);
+#else
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;  // the value seen
+#endif
+}
+
+// Replaces the word at |word| by next(its value), atomically; returns the value it replaced.
+template <class Next>
+KJIT_INLINE unsigned update(unsigned* word, Next next) {
+  unsigned seen = *word;
+  for (;;) {
+    const unsigned was = compare_and_swap(word, seen, next(seen));
+    if (was == seen) return was;
+    seen = was;
+  }
+}
+
+template <class H>
+KJIT_INLINE H add(H* p, H v) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  const unsigned shift = static_cast<unsigned>(address & 2) * 8;  // the half's place in its word
+  const unsigned old =
+      update(reinterpret_cast<unsigned*>(address & ~uintptr_t(3)), [&](unsigned w) {
+        const H sum = __hadd(H::from_bits(static_cast<uint16_t>(w >> shift)), v);
+        return (w & ~(0xffffu << shift)) | (unsigned(sum.bits) << shift);
+      });
+  return H::from_bits(static_cast<uint16_t>(old >> shift));
+}
+
+// A pair: its first value in the word's low half, as both targets are little-endian.
+template <class H2>
+KJIT_INLINE H2 add_pair(H2* p, H2 v) {
+  using H = decltype(v.x);
+  auto pair = [](unsigned w) {
+    return H2(H::from_bits(static_cast<uint16_t>(w)), H::from_bits(static_cast<uint16_t>(w >> 16)));
+  };
+  const unsigned old = update(reinterpret_cast<unsigned*>(p), [&](unsigned w) {
+    const H2 sum = __hadd2(pair(w), v);
+    return unsigned(sum.x.bits) | (unsigned(sum.y.bits) << 16);
+  });
+  return pair(old);
+}
+
+}  // namespace half_atomics
+
+KJIT_INLINE __half atomicAdd(__half* p, __half v) { return half_atomics::add(p, v); }
+KJIT_INLINE __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
+  return half_atomics::add(p, v);
+}
+KJIT_INLINE __half2 atomicAdd(__half2* p, __half2 v) { return half_atomics::add_pair(p, v); }
+KJIT_INLINE __nv_bfloat162 atomicAdd(__nv_bfloat162* p, __nv_bfloat162 v) {
+  return half_atomics::add_pair(p, v);
+}
+
+}  // namespace kjit::cuda_dialect
