@@ -182,7 +182,7 @@ def test_bound_calls_check_their_arrays(rng):
 def test_bound_torch_in_torch_out(device, rng):
     torch = pytest.importorskip("torch")
     n = 500
-    bound = bind_axpy(n, device=None)
+    bound = bind_axpy(n, device=device)
     x, y = (torch.from_numpy(rng.standard_normal(n).astype(np.float32)).to(device)
             for _ in range(2))
     (out,) = bound(np.float32(1.5), x, y)
@@ -212,7 +212,8 @@ def test_bound_calls_follow_torchs_current_stream(rng):
         (y,) = bound(np.float32(2), x, x)  # the current stream, read at each call
         z = y + 1.0  # torch's next op on that stream sees the output
     side.synchronize()
-    np.testing.assert_allclose(z.cpu().numpy(), 2.0 * host.astype(np.float64) + 1.0, rtol=1e-6)
+    # 2 * (x / 2) + x / 2, then + 1
+    np.testing.assert_allclose(z.cpu().numpy(), 1.5 * host.astype(np.float64) + 1.0, rtol=1e-6)
     # A stream given to bind is used by every call, whatever the current stream.
     fixed = bind_axpy(n, device=None, stream=side)
     with torch.cuda.stream(side):
