@@ -612,14 +612,16 @@ void init_kernel(nb::module_& m) {
          nb::handle verbose, nb::handle stream, nb::handle device) {
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
+        // Converted in the order of the parameters, so that the first bad one is reported.
         CallPlace place = to_call_place(t, stream, device, verbose);
-        return as_python(
-            PyBoundKernel(k.bind(to_list(output_shapes, t / "output_shapes", to_shape),
-                                 to_list(output_dtypes, t / "output_dtypes", to_dtype),
-                                 to_dim3(grid, t / "grid"), to_dim3(threadgroup, t / "threadgroup"),
-                                 to_template_args(t / "template", template_args),
-                                 to_init_value(t, init_value), place.verbose),
-                          std::move(place)));
+        std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
+        std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
+        const Dim3 g = to_dim3(grid, t / "grid"), tg = to_dim3(threadgroup, t / "threadgroup");
+        TemplateArgs targs = to_template_args(t / "template", template_args);
+        const std::optional<double> init = to_init_value(t, init_value);
+        return as_python(PyBoundKernel(k.bind(std::move(shapes), std::move(dtypes), g, tg,
+                                              std::move(targs), init, place.verbose),
+                                       std::move(place)));
       },
       nb::kw_only(), "output_shapes"_a.none(), "output_dtypes"_a.none(), "grid"_a.none(),
       "threadgroup"_a.none(), "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
