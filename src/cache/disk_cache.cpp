@@ -20,7 +20,7 @@
 namespace kjit::cache {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'J', 'I', 'T', 'C', 'A', 'C', '1'};  // format version 1
+constexpr char kMagic[8] = {'K', 'J', 'I', 'T', 'C', 'A', 'C', '2'};  // format version 2
 constexpr const char* kSuffix = ".kjit";
 
 struct Header {
@@ -120,7 +120,7 @@ void DiskCache::disable(const std::string& why) {
 }
 
 std::string DiskCache::path_for(std::string_view key) const {
-  return dir_ + "/" + hex64(fnv1a64(key)) + kSuffix;
+  return dir_ + "/" + hex64(hash64(key)) + kSuffix;
 }
 
 std::optional<std::string> DiskCache::load(std::string_view key) {
@@ -146,7 +146,7 @@ std::optional<std::string> DiskCache::load(std::string_view key) {
   std::string payload;
   if (ok) {
     payload = data.substr(sizeof h + h.key_size);
-    ok = fnv1a64(payload) == h.payload_checksum;
+    ok = hash64(payload) == h.payload_checksum;
   }
   if (ok) futimens(fd, nullptr);  // recently used: last to be evicted
   ::close(fd);
@@ -163,7 +163,7 @@ void DiskCache::store(std::string_view key, std::string_view payload) {
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.key_size = key.size();
   h.payload_size = payload.size();
-  h.payload_checksum = fnv1a64(payload);
+  h.payload_checksum = hash64(payload);
   std::string tmp = dir_ + "/.tmp-XXXXXX";
   int fd = mkstemp(tmp.data());
   if (fd < 0) {

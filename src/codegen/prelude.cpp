@@ -10,6 +10,9 @@ namespace {
 
 std::string concatenate(std::initializer_list<std::string_view> names) {
   std::string out;
+  size_t size = 0;
+  for (std::string_view n : names) size += prelude_file(n).size() + 1;
+  out.reserve(size);
   for (std::string_view n : names) {
     std::string_view text = prelude_file(n);
     if (text.empty()) throw InternalError("prelude file missing: " + std::string(n));

@@ -2,6 +2,7 @@
 
 #include <kjit/errors.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <optional>
@@ -22,9 +23,11 @@ std::string_view type_name(const KernelSpec& spec, Dtype dtype) {
 class Writer {
  public:
   void add(std::string_view text) {
-    for (char c : text) line_ += c == '\n';
+    line_ += static_cast<int>(std::count(text.begin(), text.end(), '\n'));
     out_ += text;
   }
+  // Room for |bytes| more, so that a long text grows once.
+  void reserve(size_t bytes) { out_.reserve(out_.size() + bytes); }
   Writer& operator<<(std::string_view text) {
     add(text);
     return *this;
@@ -399,7 +402,9 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   }
   g.regions = plan.has_value();
   Writer w;
-  w << prelude_for(spec.dialect, target, coroutine);
+  const std::string_view prelude = prelude_for(spec.dialect, target, coroutine);
+  w.reserve(prelude.size() + 4 * (spec.source.size() + spec.header.size()) + 16384);
+  w << prelude;
   g.user_part = w.size();
 
   w << "namespace kjit_user {\n";

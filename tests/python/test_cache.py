@@ -106,7 +106,7 @@ OWN_VARS = ("KJIT_CACHE_DIR", "KJIT_CACHE", "KJIT_CACHE_MAX_BYTES", "KJIT_ASSERT
             "KJIT_KEEP_BUILD")
 
 HEADER = struct.Struct("<8sQQQ")  # magic, key size, payload size, payload checksum
-MAGIC = b"KJITCAC1"
+MAGIC = b"KJITCAC2"
 
 LINEAR = "uint i = thread_position_in_grid.x;\ny[i] = x[i] * {a} + {b};\n"
 # One body for the key tests: N comes from the template; fast math defines __FAST_MATH__ (as
@@ -211,11 +211,19 @@ def only_entry(cache_dir):
     return found[0]
 
 
-def fnv1a64(data):
+def hash64(data):
+    """cache/hash.h's hash: FNV-1a's step over 8-byte little-endian words, then over the last
+    bytes, then MurmurHash3's final mix."""
+    mask = 0xFFFFFFFFFFFFFFFF
     h = 0xCBF29CE484222325
-    for c in data:
-        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
+    whole = len(data) // 8 * 8
+    for (word,) in struct.iter_unpack("<Q", data[:whole]):
+        h = ((h ^ word) * 0x100000001B3) & mask
+    for c in data[whole:]:
+        h = ((h ^ c) * 0x100000001B3) & mask
+    for multiplier in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
+        h = ((h ^ (h >> 33)) * multiplier) & mask
+    return h ^ (h >> 33)
 
 
 def split_entry(data):
@@ -232,8 +240,8 @@ def assert_valid_entry(path):
     magic, key_size, payload_size, checksum, key, payload = split_entry(data)
     assert magic == MAGIC
     assert HEADER.size + key_size + payload_size == len(data)
-    assert path.name == f"{fnv1a64(key):016x}.kjit"
-    assert fnv1a64(payload) == checksum
+    assert path.name == f"{hash64(key):016x}.kjit"
+    assert hash64(payload) == checksum
     assert payload.startswith(b"\x7fELF")
     st = path.lstat()
     assert stat.S_ISREG(st.st_mode)

@@ -84,7 +84,7 @@ std::string cpu_identity() {
     if (model.empty() && line.rfind("model name", 0) == 0) model = line;
     if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
   }
-  return cache::hex64(cache::fnv1a64(model + "\n" + flags));
+  return cache::hex64(cache::hash64(model + "\n" + flags));
 }
 
 std::vector<std::string> flags(MathMode mode) {
