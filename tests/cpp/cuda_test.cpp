@@ -106,5 +106,31 @@ TEST_F(OnGpu, SharedMemoryAndBarriersInPartialGroups) {
   }
 }
 
+// Each device its own context, memory and kernel module: the same kernel on both, in turns.
+TEST_F(OnGpu, TwoDevicesEachRunTheirOwnArrays) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices";
+  const int64_t n = 5000;
+  Array host = random_host(n, 5);
+  Kernel k = metal_kernel("gpu_exp_two_devices", {"inp"}, {"out"}, kMetalExp);
+  for (int round = 0; round < 3; ++round) {
+    for (int d : {1, 0}) {
+      Array x = host.to(Device::cuda(d));
+      std::vector<Array> out = k({x}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {256, 1, 1});
+      ASSERT_EQ(out[0].device(), Device::cuda(d));
+      Array back = out[0].to(Device::cpu());
+      const float* in = static_cast<const float*>(host.data());
+      const float* y = static_cast<const float*>(back.data());
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(y[i], std::exp(static_cast<double>(in[i])), 3e-7 * std::exp(in[i])) << i;
+      }
+    }
+  }
+  // Arrays of both devices in one call are refused.
+  Array a = host.to(Device::cuda(0)), b = host.to(Device::cuda(1));
+  Kernel add = metal_kernel("gpu_add_two_devices", {"a", "b"}, {"out"},
+                            "uint i = thread_position_in_grid.x; out[i] = a[i] + b[i];");
+  EXPECT_THROW(add({a, b}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {256, 1, 1}), ValueError);
+}
+
 }  // namespace
 }  // namespace kjit
