@@ -29,14 +29,6 @@ constexpr Unsupported kMetalNever[] = {
     {"depth2d", "textures cannot be passed to a kernel body"},
     {"sampler", "samplers cannot be passed to a kernel body"},
     {"imageblock", "imageblocks are not available"},
-    {"simdgroup_matrix", "simdgroup matrices are not supported"},
-    {"simdgroup_float8x8", "simdgroup matrices are not supported"},
-    {"simdgroup_half8x8", "simdgroup matrices are not supported"},
-    {"simdgroup_bfloat8x8", "simdgroup matrices are not supported"},
-    {"simdgroup_load", "simdgroup matrices are not supported"},
-    {"simdgroup_store", "simdgroup matrices are not supported"},
-    {"simdgroup_multiply_accumulate", "simdgroup matrices are not supported"},
-    {"simdgroup_multiply", "simdgroup matrices are not supported"},
     {"visible_function_table", "function tables are not available"},
     {"intersection_function_table", "function tables are not available"},
     {"intersector", "ray tracing is not available"},
@@ -48,6 +40,8 @@ constexpr Unsupported kMetalNever[] = {
 constexpr Unsupported kMetalSuspending[] = {
     {"threadgroup_barrier", "barriers"},
     {"simdgroup_barrier", "barriers"},
+    {"simdgroup_multiply", "SIMD-group matrix operations"},
+    {"simdgroup_multiply_accumulate", "SIMD-group matrix operations"},
     {"simd_sum", "SIMD-group operations"},
     {"simd_product", "SIMD-group operations"},
     {"simd_max", "SIMD-group operations"},
@@ -381,6 +375,16 @@ bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
                            const WaitingHelpers* helpers) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (suspends(tokens, i, dialect, helpers)) return true;
+  }
+  return false;
+}
+
+bool uses_simdgroup_matrices(const std::vector<Token>& tokens) {
+  for (const char* name :
+       {"simdgroup_matrix", "simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8",
+        "make_filled_simdgroup_matrix", "simdgroup_load", "simdgroup_store", "simdgroup_multiply",
+        "simdgroup_multiply_accumulate"}) {
+    if (has_identifier(tokens, name)) return true;
   }
   return false;
 }

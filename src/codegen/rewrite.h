@@ -64,4 +64,8 @@ bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
                            const WaitingHelpers* helpers = nullptr);
 
+/// Whether Metal text names SIMD-group matrices (their types or functions): on the CPU they find
+/// their lane through the running thread, which cooperative mode keeps.
+bool uses_simdgroup_matrices(const std::vector<Token>& tokens);
+
 }  // namespace kjit::codegen

@@ -385,14 +385,17 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   const WaitingHelpers helpers = target == Target::Cpu
                                      ? find_waiting_helpers(spec.header_tokens, spec.dialect)
                                      : WaitingHelpers{};
+  const bool matrices =
+      spec.dialect == Dialect::Metal &&
+      (uses_simdgroup_matrices(spec.source_tokens) || uses_simdgroup_matrices(spec.header_tokens));
   const bool waits =
-      target == Target::Cpu &&
-      (!helpers.names.empty() || uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers));
+      target == Target::Cpu && (matrices || !helpers.names.empty() ||
+                                uses_suspending_calls(spec.source_tokens, spec.dialect, &helpers));
   // KJIT_CPU_REGIONS=0 keeps every such body in cooperative mode.
   const char* regions_env = std::getenv("KJIT_CPU_REGIONS");
   const bool regions_allowed = regions && !(regions_env && std::string_view(regions_env) == "0");
   std::optional<RegionPlan> plan;
-  if (waits && regions_allowed && helpers.names.empty()) {
+  if (waits && regions_allowed && helpers.names.empty() && !matrices) {
     plan = plan_regions(spec, uniform_names(spec, call));
   }
   const bool coroutine = waits && !plan;

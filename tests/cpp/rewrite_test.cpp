@@ -157,9 +157,9 @@ TEST(CheckSupported, MetalFeaturesNoBackendRuns) {
   EXPECT_NE(msg.find("metal_kernel"), std::string::npos) << msg;
   EXPECT_NE(msg.find("not supported"), std::string::npos) << msg;
 
-  msg = unsupported("simdgroup_matrix<float, 8, 8> m;", Dialect::Metal);
-  EXPECT_NE(msg.find("'simdgroup_matrix'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("line 1"), std::string::npos) << msg;
+  msg = unsupported("\nsampler s;", Dialect::Metal);
+  EXPECT_NE(msg.find("'sampler'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
 
   msg = unsupported("\ntexture2d_array<half> t;", Dialect::Metal, TextOrigin::Header);
   EXPECT_NE(msg.find("'texture2d_array'"), std::string::npos) << msg;
@@ -311,12 +311,18 @@ TEST(RewriteCuda, SharedMemoryOnTheCpu) {
             "(co_await __syncthreads());");
 }
 
-TEST(CheckSupported, SimdgroupMatrixTypedefs) {
-  // MSL's own names for simdgroup matrices.
-  for (std::string type : {"simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8"}) {
-    std::string msg = unsupported(type + " m;", Dialect::Metal);
-    EXPECT_NE(msg.find("'" + type + "'"), std::string::npos) << type << ": " << msg;
+TEST(CheckSupported, SimdgroupMatricesAreAccepted) {
+  // MSL's names for SIMD-group matrices and their functions; products wait on the CPU.
+  for (std::string text :
+       {"simdgroup_float8x8 m;", "simdgroup_half8x8 m;", "simdgroup_bfloat8x8 m;",
+        "simdgroup_matrix<float, 8, 8> m;", "simdgroup_load(m, p, 8);", "simdgroup_store(m, p);"}) {
+    EXPECT_EQ(unsupported(text, Dialect::Metal), "") << text;
+    EXPECT_TRUE(uses_simdgroup_matrices(lex(text))) << text;
   }
+  EXPECT_FALSE(uses_simdgroup_matrices(lex("float simdgroup_sum = simd_sum(x);")));
+  EXPECT_EQ(
+      rewrite(lex("simdgroup_multiply_accumulate(d, a, b, d);"), Dialect::Metal, Target::Cpu, true),
+      "(co_await simdgroup_multiply_accumulate(d, a, b, d));");
 }
 
 TEST(CheckSupported, CooperativeFeatures) {

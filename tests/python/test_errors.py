@@ -704,10 +704,6 @@ UNSUPPORTED = [
     ("metal-texture", "metal", "uint i = 0;\ntexture2d<float> t;\nout[i] = inp[i];\n", "",
      r"\[kjit\.metal_kernel\] 'texture2d' \(source line 2\) is not supported by the Metal "
      r"dialect: textures"),
-    ("metal-simdgroup-matrix", "metal",
-     "uint i = 0;\n\nsimdgroup_matrix<float, 8, 8> m;\nout[i] = inp[i];\n", "",
-     r"'simdgroup_matrix' \(source line 3\) is not supported by the Metal dialect: simdgroup "
-     r"matrices"),
     ("metal-texture-in-header", "metal", "out[0] = inp[0];", "\n\ntexture2d<float> t;\n",
      r"'texture2d' \(header line 3\) is not supported by the Metal dialect"),
     ("metal-waiting-helper-with-auto", "metal", "out[0] = total(inp[0]);",
