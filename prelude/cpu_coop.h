@@ -363,9 +363,15 @@ void combine_reduce(lane** lanes, const unsigned* ids, int n) {
     for (int i = first; i < end; ++i) set_result(lanes[i], acc);
   });
 }
-// The segment's reduction in a butterfly's order, as the GPU's shuffles compute it: at each
-// step, from half the segment's width down to 1, lanes j and j ^ step both take
-// Op(lower lane's value, higher lane's value). A lane absent leaves its partner's value as it is.
+// A lane's operand of a reduction whose operation travels with it (cg::reduce's, which may
+// hold state).
+template <class T, class Op>
+struct reduction {
+  T value;
+  Op op;
+};
+// The segment's reduction in a butterfly's order (lanes::butterfly), as the GPU's shuffles
+// compute it, with the first lane's operation.
 template <class T, class Op>
 void combine_butterfly(lane** lanes, const unsigned* ids, int n) {
   for_each_segment(lanes, ids, n, [&](int first, int end) {
@@ -373,20 +379,10 @@ void combine_butterfly(lane** lanes, const unsigned* ids, int n) {
     T values[32];
     bool present[32] = {};
     for (int i = first; i < end; ++i) {
-      values[ids[i] % w] = operand<T>(lanes[i]);
+      values[ids[i] % w] = operand<reduction<T, Op>>(lanes[i]).value;
       present[ids[i] % w] = true;
     }
-    for (unsigned step = w / 2; step > 0; step /= 2) {
-      for (unsigned j = 0; j < w; ++j) {
-        const unsigned high = j | step;
-        if (j & step || !(present[j] || present[high])) continue;
-        const T v = !present[high] ? values[j]
-                    : !present[j]  ? values[high]
-                                   : Op{}(values[j], values[high]);
-        values[j] = values[high] = v;
-        present[j] = present[high] = true;
-      }
-    }
+    ::kjit::lanes::butterfly(values, present, w, operand<reduction<T, Op>>(lanes[first]).op);
     for (int i = first; i < end; ++i) set_result(lanes[i], values[ids[i] % w]);
   });
 }

@@ -196,15 +196,20 @@ KJIT_TILE_VOTE(all, __all_sync)
 #undef KJIT_TILE_VOTE
 
 // The collective free functions (the rewriter awaits them when called as cg::sync and
-// cg::reduce). reduce needs an operation without state, as cg::plus<T>().
+// cg::reduce). reduce's operation travels to the meeting with the value.
 KJIT_INLINE auto sync(const thread_block& block) { return block.sync(); }
 template <unsigned N>
 KJIT_INLINE auto sync(const thread_block_tile<N>& tile, unsigned line = KJIT_CALL_SITE) {
   return tile.sync(line);
 }
 template <unsigned N, class T, class Op>
-KJIT_INLINE auto reduce(const thread_block_tile<N>&, T v, Op, unsigned line = KJIT_CALL_SITE) {
-  return ::kjit::coop::simd_op(v, line, ::kjit::coop::combine_butterfly<T, Op>, 0, N);
+KJIT_INLINE auto reduce(const thread_block_tile<N>&, T v, Op op, unsigned line = KJIT_CALL_SITE) {
+  static_assert(__is_trivially_copyable(Op) && sizeof(::kjit::coop::reduction<T, Op>) <=
+                                                   sizeof(::kjit::coop::simd_request::value),
+                "cg::reduce on the CPU: the operation must be trivially copyable and, with the "
+                "value, fit in 32 bytes");
+  return ::kjit::coop::simd_op<T>(::kjit::coop::reduction<T, Op>{v, op}, line,
+                                  ::kjit::coop::combine_butterfly<T, Op>, 0, N);
 }
 
 }  // namespace cooperative_groups

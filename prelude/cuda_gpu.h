@@ -72,15 +72,30 @@ KJIT_INLINE void sync(const thread_block_tile<N>& tile) {
   tile.sync();
 }
 
-// A butterfly over the tile's lanes: at each step both partners take Op(the lower lane's value,
-// the higher lane's), so every lane ends with the same result (the CPU combines in this order).
+// A butterfly over the tile's lanes: at each step both partners take op(the lower lane's value,
+// the higher lane's), so every lane ends with the same result. A tile with lanes absent (past
+// the grid's edge, or in a branch) reduces the lanes present, in the same order
+// (lanes::butterfly), as the CPU does.
 template <unsigned N, class T, class Op>
 KJIT_INLINE T reduce(const thread_block_tile<N>& tile, T v, Op op) {
-  for (unsigned step = N / 2; step > 0; step /= 2) {
-    const T other = tile.shfl_xor(v, step);
-    v = tile.thread_rank() & step ? op(other, v) : op(v, other);
+  const unsigned lane = tile.block_rank() % 32, first = lane & ~(N - 1);
+  const unsigned tile_lanes = N == 32 ? 0xffffffffu : ((1u << N) - 1u) << first;
+  const unsigned active = __activemask() & tile_lanes;
+  if (active == tile_lanes) {
+    for (unsigned step = N / 2; step > 0; step /= 2) {
+      const T other = tile.shfl_xor(v, step);
+      v = tile.thread_rank() & step ? op(other, v) : op(v, other);
+    }
+    return v;
   }
-  return v;
+  T values[N];
+  bool present[N];
+  for (unsigned j = 0; j < N; ++j) {
+    present[j] = (active >> (first + j)) & 1u;
+    values[j] = __shfl_sync(active, v, int(first + j));  // an absent lane's value is not used
+  }
+  ::kjit::lanes::butterfly(values, present, N, op);
+  return values[lane - first];
 }
 
 }  // namespace cooperative_groups

@@ -17,7 +17,11 @@ KJIT_INLINE unsigned compare_and_swap(unsigned* p, unsigned expected, unsigned d
 // Replaces the word at |word| by next(its value), atomically; returns the value it replaced.
 template <class Next>
 KJIT_INLINE unsigned update(unsigned* word, Next next) {
+#ifdef KJIT_CUDA
   unsigned seen = *word;
+#else
+  unsigned seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+#endif
   for (;;) {
     const unsigned was = compare_and_swap(word, seen, next(seen));
     if (was == seen) return was;

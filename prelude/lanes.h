@@ -44,4 +44,22 @@ KJIT_INLINE bool reads_within(unsigned id, unsigned d, unsigned w, bool up) {
   return up ? k >= d : k + d < w;
 }
 
+// A reduction of |n| lanes' values (n a power of two) in a butterfly's order: at each step, from
+// n / 2 down to 1, lanes j and j ^ step both take op(the lower lane's value, the higher lane's).
+// A lane absent leaves its partner's value as it is. Every slot ends with the result.
+template <class T, class Op>
+KJIT_INLINE void butterfly(T* values, bool* present, unsigned n, const Op& op) {
+  for (unsigned step = n / 2; step > 0; step /= 2) {
+    for (unsigned j = 0; j < n; ++j) {
+      const unsigned high = j | step;
+      if (j & step || !(present[j] || present[high])) continue;
+      const T v = !present[high] ? values[j]
+                  : !present[j]  ? values[high]
+                                 : op(values[j], values[high]);
+      values[j] = values[high] = v;
+      present[j] = present[high] = true;
+    }
+  }
+}
+
 }  // namespace kjit::lanes

@@ -87,8 +87,8 @@ std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
   }
   static const std::string text =
       concatenate({"cuda_platform.h", "float_bits.h", "scalar.h", "math.h", "vec.h", "mlx_utils.h",
-                   "cuda_abi.h", "thread_ctx.h", "cuda_thread.h", "cuda_names.h", "cuda_gpu.h",
-                   "cuda_half2.h", "cuda_half_atomics.h", "cuda_user.h"});
+                   "cuda_abi.h", "thread_ctx.h", "cuda_thread.h", "lanes.h", "cuda_names.h",
+                   "cuda_gpu.h", "cuda_half2.h", "cuda_half_atomics.h", "cuda_user.h"});
   return text;
 }
 

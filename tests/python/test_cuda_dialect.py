@@ -359,6 +359,35 @@ def test_cooperative_groups_reduce_and_sync(device, rng):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_cooperative_groups_reduce_over_the_lanes_present(device, rng):
+    # 70 threads: the last tile of 8 has 6 lanes; in a branch, lanes 3 mod 4 stay out. The
+    # operation holds state: each combination of two lanes' values adds k.
+    n = 70
+    v = rng.integers(-1000, 1000, n).astype(np.int32)
+    k = int(rng.integers(1, 100))
+    outs = run("cg_reduce_partial", """
+    namespace cg = cooperative_groups;
+    struct AddPlus {
+        int k;
+        __device__ int operator()(int a, int b) const { return a + b + k; }
+    };
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    cg::thread_block_tile<8> tile = cg::tiled_partition<8>(cg::this_thread_block());
+    o0[i] = cg::reduce(tile, a[i], AddPlus{b[0]});
+    o1[i] = -1;
+    if (i % 4 != 3) o1[i] = cg::reduce(tile, a[i], cg::plus<int>());
+""", [v, np.full(n, k, np.int32)], [((n,), np.int32), ((n,), np.int32)], device, group=32)
+    for first in range(0, n, 8):
+        tile = v[first:first + 8]
+        np.testing.assert_array_equal(outs[0][first:first + 8],
+                                      tile.sum() + k * (len(tile) - 1))
+        idx = np.arange(first, min(first + 8, n))
+        kept = idx[idx % 4 != 3]
+        np.testing.assert_array_equal(outs[1][kept], v[kept].sum())
+        np.testing.assert_array_equal(outs[1][idx[idx % 4 == 3]], -1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_atomic_add_on_halves_bfloats_and_their_pairs(device, rng):
     n, bins = 256, 16  # sums of quarters, which stay exact in bfloat16 (up to 64) and half
     q = rng.integers(1, 9, n).astype(np.float32) / 4  # 0.25 ... 2
