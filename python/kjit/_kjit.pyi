@@ -188,7 +188,7 @@ class Kernel:
 
     def bind(self, *, output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None) -> BoundKernel:
         """
-        The kernel with every argument of a call but its arrays fixed, and checked now: bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes into out as outputs=[out] would. The cheapest way to launch a kernel many times.
+        The kernel with every argument of a call but its arrays fixed, and checked now (all but what depends on the arrays and the device): bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes into out as outputs=[out] would. The cheapest way to launch a kernel many times.
         """
 
 class BoundKernel:

@@ -264,9 +264,9 @@ struct CallPlace {
 
 CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb::handle verbose) {
   CallPlace place;
-  if (!stream.is_none()) place.stream = to_stream(stream, t / "stream");
   if (!PyBool_Check(verbose.ptr())) throw TypeError((t / "verbose").str() + ": expected a bool");
   place.verbose = verbose.ptr() == Py_True;
+  if (!stream.is_none()) place.stream = to_stream(stream, t / "stream");
   if (!device.is_none()) {
     if (!nb::isinstance<nb::str>(device)) {
       throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
@@ -391,12 +391,16 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
                          });
 }
 
-// A bound kernel's Python object (Kernel.bind): calls pass the arrays alone.
+// A bound kernel's Python object (Kernel.bind): calls pass the arrays alone. It keeps the
+// stream object it was given, whose handle its calls use (a CuPy stream destroys its handle
+// when it goes).
 struct PyBoundKernel {
-  PyBoundKernel(BoundKernel b, CallPlace p) : bound(std::move(b)), place(std::move(p)) {}
+  PyBoundKernel(BoundKernel b, CallPlace p, nb::object stream)
+      : bound(std::move(b)), place(std::move(p)), stream_object(std::move(stream)) {}
   vectorcallfunc vectorcall = bound_vectorcall;
   BoundKernel bound;
   CallPlace place;
+  nb::object stream_object;
 };
 
 // A bound call's arguments: the inputs, then optionally the outputs to write.
@@ -423,12 +427,14 @@ nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) 
                          });
 }
 
+constexpr char kBoundKeywords[] =
+    "kjit.BoundKernel.__call__() takes positional arguments only: the inputs, then optionally "
+    "the outputs";
+
 PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                            PyObject* kwnames) {
   if (kwnames && PyTuple_GET_SIZE(kwnames) != 0) {
-    PyErr_SetString(PyExc_TypeError,
-                    "kjit.BoundKernel.__call__() takes positional arguments only: the inputs, "
-                    "then optionally the outputs");
+    PyErr_SetString(PyExc_TypeError, kBoundKeywords);
     return nullptr;
   }
   try {
@@ -613,15 +619,15 @@ void init_kernel(nb::module_& m) {
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         // Converted in the order of the parameters, so that the first bad one is reported.
-        CallPlace place = to_call_place(t, stream, device, verbose);
         std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
         std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
         const Dim3 g = to_dim3(grid, t / "grid"), tg = to_dim3(threadgroup, t / "threadgroup");
         TemplateArgs targs = to_template_args(t / "template", template_args);
         const std::optional<double> init = to_init_value(t, init_value);
-        return as_python(PyBoundKernel(k.bind(std::move(shapes), std::move(dtypes), g, tg,
-                                              std::move(targs), init, place.verbose),
-                                       std::move(place)));
+        CallPlace place = to_call_place(t, stream, device, verbose);
+        BoundKernel b = k.bind(std::move(shapes), std::move(dtypes), g, tg, std::move(targs), init,
+                               place.verbose);
+        return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream)));
       },
       nb::kw_only(), "output_shapes"_a.none(), "output_dtypes"_a.none(), "grid"_a.none(),
       "threadgroup"_a.none(), "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
@@ -633,12 +639,14 @@ void init_kernel(nb::module_& m) {
               "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
               "init_value: float | None = None, verbose: bool = False, "
               "stream: object | None = None, device: str | None = None) -> BoundKernel"),
-      "The kernel with every argument of a call but its arrays fixed, and checked now: "
+      "The kernel with every argument of a call but its arrays fixed, and checked now (all but "
+      "what depends on the arrays and the device): "
       "bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes "
       "into out as outputs=[out] would. The cheapest way to launch a kernel many times.");
   bound.def(
       "__call__",
-      [](const PyBoundKernel& py, nb::args args) {
+      [](const PyBoundKernel& py, nb::args args, nb::kwargs kwargs) {
+        if (nb::len(kwargs) != 0) throw TypeError(kBoundKeywords);
         return call_bound(py, PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
       },
       nb::sig("def __call__(self, *arrays: object) -> list[object]"),

@@ -1,7 +1,9 @@
 """Bound kernels (Kernel.bind): a call's settings fixed and checked once, then calls that pass
 only arrays, with the same results, errors and output types as the keyword call."""
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -149,6 +151,11 @@ def test_bind_checks_its_settings():
         with pytest.raises(error) as e:
             k.bind(**{**good, **change})
         assert words in str(e.value) and "kernel 'bound_axpy'" in str(e.value), str(e.value)
+    # The first bad argument, in the order of the parameters, is the one reported.
+    with pytest.raises(TypeError, match="output_shapes"):
+        k.bind(**{**good, "output_shapes": 5, "verbose": 1, "stream": "s"})
+    with pytest.raises(TypeError, match="verbose"):
+        k.bind(**{**good, "verbose": 1, "stream": "s"})
     with pytest.raises(TypeError, match="outputs"):
         k.bind(**good, outputs=[np.zeros(8, np.float32)])
     with pytest.raises(TypeError, match="grid"):
@@ -174,6 +181,29 @@ def test_bound_calls_check_their_arrays(rng):
         bound(alpha, x, y, np.zeros(8, np.float64))
     with pytest.raises(TypeError, match="use Kernel.bind"):
         kjit.BoundKernel.__new__(kjit.BoundKernel)
+
+
+def test_a_bound_kernel_keeps_its_stream_object():
+    # A CuPy stream destroys its handle when it goes: the bound kernel holds the object. (Made
+    # by kjit._kjit's factory: the tests' wrapper keeps bind's arguments itself.)
+    class Stream:
+        cuda_stream = 0  # the legacy stream's handle
+
+    k = kjit._kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
+                                output_names=["out"], source=AXPY)
+    stream = Stream()
+    alive = weakref.ref(stream)
+    bound = k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
+                   threadgroup=(8, 1, 1), template=[("T", np.float32)], stream=stream)
+    del stream
+    gc.collect()
+    assert alive() is not None
+    # Explicit __call__ refuses keywords as the call does.
+    with pytest.raises(TypeError, match="positional arguments only"):
+        bound.__call__(np.float32(1), np.ones(8, np.float32), y=np.ones(8, np.float32))
+    del bound
+    gc.collect()
+    assert alive() is None
 
 
 # --- frameworks -----------------------------------------------------------------------------
