@@ -212,13 +212,15 @@ def only_entry(cache_dir):
 
 
 def hash64(data):
-    """cache/hash.h's hash: FNV-1a's step over 8-byte little-endian words, then over the last
-    bytes, then MurmurHash3's final mix."""
+    """cache/hash.h's hash: FNV-1a's step over 8-byte little-endian words, each followed by
+    folding the high half into the low, then FNV-1a over the last bytes, then MurmurHash3's final
+    mix."""
     mask = 0xFFFFFFFFFFFFFFFF
     h = 0xCBF29CE484222325
     whole = len(data) // 8 * 8
     for (word,) in struct.iter_unpack("<Q", data[:whole]):
         h = ((h ^ word) * 0x100000001B3) & mask
+        h ^= h >> 32
     for c in data[whole:]:
         h = ((h ^ c) * 0x100000001B3) & mask
     for multiplier in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
