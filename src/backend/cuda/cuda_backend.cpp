@@ -106,7 +106,8 @@ std::string disk_key(const KernelSpec& spec, const std::string& source, int cc) 
   std::string key = std::string("kjit ") + version() + " cuda\n" +
                     nvrtc_identity(spec.compile_options.math_mode, cc) + "\n";
   key.reserve(key.size() + source.size());  // one copy of the ~100 KB source
-  return key += source;
+  key += source;
+  return key;
 }
 
 // The compiled image for |key|, from disk or compiled now (and stored).
