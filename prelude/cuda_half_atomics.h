@@ -5,17 +5,24 @@
 namespace kjit::cuda_dialect {
 namespace half_atomics {
 
+// CUDA's scopes: the block's threads, the device's, and the system's (host and peers).
+enum class scope { block, device, system };
+
+template <scope S>
 KJIT_INLINE unsigned compare_and_swap(unsigned* p, unsigned expected, unsigned desired) {
 #ifdef KJIT_CUDA
+  if constexpr (S == scope::block) return atomicCAS_block(p, expected, desired);
+  if constexpr (S == scope::system) return atomicCAS_system(p, expected, desired);
   return atomicCAS(p, expected, desired);
 #else
+  // Every thread of a CPU launch shares one memory: one kind of atomic serves every scope.
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return expected;  // the value seen
 #endif
 }
 
 // Replaces the word at |word| by next(its value), atomically; returns the value it replaced.
-template <class Next>
+template <scope S, class Next>
 KJIT_INLINE unsigned update(unsigned* word, Next next) {
 #ifdef KJIT_CUDA
   unsigned seen = *word;
@@ -23,18 +30,18 @@ KJIT_INLINE unsigned update(unsigned* word, Next next) {
   unsigned seen = __atomic_load_n(word, __ATOMIC_RELAXED);
 #endif
   for (;;) {
-    const unsigned was = compare_and_swap(word, seen, next(seen));
+    const unsigned was = compare_and_swap<S>(word, seen, next(seen));
     if (was == seen) return was;
     seen = was;
   }
 }
 
-template <class H>
+template <scope S, class H>
 KJIT_INLINE H add(H* p, H v) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(p);
   const unsigned shift = static_cast<unsigned>(address & 2) * 8;  // the half's place in its word
   const unsigned old =
-      update(reinterpret_cast<unsigned*>(address & ~uintptr_t(3)), [&](unsigned w) {
+      update<S>(reinterpret_cast<unsigned*>(address & ~uintptr_t(3)), [&](unsigned w) {
         const H sum = __hadd(H::from_bits(static_cast<uint16_t>(w >> shift)), v);
         return (w & ~(0xffffu << shift)) | (unsigned(sum.bits) << shift);
       });
@@ -42,13 +49,13 @@ KJIT_INLINE H add(H* p, H v) {
 }
 
 // A pair: its first value in the word's low half, as both targets are little-endian.
-template <class H2>
+template <scope S, class H2>
 KJIT_INLINE H2 add_pair(H2* p, H2 v) {
   using H = decltype(v.x);
   auto pair = [](unsigned w) {
     return H2(H::from_bits(static_cast<uint16_t>(w)), H::from_bits(static_cast<uint16_t>(w >> 16)));
   };
-  const unsigned old = update(reinterpret_cast<unsigned*>(p), [&](unsigned w) {
+  const unsigned old = update<S>(reinterpret_cast<unsigned*>(p), [&](unsigned w) {
     const H2 sum = __hadd2(pair(w), v);
     return unsigned(sum.x.bits) | (unsigned(sum.y.bits) << 16);
   });
@@ -57,13 +64,21 @@ KJIT_INLINE H2 add_pair(H2* p, H2 v) {
 
 }  // namespace half_atomics
 
-KJIT_INLINE __half atomicAdd(__half* p, __half v) { return half_atomics::add(p, v); }
-KJIT_INLINE __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
-  return half_atomics::add(p, v);
-}
-KJIT_INLINE __half2 atomicAdd(__half2* p, __half2 v) { return half_atomics::add_pair(p, v); }
-KJIT_INLINE __nv_bfloat162 atomicAdd(__nv_bfloat162* p, __nv_bfloat162 v) {
-  return half_atomics::add_pair(p, v);
-}
+// atomicAdd, atomicAdd_block and atomicAdd_system for each type.
+#define KJIT_HALF_ATOMIC_ADD(T, fn)                             \
+  KJIT_INLINE T atomicAdd(T* p, T v) {                          \
+    return half_atomics::fn<half_atomics::scope::device>(p, v); \
+  }                                                             \
+  KJIT_INLINE T atomicAdd_block(T* p, T v) {                    \
+    return half_atomics::fn<half_atomics::scope::block>(p, v);  \
+  }                                                             \
+  KJIT_INLINE T atomicAdd_system(T* p, T v) {                   \
+    return half_atomics::fn<half_atomics::scope::system>(p, v); \
+  }
+KJIT_HALF_ATOMIC_ADD(__half, add)
+KJIT_HALF_ATOMIC_ADD(__nv_bfloat16, add)
+KJIT_HALF_ATOMIC_ADD(__half2, add_pair)
+KJIT_HALF_ATOMIC_ADD(__nv_bfloat162, add_pair)
+#undef KJIT_HALF_ATOMIC_ADD
 
 }  // namespace kjit::cuda_dialect

@@ -395,10 +395,10 @@ def test_atomic_add_on_halves_bfloats_and_their_pairs(device, rng):
                          output_names=["h", "b", "h2", "b2", "before", "count"], source="""
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned bin = i % 16;
-    // Neighbouring bins share a word: each add must leave its neighbour alone.
+    // Neighbouring bins share a word: each add must leave its neighbour alone. (Every scope.)
     atomicAdd(&h[bin], __float2half(a[i]));
-    atomicAdd(&b[bin], __float2bfloat16(a[i]));
-    atomicAdd(reinterpret_cast<__half2*>(h2) + bin, __floats2half2_rn(a[i], 2.0f * a[i]));
+    atomicAdd_block(&b[bin], __float2bfloat16(a[i]));
+    atomicAdd_system(reinterpret_cast<__half2*>(h2) + bin, __floats2half2_rn(a[i], 2.0f * a[i]));
     atomicAdd(reinterpret_cast<__nv_bfloat162*>(b2) + bin,
               __floats2bfloat162_rn(-a[i], 0.5f * a[i]));
     // What an add returns: the value before it. Adding ones, a bin's adds return each count once.
