@@ -132,9 +132,9 @@ constexpr Unsupported kCudaSuspendingMembers[] = {
     {"all", "warp operations"},
 };
 
-// cooperative_groups' collective free functions, which suspend when called qualified
-// (cg::reduce(tile, v, cg::plus<int>()), cooperative_groups::sync(block)): unqualified, the
-// names are too common to take for them.
+// cooperative_groups' collective free functions, which suspend when called as that namespace's
+// (cg::reduce(tile, v, cg::plus<int>()), cooperative_groups::sync(block), through an alias or
+// after `using namespace cooperative_groups;`): otherwise the names are too common to take.
 constexpr Unsupported kCudaSuspendingQualified[] = {
     {"sync", "barriers"},
     {"reduce", "warp operations"},
@@ -258,6 +258,59 @@ bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers* h
                    t[i].text);
 }
 
+// Whether |name| names the namespace cooperative_groups in |t|: cg, cooperative_groups, or an
+// alias the text declares (namespace g = cooperative_groups;).
+bool names_cooperative_groups(const std::vector<Token>& t, std::string_view name) {
+  if (name == "cg" || name == "cooperative_groups") return true;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].text != "namespace") continue;
+    const size_t alias = index_after(t, k);
+    const size_t equals = alias == t.size() ? alias : index_after(t, alias);
+    if (equals == t.size() || t[alias].text != name || t[equals].text != "=") continue;
+    size_t target = index_after(t, equals);
+    if (target != t.size() && t[target].text == "::") target = index_after(t, target);
+    if (target != t.size() && (t[target].text == "cooperative_groups" || t[target].text == "cg")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether |t| says `using namespace cooperative_groups;` (or cg).
+bool uses_cooperative_groups_namespace(const std::vector<Token>& t) {
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].text != "using") continue;
+    const size_t ns = index_after(t, k);
+    size_t name = ns == t.size() ? ns : index_after(t, ns);
+    if (name != t.size() && t[name].text == "::") name = index_after(t, name);
+    if (ns != t.size() && t[ns].text == "namespace" && name != t.size() &&
+        (t[name].text == "cooperative_groups" || t[name].text == "cg")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the free function named at token |i| (reduce, sync) is cooperative_groups': called
+// qualified by that namespace (cg::reduce, an alias, ::cooperative_groups::sync, not
+// other::cg::reduce), or unqualified after a using directive for it.
+bool calls_cooperative_groups(const std::vector<Token>& t, size_t i) {
+  const size_t next = index_after(t, i);
+  if (next == t.size() || t[next].text != "(") return false;
+  const size_t colons = index_before(t, i);
+  if (colons != t.size() && t[colons].text == "::") {
+    const size_t scope = index_before(t, colons);
+    if (scope == t.size() || t[scope].kind != TokenKind::Identifier) return false;
+    const size_t outer = index_before(t, scope);
+    if (outer != t.size() && t[outer].text == "::") {
+      const size_t before = index_before(t, outer);
+      if (before != t.size() && t[before].kind == TokenKind::Identifier) return false;
+    }
+    return names_cooperative_groups(t, t[scope].text);
+  }
+  return !is_member_access(prev_significant(t, i)) && uses_cooperative_groups_namespace(t);
+}
+
 // Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
 // operations, cooperative groups' collective members, and the |helpers| of the header that wait).
 bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
@@ -266,14 +319,7 @@ bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
   if (calls_helper(t, i, helpers)) return true;
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
   if (find(kCudaSuspending, t[i].text)) return true;
-  if (find(kCudaSuspendingQualified, t[i].text)) {
-    const size_t colons = index_before(t, i);
-    const size_t scope = colons == t.size() ? colons : index_before(t, colons);
-    if (scope != t.size() && t[colons].text == "::" &&
-        (t[scope].text == "cg" || t[scope].text == "cooperative_groups")) {
-      return true;
-    }
-  }
+  if (find(kCudaSuspendingQualified, t[i].text) && calls_cooperative_groups(t, i)) return true;
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
 }
 

@@ -203,6 +203,16 @@ TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
                     Dialect::Cuda, Target::Cpu, true),
             "s = (co_await cg::reduce(t, v, cg::plus<float>())) + reduce(v);\n"
             "(co_await cooperative_groups::sync(b)); std::reduce(p, q); my::sync(b);");
+  // Through an alias, from the global namespace, or after a using directive; not a namespace cg
+  // of the user's inside another.
+  EXPECT_EQ(rewrite(lex("namespace g = ::cooperative_groups; s = g::reduce(t, v, op);\n"
+                        "::cg::sync(b); my::cg::reduce(x); t.reduce(v);"),
+                    Dialect::Cuda, Target::Cpu, true),
+            "namespace g = ::cooperative_groups; s = (co_await g::reduce(t, v, op));\n"
+            "(co_await ::cg::sync(b)); my::cg::reduce(x); t.reduce(v);");
+  EXPECT_EQ(rewrite(lex("using namespace cooperative_groups; s = reduce(t, v, plus<int>());"),
+                    Dialect::Cuda, Target::Cpu, true),
+            "using namespace cooperative_groups; s = (co_await reduce(t, v, plus<int>()));");
 }
 
 TEST(RewriteCooperative, LambdasKeepTheirReturns) {

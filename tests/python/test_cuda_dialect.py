@@ -375,7 +375,10 @@ def test_cooperative_groups_reduce_over_the_lanes_present(device, rng):
     cg::thread_block_tile<8> tile = cg::tiled_partition<8>(cg::this_thread_block());
     o0[i] = cg::reduce(tile, a[i], AddPlus{b[0]});
     o1[i] = -1;
-    if (i % 4 != 3) o1[i] = cg::reduce(tile, a[i], cg::plus<int>());
+    if (i % 4 != 3) {
+        using namespace cooperative_groups;  // reduce and plus unqualified
+        o1[i] = reduce(tile, a[i], plus<int>());
+    }
 """, [v, np.full(n, k, np.int32)], [((n,), np.int32), ((n,), np.int32)], device, group=32)
     for first in range(0, n, 8):
         tile = v[first:first + 8]
