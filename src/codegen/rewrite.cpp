@@ -258,45 +258,36 @@ bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers* h
                    t[i].text);
 }
 
-// Whether |name| names the namespace cooperative_groups in |t|: cg, cooperative_groups, or an
-// alias the text declares (namespace g = cooperative_groups;).
-bool names_cooperative_groups(const std::vector<Token>& t, std::string_view name) {
-  if (name == "cg" || name == "cooperative_groups") return true;
-  for (size_t k = 0; k < t.size(); ++k) {
-    if (t[k].text != "namespace") continue;
-    const size_t alias = index_after(t, k);
-    const size_t equals = alias == t.size() ? alias : index_after(t, alias);
-    if (equals == t.size() || t[alias].text != name || t[equals].text != "=") continue;
-    size_t target = index_after(t, equals);
-    if (target != t.size() && t[target].text == "::") target = index_after(t, target);
-    if (target != t.size() && (t[target].text == "cooperative_groups" || t[target].text == "cg")) {
-      return true;
+// The arguments of the call whose parenthesis opens at |open|: commas outside nested brackets.
+size_t argument_count(const std::vector<Token>& t, size_t open) {
+  const size_t close = closing(t, open);
+  if (close == t.size() || index_after(t, open) == close) return 0;
+  size_t count = 1;
+  for (size_t k = open + 1; k < close; ++k) {
+    const std::string_view x = t[k].text;
+    if (x == "(" || x == "[" || x == "{") {
+      k = closing(t, k);
+      if (k == t.size()) return count;
+    } else if (x == ",") {
+      ++count;
     }
   }
-  return false;
-}
-
-// Whether |t| says `using namespace cooperative_groups;` (or cg).
-bool uses_cooperative_groups_namespace(const std::vector<Token>& t) {
-  for (size_t k = 0; k < t.size(); ++k) {
-    if (t[k].text != "using") continue;
-    const size_t ns = index_after(t, k);
-    size_t name = ns == t.size() ? ns : index_after(t, ns);
-    if (name != t.size() && t[name].text == "::") name = index_after(t, name);
-    if (ns != t.size() && t[ns].text == "namespace" && name != t.size() &&
-        (t[name].text == "cooperative_groups" || t[name].text == "cg")) {
-      return true;
-    }
-  }
-  return false;
+  return count;
 }
 
 // Whether the free function named at token |i| (reduce, sync) is cooperative_groups': called
 // qualified by that namespace (cg::reduce, an alias, ::cooperative_groups::sync, not
-// other::cg::reduce), or unqualified after a using directive for it.
-bool calls_cooperative_groups(const std::vector<Token>& t, size_t i) {
-  const size_t next = index_after(t, i);
-  if (next == t.size() || t[next].text != "(") return false;
+// other::cg::reduce), or unqualified after a using directive for it with its number of
+// arguments (reduce takes three, sync one), which tells it from a function of the user's.
+// |coop| says how the texts name the namespace; without it, |t| alone is looked at.
+bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const WaitingHelpers* coop) {
+  const size_t open = index_after(t, i);
+  if (open == t.size() || t[open].text != "(") return false;
+  WaitingHelpers own;
+  if (!coop) {
+    note_cooperative_groups(t, own);
+    coop = &own;
+  }
   const size_t colons = index_before(t, i);
   if (colons != t.size() && t[colons].text == "::") {
     const size_t scope = index_before(t, colons);
@@ -306,9 +297,13 @@ bool calls_cooperative_groups(const std::vector<Token>& t, size_t i) {
       const size_t before = index_before(t, outer);
       if (before != t.size() && t[before].kind == TokenKind::Identifier) return false;
     }
-    return names_cooperative_groups(t, t[scope].text);
+    const std::string_view name = t[scope].text;
+    return name == "cg" || name == "cooperative_groups" ||
+           std::find(coop->cooperative_aliases.begin(), coop->cooperative_aliases.end(), name) !=
+               coop->cooperative_aliases.end();
   }
-  return !is_member_access(prev_significant(t, i)) && uses_cooperative_groups_namespace(t);
+  return coop->cooperative_using && !is_member_access(prev_significant(t, i)) &&
+         argument_count(t, open) == (t[i].text == "reduce" ? 3u : 1u);
 }
 
 // Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
@@ -319,7 +314,9 @@ bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
   if (calls_helper(t, i, helpers)) return true;
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
   if (find(kCudaSuspending, t[i].text)) return true;
-  if (find(kCudaSuspendingQualified, t[i].text) && calls_cooperative_groups(t, i)) return true;
+  if (find(kCudaSuspendingQualified, t[i].text) && calls_cooperative_groups(t, i, helpers)) {
+    return true;
+  }
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
 }
 
@@ -435,6 +432,28 @@ bool uses_simdgroup_matrices(const std::vector<Token>& tokens) {
   return false;
 }
 
+void note_cooperative_groups(const std::vector<Token>& t, WaitingHelpers& helpers) {
+  // The name after |k| and an optional leading ::, when it is cooperative_groups or cg.
+  auto names_the_namespace = [&](size_t k) {
+    size_t name = index_after(t, k);
+    if (name != t.size() && t[name].text == "::") name = index_after(t, name);
+    return name != t.size() && (t[name].text == "cooperative_groups" || t[name].text == "cg");
+  };
+  for (size_t k = 0; k < t.size(); ++k) {
+    const size_t next = index_after(t, k);
+    if (next == t.size()) break;
+    if (t[k].text == "using" && t[next].text == "namespace" && names_the_namespace(next)) {
+      helpers.cooperative_using = true;
+    }
+    // namespace alias = cooperative_groups;
+    const size_t equals = index_after(t, next);
+    if (t[k].text == "namespace" && t[next].kind == TokenKind::Identifier && equals != t.size() &&
+        t[equals].text == "=" && names_the_namespace(equals)) {
+      helpers.cooperative_aliases.emplace_back(t[next].text);
+    }
+  }
+}
+
 WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect) {
   // Function definitions: a name, its parameters, optional qualifiers, a body; at namespace
   // scope or in a class.
@@ -459,6 +478,7 @@ WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect
   }
   // Those that wait, directly or through each other (overloads one by one).
   WaitingHelpers found;
+  note_cooperative_groups(t, found);
   std::vector<bool> waits(all.size());
   for (bool grew = true; grew;) {
     grew = false;

@@ -30,7 +30,14 @@ struct WaitingHelpers {
   std::vector<std::string> names;
   std::vector<std::string> members;     // those defined in a class: obj.f(...) calls them too
   std::vector<Definition> definitions;  // in order of appearance
+  // How the texts name cooperative_groups, for its free functions reduce and sync: the
+  // namespace aliases they declare, and whether one says `using namespace cooperative_groups;`.
+  std::vector<std::string> cooperative_aliases;
+  bool cooperative_using = false;
 };
+
+/// Adds to |helpers| how |tokens| name cooperative_groups (aliases, a using directive).
+void note_cooperative_groups(const std::vector<Token>& tokens, WaitingHelpers& helpers);
 
 /// Throws kjit::ValueError when |tokens| wait (a barrier, a SIMD-group or warp operation, or a
 /// call of one of |helpers|) inside a lambda, or in the body inside a function of a local class:

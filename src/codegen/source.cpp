@@ -382,9 +382,13 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   // Bodies with barriers, SIMD-group or warp operations run on the CPU in region mode when
   // their only waits are barriers all threads of a group meet together, else as coroutines.
   // Helpers of the header that wait become coroutines the body awaits.
-  const WaitingHelpers helpers = target == Target::Cpu
-                                     ? find_waiting_helpers(spec.header_tokens, spec.dialect)
-                                     : WaitingHelpers{};
+  WaitingHelpers helpers = target == Target::Cpu
+                               ? find_waiting_helpers(spec.header_tokens, spec.dialect)
+                               : WaitingHelpers{};
+  // The header's names for cooperative_groups: region planning reads the body alone.
+  const bool header_names_groups =
+      !helpers.cooperative_aliases.empty() || helpers.cooperative_using;
+  note_cooperative_groups(spec.source_tokens, helpers);
   const bool matrices =
       spec.dialect == Dialect::Metal &&
       (uses_simdgroup_matrices(spec.source_tokens) || uses_simdgroup_matrices(spec.header_tokens));
@@ -395,7 +399,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   const char* regions_env = std::getenv("KJIT_CPU_REGIONS");
   const bool regions_allowed = regions && !(regions_env && std::string_view(regions_env) == "0");
   std::optional<RegionPlan> plan;
-  if (waits && regions_allowed && helpers.names.empty() && !matrices) {
+  if (waits && regions_allowed && helpers.names.empty() && !matrices && !header_names_groups) {
     plan = plan_regions(spec, uniform_names(spec, call));
   }
   const bool coroutine = waits && !plan;

@@ -210,9 +210,17 @@ TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
                     Dialect::Cuda, Target::Cpu, true),
             "namespace g = ::cooperative_groups; s = (co_await g::reduce(t, v, op));\n"
             "(co_await ::cg::sync(b)); my::cg::reduce(x); t.reduce(v);");
-  EXPECT_EQ(rewrite(lex("using namespace cooperative_groups; s = reduce(t, v, plus<int>());"),
+  // Unqualified, only with cooperative groups' numbers of arguments.
+  EXPECT_EQ(rewrite(lex("using namespace cooperative_groups; s = reduce(t, v, plus<int>()) + "
+                        "reduce(v); sync(b); sync(b, c);"),
                     Dialect::Cuda, Target::Cpu, true),
-            "using namespace cooperative_groups; s = (co_await reduce(t, v, plus<int>()));");
+            "using namespace cooperative_groups; s = (co_await reduce(t, v, plus<int>())) + "
+            "reduce(v); (co_await sync(b)); sync(b, c);");
+  // An alias the header declares, for the body.
+  WaitingHelpers header = find_waiting_helpers(lex("namespace g = cg;"), Dialect::Cuda);
+  EXPECT_EQ(rewrite(lex("g::sync(b);"), Dialect::Cuda, Target::Cpu, true, 0, &header),
+            "(co_await g::sync(b));");
+  EXPECT_EQ(rewrite(lex("g::sync(b);"), Dialect::Cuda, Target::Cpu, true), "g::sync(b);");
 }
 
 TEST(RewriteCooperative, LambdasKeepTheirReturns) {
