@@ -315,11 +315,14 @@ KJIT_INLINE simd_wait<typename op_result<Result, T>::type> simd_op(
   return w;
 }
 
+// A lane's operand, which need not be default-constructible (a capturing lambda in it).
 template <class T>
 KJIT_INLINE T operand(const lane* l) {
-  T v;
-  __builtin_memcpy(&v, l->request.value, sizeof(T));
-  return v;
+  struct alignas(T) bytes {
+    unsigned char b[sizeof(T)];
+  } raw;
+  __builtin_memcpy(&raw, l->request.value, sizeof(T));
+  return __builtin_bit_cast(T, raw);
 }
 template <class T>
 KJIT_INLINE void set_result(lane* l, T v) {

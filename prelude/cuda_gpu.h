@@ -82,8 +82,9 @@ KJIT_INLINE T reduce(const thread_block_tile<N>& tile, T v, Op op) {
   const unsigned tile_lanes = N == 32 ? 0xffffffffu : ((1u << N) - 1u) << first;
   const unsigned active = __activemask() & tile_lanes;
   if (active == tile_lanes) {
+    // The tile's own lanes only: those of a partial tile in the same warp take the other path.
     for (unsigned step = N / 2; step > 0; step /= 2) {
-      const T other = tile.shfl_xor(v, step);
+      const T other = __shfl_xor_sync(tile_lanes, v, int(step), int(N));
       v = tile.thread_rank() & step ? op(other, v) : op(v, other);
     }
     return v;

@@ -11,8 +11,10 @@ enum class scope { block, device, system };
 template <scope S>
 KJIT_INLINE unsigned compare_and_swap(unsigned* p, unsigned expected, unsigned desired) {
 #ifdef KJIT_CUDA
+#if __CUDA_ARCH__ >= 600  // the scoped forms exist from sm_60; before, the device's serves
   if constexpr (S == scope::block) return atomicCAS_block(p, expected, desired);
   if constexpr (S == scope::system) return atomicCAS_system(p, expected, desired);
+#endif
   return atomicCAS(p, expected, desired);
 #else
   // Every thread of a CPU launch shares one memory: one kind of atomic serves every scope.

@@ -48,7 +48,7 @@ KJIT_INLINE bool reads_within(unsigned id, unsigned d, unsigned w, bool up) {
 // n / 2 down to 1, lanes j and j ^ step both take op(the lower lane's value, the higher lane's).
 // A lane absent leaves its partner's value as it is. Every slot ends with the result.
 template <class T, class Op>
-KJIT_INLINE void butterfly(T* values, bool* present, unsigned n, const Op& op) {
+KJIT_INLINE void butterfly(T* values, bool* present, unsigned n, Op op) {
   for (unsigned step = n / 2; step > 0; step /= 2) {
     for (unsigned j = 0; j < n; ++j) {
       const unsigned high = j | step;

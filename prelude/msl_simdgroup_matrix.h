@@ -88,12 +88,17 @@ KJIT_INLINE void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d,
   const float a0 = float(a.elements[0]), a1 = float(a.elements[1]);
   const float b0 = float(b.elements[0]), b1 = float(b.elements[1]);
   float sum0 = float(c.elements[0]), sum1 = float(c.elements[1]);
+  // A lane absent (a partial SIMD-group) counts as zeros, as on the CPU.
+  auto from = [mask](float value, unsigned source) {
+    const float v = __shfl_sync(mask, value, int(source));
+    return mask >> source & 1u ? v : 0.0f;
+  };
   for (unsigned k = 0; k < 8; ++k) {
     // Every lane offers its element k % 2 of a, and its two of b.
-    const float ak = __shfl_sync(mask, k % 2 ? a1 : a0, int(matrix_detail::lane_of(row, k & ~1u)));
-    const int from_b = int(matrix_detail::lane_of(k, column));
-    sum0 = fmaf(ak, __shfl_sync(mask, b0, from_b), sum0);
-    sum1 = fmaf(ak, __shfl_sync(mask, b1, from_b), sum1);
+    const float ak = from(k % 2 ? a1 : a0, matrix_detail::lane_of(row, k & ~1u));
+    const unsigned from_b = matrix_detail::lane_of(k, column);
+    sum0 = fmaf(ak, from(b0, from_b), sum0);
+    sum1 = fmaf(ak, from(b1, from_b), sum1);
   }
   d.elements = vec<TD, 2>(TD(sum0), TD(sum1));
 }

@@ -374,20 +374,57 @@ def test_cooperative_groups_reduce_over_the_lanes_present(device, rng):
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     cg::thread_block_tile<8> tile = cg::tiled_partition<8>(cg::this_thread_block());
     o0[i] = cg::reduce(tile, a[i], AddPlus{b[0]});
+    const int kk = b[0];
+    o2[i] = cg::reduce(tile, a[i], [=](int x, int y) { return x + y + kk; });  // a capture
+    struct Mutable {  // operator() not const
+        int calls = 0;
+        __device__ int operator()(int x, int y) { ++calls; return x + y; }
+    };
+    o3[i] = cg::reduce(tile, a[i], Mutable{});
     o1[i] = -1;
     if (i % 4 != 3) {
         using namespace cooperative_groups;  // reduce and plus unqualified
         o1[i] = reduce(tile, a[i], plus<int>());
     }
-""", [v, np.full(n, k, np.int32)], [((n,), np.int32), ((n,), np.int32)], device, group=32)
+""", [v, np.full(n, k, np.int32)], [((n,), np.int32)] * 4, device, group=32)
     for first in range(0, n, 8):
         tile = v[first:first + 8]
-        np.testing.assert_array_equal(outs[0][first:first + 8],
-                                      tile.sum() + k * (len(tile) - 1))
+        for out in (outs[0], outs[2]):
+            np.testing.assert_array_equal(out[first:first + 8], tile.sum() + k * (len(tile) - 1))
+        np.testing.assert_array_equal(outs[3][first:first + 8], tile.sum())
         idx = np.arange(first, min(first + 8, n))
         kept = idx[idx % 4 != 3]
         np.testing.assert_array_equal(outs[1][kept], v[kept].sum())
         np.testing.assert_array_equal(outs[1][idx[idx % 4 == 3]], -1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cooperative_groups_named_through_the_header(device, rng):
+    # An alias the header declares, used in the body and in a helper of the header; and after a
+    # using directive, a function of the user's named reduce, which is not cooperative groups'.
+    n = 64
+    v = rng.integers(-1000, 1000, n).astype(np.int32)
+    k = kjit.cuda_kernel(name="cg_alias", input_names=["a"], output_names=["o0", "o1", "o2"],
+                         header="""
+namespace grp = cooperative_groups;
+__device__ int tile_sum(grp::thread_block_tile<16> t, int x) {
+    return grp::reduce(t, x, grp::plus<int>());
+}
+__device__ int reduce(int x) { return 3 * x; }
+""", source="""
+    using namespace cooperative_groups;
+    const unsigned i = threadIdx.x;
+    grp::thread_block_tile<16> t = grp::tiled_partition<16>(grp::this_thread_block());
+    o0[i] = grp::reduce(t, a[i], grp::plus<int>());
+    o1[i] = tile_sum(t, a[i]);
+    o2[i] = reduce(a[i]);
+""")
+    outs = k(inputs=[v], grid=(n, 1, 1), threadgroup=(n, 1, 1), output_shapes=[(n,)] * 3,
+             output_dtypes=[np.int32] * 3, device=device)
+    sums = np.repeat(v.reshape(-1, 16).sum(1), 16)
+    np.testing.assert_array_equal(outs[0], sums)
+    np.testing.assert_array_equal(outs[1], sums)
+    np.testing.assert_array_equal(outs[2], 3 * v)
 
 
 @pytest.mark.parametrize("device", DEVICES)
