@@ -1,6 +1,6 @@
 // A fast non-cryptographic 64-bit hash for cache keys and payload checksums: FNV-1a's step over
-// 8-byte little-endian words, each followed by folding the high half into the low (then FNV-1a
-// over the last bytes one by one), and MurmurHash3's final mix. Keys are ~100 KB of generated source,
+// 8-byte little-endian words, each word's sum folded high half into low before the multiply
+// (then FNV-1a over the last bytes one by one), and MurmurHash3's final mix. Keys are ~100 KB of generated source,
 // hashed on every first call of a kernel in a process: a byte at a time took ~0.2 ms a key.
 // Keys are also stored whole in each entry and compared on load, so a collision is caught, not
 // trusted.
@@ -20,8 +20,9 @@ inline uint64_t hash64(std::string_view data) {
   for (; i + 8 <= data.size(); i += 8) {
     uint64_t word;
     std::memcpy(&word, data.data() + i, 8);  // little-endian on every host kjit builds for
-    h = (h ^ word) * kPrime;
-    h ^= h >> 32;  // the multiply carries bits only upwards: bring the high ones down
+    uint64_t x = h ^ word;
+    x ^= x >> 32;  // the multiply carries bits only upwards: bring the high ones down first
+    h = x * kPrime;
   }
   for (; i < data.size(); ++i) h = (h ^ static_cast<unsigned char>(data[i])) * kPrime;
   h ^= h >> 33;
