@@ -51,28 +51,36 @@ KJIT_INLINE simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value
   return m;
 }
 
-// The 8x8 block at |origin| (x: column, y: row) of the row-major matrix at |source| whose rows
-// are |elements_per_row| apart, transposed when asked: this lane's two elements.
+namespace matrix_detail {
+
+// Where this lane's element k (0 or 1) lies in the 8x8 block at |origin| (x: column, y: row) of
+// a row-major matrix whose rows are |elements_per_row| apart, the block transposed when asked.
+KJIT_INLINE ulong element_offset(unsigned k, ulong elements_per_row, vec<ulong, 2> origin,
+                                 bool transpose) {
+  const unsigned lane = this_lane();
+  const unsigned row = row_of(lane), column = column_of(lane) + k;
+  const ulong r = transpose ? column : row, c = transpose ? row : column;
+  return (origin.y + r) * elements_per_row + origin.x + c;
+}
+
+}  // namespace matrix_detail
+
 template <class T, int Cols, int Rows, class U>
 KJIT_INLINE void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const U* source,
                                 ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
                                 bool transpose = false) {
-  const unsigned lane = matrix_detail::this_lane();
-  const unsigned row = matrix_detail::row_of(lane), column = matrix_detail::column_of(lane);
   for (unsigned k = 0; k < 2; ++k) {
-    const ulong r = transpose ? column + k : row, c = transpose ? row : column + k;
-    d.elements[k] = T(source[(origin.y + r) * elements_per_row + origin.x + c]);
+    d.elements[k] =
+        T(source[matrix_detail::element_offset(k, elements_per_row, origin, transpose)]);
   }
 }
 template <class T, int Cols, int Rows, class U>
 KJIT_INLINE void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, U* destination,
                                  ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
                                  bool transpose = false) {
-  const unsigned lane = matrix_detail::this_lane();
-  const unsigned row = matrix_detail::row_of(lane), column = matrix_detail::column_of(lane);
   for (unsigned k = 0; k < 2; ++k) {
-    const ulong r = transpose ? column + k : row, c = transpose ? row : column + k;
-    destination[(origin.y + r) * elements_per_row + origin.x + c] = U(a.elements[k]);
+    destination[matrix_detail::element_offset(k, elements_per_row, origin, transpose)] =
+        U(a.elements[k]);
   }
 }
 
