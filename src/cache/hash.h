@@ -1,9 +1,9 @@
 // A fast non-cryptographic 64-bit hash for cache keys and payload checksums: FNV-1a's step over
 // 8-byte little-endian words, each word's sum folded high half into low before the multiply
-// (then FNV-1a over the last bytes one by one), and MurmurHash3's final mix. Keys are ~100 KB of generated source,
-// hashed on every first call of a kernel in a process: a byte at a time took ~0.2 ms a key.
-// Keys are also stored whole in each entry and compared on load, so a collision is caught, not
-// trusted.
+// (then FNV-1a over the last bytes one by one), and MurmurHash3's final mix. Keys are ~100 KB
+// of generated source, hashed on every first call of a kernel in a process: a byte at a time
+// took ~0.2 ms a key. Keys are also stored whole in each entry and compared on load, so a
+// collision is caught, not trusted.
 #pragma once
 
 #include <cstdint>
