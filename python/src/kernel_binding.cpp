@@ -516,6 +516,22 @@ PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf
   }
 }
 
+// A bound kernel holds its stream object: the collector must see that reference, or a stream
+// that refers back to the bound kernel would never be freed.
+int bound_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  Py_VISIT(nb::inst_ptr<PyBoundKernel>(self)->stream_object.ptr());
+  return 0;
+}
+int bound_clear(PyObject* self) {
+  nb::inst_ptr<PyBoundKernel>(self)->stream_object.reset();
+  return 0;
+}
+PyType_Slot kBoundKernelSlots[] = {{Py_tp_traverse, reinterpret_cast<void*>(bound_traverse)},
+                                   {Py_tp_clear, reinterpret_cast<void*>(bound_clear)},
+                                   {0, nullptr}};
+
 constexpr char kKernelNew[] =
     "kjit.Kernel cannot be made directly; use kjit.metal_kernel or kjit.cuda_kernel";
 constexpr char kBoundKernelNew[] = "kjit.BoundKernel cannot be made directly; use Kernel.bind";
@@ -538,7 +554,7 @@ void init_kernel(nb::module_& m) {
       m, "Kernel", nb::is_final(),
       "A kernel built from a body string. Call it with keyword arguments to run.");
   nb::class_<PyBoundKernel> bound(
-      m, "BoundKernel", nb::is_final(),
+      m, "BoundKernel", nb::is_final(), nb::type_slots(kBoundKernelSlots),
       "A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, "
       "then optionally the outputs to write, as positional arguments.");
   // Kernels come from metal_kernel and cuda_kernel, bound kernels from Kernel.bind, only: an

@@ -204,6 +204,14 @@ def test_a_bound_kernel_keeps_its_stream_object():
     del bound
     gc.collect()
     assert alive() is None
+    # A stream object that refers back to its bound kernel: the collector frees the pair.
+    stream = Stream()
+    stream.bound = k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
+                          threadgroup=(8, 1, 1), template=[("T", np.float32)], stream=stream)
+    alive = weakref.ref(stream)
+    del stream
+    gc.collect()
+    assert alive() is None
 
 
 # --- frameworks -----------------------------------------------------------------------------
