@@ -52,22 +52,6 @@ size_t statement_end(const std::vector<Token>& t, size_t k) {
   return n;
 }
 
-// The semicolons of a for's header (between |open| and |close|) outside brackets: two in a
-// classic for, none in a range for.
-std::vector<size_t> header_semicolons(const std::vector<Token>& t, size_t open, size_t close) {
-  std::vector<size_t> found;
-  for (size_t j = index_after(t, open); j < close; j = index_after(t, j)) {
-    const std::string_view text = t[j].text;
-    if (text == "(" || text == "[" || text == "{") {
-      j = closing(t, j);
-      if (j >= close) break;
-    } else if (text == ";") {
-      found.push_back(j);
-    }
-  }
-  return found;
-}
-
 // Blanks the unroll hints right before token |i| (keeping their line breaks): #pragma lines,
 // also among other directives (#if ... #endif), and _Pragma("...") operators.
 void blank_pragmas_before(const std::vector<Token>& t, size_t i, LoopMarks& marks) {
@@ -133,7 +117,7 @@ LoopMarks mark_waiting_loops(const std::vector<Token>& t, const std::vector<bool
     marks.before[end + 1] = "}" + marks.before[end + 1];
     const std::string next = "(void)" + mark + ".next()";
     const std::vector<size_t> semicolons =
-        word == "for" ? header_semicolons(t, open, close) : std::vector<size_t>();
+        word == "for" ? top_level(t, open, close, ";") : std::vector<size_t>();
     if (word == "while") {
       // for (; condition; next): a declaration in the condition stays one.
       marks.instead[i] = "for";

@@ -68,7 +68,9 @@ struct Declaration {
 class Splitter {
  public:
   Splitter(const KernelSpec& spec, const std::vector<std::string>& uniform)
-      : t_(spec.source_tokens), dialect_(spec.dialect), uniform_(uniform) {}
+      : t_(spec.source_tokens), dialect_(spec.dialect), uniform_(uniform) {
+    note_cooperative_groups(t_, names_);
+  }
 
   std::optional<RegionPlan> plan() {
     for (size_t k = 0; k < t_.size(); ++k) {
@@ -94,7 +96,7 @@ class Splitter {
 
   bool waits_within(size_t begin, size_t end) const {
     for (size_t k = begin; k < end; ++k) {
-      if (is_waiting_call(t_, k, dialect_)) return true;
+      if (is_waiting_call(t_, k, dialect_, names_)) return true;
     }
     return false;
   }
@@ -169,7 +171,7 @@ class Splitter {
       if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
       if (is_one_of(tk.text, {")", "]", "}"})) --depth;
       if (tk.kind != TokenKind::Identifier) continue;
-      if (is_waiting_call(t_, k, dialect_)) {
+      if (is_waiting_call(t_, k, dialect_, names_)) {
         if (!is_group_barrier(tk.text, dialect_) || depth != 0 || !starts_statement(k, begin)) {
           return false;
         }
@@ -366,6 +368,7 @@ class Splitter {
   const Tokens& t_;
   Dialect dialect_;
   const std::vector<std::string>& uniform_;
+  WaitingHelpers names_;  // how the body names cooperative groups, for its waiting calls
   RegionPlan plan_;
   std::vector<bool> in_loop_;  // per piece: a region inside a loop
 };

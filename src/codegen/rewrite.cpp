@@ -252,42 +252,27 @@ size_t call_parenthesis(const std::vector<Token>& t, size_t i) {
 
 // Whether token |i| calls one of |helpers|: f(...), Class::f(...), or, for a function defined in
 // a class, obj.f(...).
-bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers* helpers) {
-  if (!helpers || call_parenthesis(t, i) == t.size()) return false;
-  return is_listed(is_member_access(prev_significant(t, i)) ? helpers->members : helpers->names,
+bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers& helpers) {
+  if (call_parenthesis(t, i) == t.size()) return false;
+  return is_listed(is_member_access(prev_significant(t, i)) ? helpers.members : helpers.names,
                    t[i].text);
 }
 
-// The arguments of the call whose parenthesis opens at |open|: commas outside nested brackets.
+// The number of arguments of the call whose parenthesis opens at |open|.
 size_t argument_count(const std::vector<Token>& t, size_t open) {
   const size_t close = closing(t, open);
   if (close == t.size() || index_after(t, open) == close) return 0;
-  size_t count = 1;
-  for (size_t k = open + 1; k < close; ++k) {
-    const std::string_view x = t[k].text;
-    if (x == "(" || x == "[" || x == "{") {
-      k = closing(t, k);
-      if (k == t.size()) return count;
-    } else if (x == ",") {
-      ++count;
-    }
-  }
-  return count;
+  return top_level(t, open, close, ",").size() + 1;
 }
 
 // Whether the free function named at token |i| (reduce, sync) is cooperative_groups': called
 // qualified by that namespace (cg::reduce, an alias, ::cooperative_groups::sync, not
 // other::cg::reduce), or unqualified after a using directive for it with its number of
 // arguments (reduce takes three, sync one), which tells it from a function of the user's.
-// |coop| says how the texts name the namespace; without it, |t| alone is looked at.
-bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const WaitingHelpers* coop) {
+// |coop| says how the texts name the namespace.
+bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const WaitingHelpers& coop) {
   const size_t open = index_after(t, i);
   if (open == t.size() || t[open].text != "(") return false;
-  WaitingHelpers own;
-  if (!coop) {
-    note_cooperative_groups(t, own);
-    coop = &own;
-  }
   const size_t colons = index_before(t, i);
   if (colons != t.size() && t[colons].text == "::") {
     const size_t scope = index_before(t, colons);
@@ -299,17 +284,17 @@ bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const Waiti
     }
     const std::string_view name = t[scope].text;
     return name == "cg" || name == "cooperative_groups" ||
-           std::find(coop->cooperative_aliases.begin(), coop->cooperative_aliases.end(), name) !=
-               coop->cooperative_aliases.end();
+           is_listed(coop.cooperative_aliases, name);
   }
-  return coop->cooperative_using && !is_member_access(prev_significant(t, i)) &&
+  return coop.cooperative_using && !is_member_access(prev_significant(t, i)) &&
          argument_count(t, open) == (t[i].text == "reduce" ? 3u : 1u);
 }
 
 // Whether token |i| names a call a body on the CPU co_awaits (barriers, SIMD-group and warp
-// operations, cooperative groups' collective members, and the |helpers| of the header that wait).
+// operations, cooperative groups' collective members and free functions, and the |helpers| of
+// the header that wait).
 bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
-              const WaitingHelpers* helpers = nullptr) {
+              const WaitingHelpers& helpers) {
   if (t[i].kind != TokenKind::Identifier) return false;
   if (calls_helper(t, i, helpers)) return true;
   if (dialect == Dialect::Metal) return find(kMetalSuspending, t[i].text) != nullptr;
@@ -318,6 +303,18 @@ bool suspends(const std::vector<Token>& t, size_t i, Dialect dialect,
     return true;
   }
   return find(kCudaSuspendingMembers, t[i].text) && is_member_access(prev_significant(t, i));
+}
+
+// A call of token |i| that the CPU awaits: one that suspends, and is called.
+bool awaits(const std::vector<Token>& t, size_t i, Dialect dialect, const WaitingHelpers& helpers) {
+  return suspends(t, i, dialect, helpers) && call_parenthesis(t, i) != t.size();
+}
+
+// What |t| itself says of cooperative groups' names, and no helpers: for a text looked at alone.
+WaitingHelpers own_names(const std::vector<Token>& t) {
+  WaitingHelpers names;
+  note_cooperative_groups(t, names);
+  return names;
 }
 
 // Where the declaration of the function named at |name| starts: its specifiers and return type
@@ -394,14 +391,12 @@ void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect diale
   // The operations themselves first, then calls of the header's helpers that wait: a function
   // of a local class that waits is found as such a helper too, and the operation inside it
   // names the problem better.
-  for (const WaitingHelpers* calls : {static_cast<const WaitingHelpers*>(nullptr), &helpers}) {
+  const WaitingHelpers operations_only = own_names(tokens);
+  for (const WaitingHelpers* calls : {&operations_only, &helpers}) {
     FunctionsWithin functions(/*classes=*/origin == TextOrigin::Source);
     for (size_t i = 0; i < tokens.size(); ++i) {
       functions.step(tokens, i);
-      if (!functions.inside() || !suspends(tokens, i, dialect, calls) ||
-          call_parenthesis(tokens, i) == tokens.size()) {
-        continue;
-      }
+      if (!functions.inside() || !awaits(tokens, i, dialect, *calls)) continue;
       throw ValueError(about(tokens[i], dialect, origin) +
                        " waits for other threads inside a lambda or a function of a local class, "
                        "which the CPU backend cannot suspend; call it from the body or from a "
@@ -410,24 +405,30 @@ void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect diale
   }
 }
 
-bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect) {
-  return suspends(tokens, i, dialect);
+bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect,
+                     const WaitingHelpers& names) {
+  return suspends(tokens, i, dialect, names);
 }
 
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
                            const WaitingHelpers* helpers) {
+  const WaitingHelpers own = helpers ? WaitingHelpers{} : own_names(tokens);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (suspends(tokens, i, dialect, helpers)) return true;
+    if (suspends(tokens, i, dialect, helpers ? *helpers : own)) return true;
   }
   return false;
 }
 
 bool uses_simdgroup_matrices(const std::vector<Token>& tokens) {
-  for (const char* name :
-       {"simdgroup_matrix", "simdgroup_float8x8", "simdgroup_half8x8", "simdgroup_bfloat8x8",
-        "make_filled_simdgroup_matrix", "simdgroup_load", "simdgroup_store", "simdgroup_multiply",
-        "simdgroup_multiply_accumulate"}) {
-    if (has_identifier(tokens, name)) return true;
+  static constexpr std::string_view kNames[] = {
+      "simdgroup_matrix",    "simdgroup_float8x8",           "simdgroup_half8x8",
+      "simdgroup_bfloat8x8", "make_filled_simdgroup_matrix", "simdgroup_load",
+      "simdgroup_store",     "simdgroup_multiply",           "simdgroup_multiply_accumulate"};
+  for (const Token& t : tokens) {
+    if (t.kind != TokenKind::Identifier) continue;
+    for (std::string_view name : kNames) {
+      if (t.text == name) return true;
+    }
   }
   return false;
 }
@@ -485,7 +486,7 @@ WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect
     for (size_t d = 0; d < all.size(); ++d) {
       if (waits[d]) continue;
       for (size_t k = all[d].body_begin; k < all[d].body_end && k < t.size(); ++k) {
-        if (suspends(t, k, dialect, &found)) {
+        if (suspends(t, k, dialect, found)) {
           waits[d] = true;
           const std::string name(t[all[d].name].text);
           if (!is_listed(found.names, name)) found.names.push_back(name);
@@ -550,6 +551,8 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
 
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
                     bool coroutine, int dynamic_shared, const WaitingHelpers* helpers) {
+  const WaitingHelpers own = helpers ? WaitingHelpers{} : own_names(tokens);
+  if (!helpers) helpers = &own;
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes
   std::vector<size_t> emitted_at(tokens.size());  // where each token's text begins in |out|
@@ -559,8 +562,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
   LoopMarks marks;
   if (coroutine) {
     for (size_t i = 0; i < tokens.size(); ++i) {
-      waits[i] =
-          suspends(tokens, i, dialect, helpers) && call_parenthesis(tokens, i) != tokens.size();
+      waits[i] = awaits(tokens, i, dialect, *helpers);
     }
     marks = mark_waiting_loops(tokens, waits);
   }
@@ -584,7 +586,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
       if (waits[i]) {
         const size_t k = closing(tokens, call_parenthesis(tokens, i));
         // A helper's call also records its line, which orders the helper's meeting points.
-        const bool helper = calls_helper(tokens, i, helpers);
+        const bool helper = calls_helper(tokens, i, *helpers);
         const size_t start = expression_start(tokens, i);
         const std::string_view await =
             helper ? "(co_await ::kjit::coop::called_at(KJIT_CALL_SITE, " : "(co_await ";
@@ -642,9 +644,7 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         out += type + "* const " + name + " = reinterpret_cast<" + type +
                "*>(::kjit::dynamic_shared(" + std::to_string(dynamic_shared) + "));";
         for (size_t j = i; j <= k && j < tokens.size(); ++j) {
-          for (char c : tokens[j].text) {
-            if (c == '\n') out += '\n';
-          }
+          out += blank_keeping_lines(tokens[j].text);
         }
         i = k;
         continue;

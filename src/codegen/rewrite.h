@@ -62,9 +62,11 @@ WaitingHelpers find_waiting_helpers(const std::vector<Token>& header, Dialect di
 std::string rewrite_header(const std::vector<Token>& header, Dialect dialect, Target target,
                            const WaitingHelpers& helpers);
 
-/// Whether token |i| names a barrier, a SIMD-group or warp operation, or a collective member of
-/// cooperative groups: a call a body on the CPU waits at.
-bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect);
+/// Whether token |i| names a barrier, a SIMD-group or warp operation, or a collective of
+/// cooperative groups: a call a body on the CPU waits at. |names| says how the text names
+/// cooperative groups (note_cooperative_groups).
+bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect,
+                     const WaitingHelpers& names);
 
 /// Whether a body calls barriers, SIMD-group or warp operations, or |helpers| (the CPU's
 /// cooperative mode).

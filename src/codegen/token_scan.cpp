@@ -25,6 +25,21 @@ std::string blank_keeping_lines(std::string_view text) {
   return out;
 }
 
+std::vector<size_t> top_level(const std::vector<Token>& t, size_t open, size_t close,
+                              std::string_view separator) {
+  std::vector<size_t> found;
+  for (size_t j = index_after(t, open); j < close; j = index_after(t, j)) {
+    const std::string_view text = t[j].text;
+    if (text == "(" || text == "[" || text == "{") {
+      j = closing(t, j);
+      if (j >= close) break;
+    } else if (text == separator) {
+      found.push_back(j);
+    }
+  }
+  return found;
+}
+
 size_t index_before(const std::vector<Token>& t, size_t k) {
   const Token* p = prev_significant(t, k);
   return p ? size_t(p - t.data()) : t.size();

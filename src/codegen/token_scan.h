@@ -31,6 +31,12 @@ bool is_member_access(const Token* t);
 /// The line breaks of |text| alone: what replaces text that is dropped, keeping lines in place.
 std::string blank_keeping_lines(std::string_view text);
 
+/// The tokens spelled |separator| between the brackets at |open| and |close|, outside brackets
+/// nested in them (the commas of a call's arguments, the semicolons of a for's header). Stops
+/// at a nested bracket left open.
+std::vector<size_t> top_level(const std::vector<Token>& t, size_t open, size_t close,
+                              std::string_view separator);
+
 /// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {", with
 /// optional specifiers and a trailing return type before the brace.
 bool opens_lambda_body(const std::vector<Token>& t, size_t open);
