@@ -267,9 +267,16 @@ std::vector<std::string> uniform_names(const KernelSpec& spec, const CallSignatu
   return names;
 }
 
-// The body's thread attributes and CUDA index variables, read from the thread context |ctx|.
-std::string thread_locals(const KernelSpec& spec, Target target, const std::string& ctx,
-                          bool sets_current_thread) {
+// The CUDA index variables a kernel's texts use, worked out once per generated source.
+struct IndexVariables {
+  std::vector<const CudaBuiltin*> body;    // builtins_used of the body
+  std::vector<const CudaBuiltin*> header;  // header_builtins
+};
+
+// The body's thread attributes and CUDA index variables (|vars|), read from the thread
+// context |ctx|.
+std::string thread_locals(const KernelSpec& spec, Target target, const IndexVariables& vars,
+                          const std::string& ctx, bool sets_current_thread) {
   std::string out;
   for (const std::string& attr : spec.attributes) {
     bool vector = false;
@@ -280,13 +287,12 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
            "." + attr + "();\n";
   }
   // Typed as CUDA types them (on the CPU, the dialect's uint3 and dim3, with CUDA's layout).
-  for (const CudaBuiltin* b : builtins_used(spec, spec.source_tokens, target)) {
+  for (const CudaBuiltin* b : vars.body) {
     out += "  const auto " + std::string(b->name) + " = " +
            cuda_typed(*b, target, ctx + "." + b->attribute + "()") + ";\n";
   }
-  const std::vector<const CudaBuiltin*> header_reads = header_builtins(spec, target);
   if (sets_current_thread && target == Target::Cpu &&
-      (!header_reads.empty() || has_identifier(spec.source_tokens, "this_grid") ||
+      (!vars.header.empty() || has_identifier(spec.source_tokens, "this_grid") ||
        has_identifier(spec.source_tokens, "this_thread_block") ||
        has_identifier(spec.header_tokens, "this_grid") ||
        has_identifier(spec.header_tokens, "this_thread_block"))) {
@@ -294,7 +300,7 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
   }
   if (target == Target::Cuda) {
     // Every thread of the group stores the same values (see generate).
-    for (const CudaBuiltin* b : header_reads) {
+    for (const CudaBuiltin* b : vars.header) {
       const std::string var = std::string("kjit_group_") + b->name;
       out += "  { const ::kjit::uint3 v = " + ctx + "." + b->attribute + "(); " + var +
              "[0] = v.x; " + var + "[1] = v.y; " + var + "[2] = v.z; }\n";
@@ -307,7 +313,8 @@ std::string thread_locals(const KernelSpec& spec, Target target, const std::stri
 // A body in region mode: a function that runs one whole group, each region a loop over the
 // group's threads (codegen/regions.h).
 void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
-                   const RegionPlan& plan, const std::string& name, const std::string& params) {
+                   const RegionPlan& plan, const IndexVariables& vars, const std::string& name,
+                   const std::string& params) {
   std::deque<std::string> texts;
   const std::vector<Token> edited = region_tokens(spec, plan, texts);
   // Tokens [begin, end) of |tokens|, the body's own or as regions see them.
@@ -323,7 +330,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
     << "const ::kjit::thread_ctx& kjit_group) {\n";
   w << template_declarations(spec, call.template_args);
   // Loop headers read the uniform ones.
-  w << thread_locals(spec, Target::Cpu, "kjit_group", false);
+  w << thread_locals(spec, Target::Cpu, vars, "kjit_group", false);
   for (const auto& [begin, end] : plan.group_memory) user_text(spec.source_tokens, begin, end);
   for (const RegionPlan::Carried& c : plan.carried) {
     std::string type;
@@ -349,7 +356,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
         w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
              "unsigned kjit_wi) __attribute__((always_inline)) {\n";
         if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
-        w << thread_locals(spec, Target::Cpu, "kjit_thread", true) << "  (void)kjit_wi;\n";
+        w << thread_locals(spec, Target::Cpu, vars, "kjit_thread", true) << "  (void)kjit_wi;\n";
         user_text(edited, piece.begin, piece.end);
         w << "  });\n";
         break;
@@ -414,14 +421,15 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   w << prelude;
   g.user_part = w.size();
 
+  const IndexVariables vars{builtins_used(spec, spec.source_tokens, target),
+                            header_builtins(spec, target)};
   w << "namespace kjit_user {\n";
   if (!spec.header.empty()) {
-    const std::vector<const CudaBuiltin*> reads = header_builtins(spec, target);
     // The header reads the running thread's index variables: on the CPU through its context,
     // and on the GPU (where threadIdx and blockDim are the hardware's, and a block's own blockIdx
     // and gridDim differ from the body's for grids laid out otherwise) from variables of the
     // group that each of its threads sets to the same values (thread_locals).
-    for (const CudaBuiltin* b : reads) {
+    for (const CudaBuiltin* b : vars.header) {
       const std::string var = std::string("kjit_group_") + b->name;
       if (target == Target::Cpu) {
         w << "#define " << b->name << " ("
@@ -436,13 +444,13 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
     w << "#line 1 \"" << kHeaderFile << "\"\n";
     w << rewrite_header(spec.header_tokens, spec.dialect, target, helpers);
     w.resume_generated();
-    for (const CudaBuiltin* b : reads) w << "#undef " << b->name << "\n";
+    for (const CudaBuiltin* b : vars.header) w << "#undef " << b->name << "\n";
   }
 
   std::string params = signature(spec, call);
   if (spec.dialect == Dialect::Metal) params = rewrite(lex(params), spec.dialect, target);
   if (plan) {
-    write_regions(w, spec, call, *plan, g.kernel_name, params);
+    write_regions(w, spec, call, *plan, vars, g.kernel_name, params);
   } else {
     // The kernel body as an always-inlined function: early returns end one thread, and the
     // thread loop around the call stays vectorisable.
@@ -454,7 +462,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
                     : "const ::kjit::thread_ctx& kjit_thread) {\n");
     w << template_declarations(spec, call.template_args);
     // Cooperative mode sets the current thread for each thread it resumes.
-    w << thread_locals(spec, target, "kjit_thread", !coroutine);
+    w << thread_locals(spec, target, vars, "kjit_thread", !coroutine);
     w << "#line 1 \"" << kSourceFile << "\"\n";
     w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory, &helpers);
     w.resume_generated();
