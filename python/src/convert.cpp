@@ -389,13 +389,6 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
   return from_ndarray(nd, std::nullopt, param);
 }
 
-// An attribute, or invalid with no Python error set.
-nb::object attribute_or_invalid(nb::handle obj, PyObject* name) {
-  nb::object value = nb::steal(PyObject_GetAttr(obj.ptr(), name));
-  if (!value.is_valid()) PyErr_Clear();
-  return value;
-}
-
 // A tuple of ints into |out|; false for anything else.
 bool read_ints(nb::handle tuple, std::vector<int64_t>& out) {
   if (!tuple.is_valid() || !PyTuple_Check(tuple.ptr()) ||
@@ -423,15 +416,16 @@ std::optional<Array> from_cupy(nb::handle obj, const Param& param, std::shared_p
   static PyObject* const kShape = PyUnicode_InternFromString("shape");
   static PyObject* const kStrides = PyUnicode_InternFromString("strides");
   static PyObject* const kDtype = PyUnicode_InternFromString("dtype");
-  const nb::object data = attribute_or_invalid(obj, kData);
+  const nb::object data = nb::getattr(obj, nb::handle(kData), nb::handle());
   if (!data.is_valid()) return std::nullopt;
-  const nb::object ptr = attribute_or_invalid(data, kPtr);
-  const nb::object device = attribute_or_invalid(data, kDeviceId);
-  const nb::object dtype = attribute_or_invalid(obj, kDtype);
+  const nb::object ptr = nb::getattr(data, nb::handle(kPtr), nb::handle());
+  const nb::object device = nb::getattr(data, nb::handle(kDeviceId), nb::handle());
+  const nb::object dtype = nb::getattr(obj, nb::handle(kDtype), nb::handle());
   std::vector<int64_t> shape, strides;
   if (!ptr.is_valid() || !device.is_valid() || !dtype.is_valid() ||
-      !read_ints(attribute_or_invalid(obj, kShape), shape) ||
-      !read_ints(attribute_or_invalid(obj, kStrides), strides) || shape.size() != strides.size()) {
+      !read_ints(nb::getattr(obj, nb::handle(kShape), nb::handle()), shape) ||
+      !read_ints(nb::getattr(obj, nb::handle(kStrides), nb::handle()), strides) ||
+      shape.size() != strides.size()) {
     return std::nullopt;
   }
   const Dtype d = to_dtype(dtype, param);

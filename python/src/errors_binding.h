@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 
 #include <exception>
+#include <type_traits>
 
 namespace kjit::python {
 
@@ -16,6 +17,36 @@ void init_errors(nanobind::module_& m);
 /// into an error, throws nanobind::python_error if |raise|, else drops it (a call that failed
 /// reports its own error).
 void flush_warnings(bool raise = true);
+
+/// Runs |work| (library code) without the GIL and returns what it returns, then issues the
+/// warnings it left (flush_warnings); when it throws, issues them without raising and rethrows.
+template <class Work>
+auto run_without_gil(Work&& work) {
+  auto released = [&] {
+    nanobind::gil_scoped_release release;
+    return work();
+  };
+  using Result = decltype(released());
+  if constexpr (std::is_void_v<Result>) {
+    try {
+      released();
+    } catch (...) {
+      flush_warnings(/*raise=*/false);
+      throw;
+    }
+    flush_warnings();
+  } else {
+    Result result;
+    try {
+      result = released();
+    } catch (...) {
+      flush_warnings(/*raise=*/false);
+      throw;
+    }
+    flush_warnings();
+    return result;
+  }
+}
 
 /// Sets the Python error for |error|, as nanobind's translation would: for code that Python
 /// calls directly rather than through nanobind's dispatch.

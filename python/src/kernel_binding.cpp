@@ -336,17 +336,12 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
     if (!gpu && a.device().type == DeviceType::CUDA) gpu = a.device();
   }
   if (gpu && !place.stream) options.stream = current_stream(framework, gpu->index);
-  std::vector<Array> result;
-  try {
-    nb::gil_scoped_release release;
-    result = run(arrays, options);
+  const std::vector<Array> result = run_without_gil([&] {
+    std::vector<Array> made = run(arrays, options);
     // JAX reads DLPack imports without waiting on the exporter's stream.
     if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
-  } catch (...) {
-    flush_warnings(/*raise=*/false);
-    throw;
-  }
-  flush_warnings();
+    return made;
+  });
   if (outputs) return outputs->list();
   nb::list out;
   for (const Array& a : result) out.append(from_array(a, framework));
@@ -607,14 +602,7 @@ void init_kernel(nb::module_& m) {
           throw TypeError((t / "target").str() + ": expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
         }
         std::string where = nb::cast<std::string>(target);
-        try {
-          nb::gil_scoped_release release;
-          k.build(sig, dtypes, targs, where);
-        } catch (...) {
-          flush_warnings(/*raise=*/false);
-          throw;
-        }
-        flush_warnings();
+        run_without_gil([&] { k.build(sig, dtypes, targs, where); });
       },
       nb::kw_only(), "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none() = nb::none(),
       "target"_a.none() = "cpu",
