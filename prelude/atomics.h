@@ -66,19 +66,24 @@ KJIT_INLINE T cas(T* p, T expected, T desired) {
     return expected;  // the value seen
   }
 }
+// Replaces *p by next(*p) atomically, retrying the compare-and-swap until no other thread
+// came between; returns the value replaced.
+template <class T, class Next>
+KJIT_INLINE T update(T* p, Next next) {
+  T seen = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(p, &seen, next(seen), true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+  return seen;
+}
 // Floating-point addition by compare-and-swap on the bits; integers by the builtin.
 template <class T>
 KJIT_INLINE T add(T* p, T v) {
   if constexpr (is_builtin_float_v<T>) {
     using B = bits_of<T>;
-    B* bits = reinterpret_cast<B*>(p);
-    B seen = __atomic_load_n(bits, __ATOMIC_RELAXED);
-    for (;;) {
-      const B sum = __builtin_bit_cast(B, T(__builtin_bit_cast(T, seen) + v));
-      if (__atomic_compare_exchange_n(bits, &seen, sum, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        return __builtin_bit_cast(T, seen);
-      }
-    }
+    return __builtin_bit_cast(T, update(reinterpret_cast<B*>(p), [v](B seen) {
+                                return __builtin_bit_cast(B, T(__builtin_bit_cast(T, seen) + v));
+                              }));
   } else {
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
   }

@@ -70,18 +70,12 @@ KJIT_INLINE T atomicCAS(T* p, U expected, V desired) {
 // Wrapping increment and decrement: old >= limit becomes 0; old == 0 or old > limit becomes
 // limit.
 KJIT_INLINE unsigned atomicInc(unsigned* p, unsigned limit) {
-  unsigned seen = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &seen, seen >= limit ? 0u : seen + 1, true,
-                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-  return seen;
+  return ::kjit::atomics::update(p,
+                                 [limit](unsigned seen) { return seen >= limit ? 0u : seen + 1; });
 }
 KJIT_INLINE unsigned atomicDec(unsigned* p, unsigned limit) {
-  unsigned seen = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &seen, seen == 0 || seen > limit ? limit : seen - 1, true,
-                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-  return seen;
+  return ::kjit::atomics::update(
+      p, [limit](unsigned seen) { return seen == 0 || seen > limit ? limit : seen - 1; });
 }
 // The same at block and system scope: every thread of a CPU launch shares one memory.
 #define KJIT_CUDA_SCOPED_ATOMIC(name)         \

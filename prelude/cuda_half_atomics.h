@@ -8,34 +8,27 @@ namespace half_atomics {
 // CUDA's scopes: the block's threads, the device's, and the system's (host and peers).
 enum class scope { block, device, system };
 
-template <scope S>
-KJIT_INLINE unsigned compare_and_swap(unsigned* p, unsigned expected, unsigned desired) {
-#ifdef KJIT_CUDA
-#if __CUDA_ARCH__ >= 600  // the scoped forms exist from sm_60; before, the device's serves
-  if constexpr (S == scope::block) return atomicCAS_block(p, expected, desired);
-  if constexpr (S == scope::system) return atomicCAS_system(p, expected, desired);
-#endif
-  return atomicCAS(p, expected, desired);
-#else
-  // Every thread of a CPU launch shares one memory: one kind of atomic serves every scope.
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  return expected;  // the value seen
-#endif
-}
-
 // Replaces the word at |word| by next(its value), atomically; returns the value it replaced.
 template <scope S, class Next>
 KJIT_INLINE unsigned update(unsigned* word, Next next) {
 #ifdef KJIT_CUDA
   unsigned seen = *word;
-#else
-  unsigned seen = __atomic_load_n(word, __ATOMIC_RELAXED);
-#endif
   for (;;) {
-    const unsigned was = compare_and_swap<S>(word, seen, next(seen));
+    const unsigned wanted = next(seen);
+#if __CUDA_ARCH__ >= 600  // the scoped forms exist from sm_60; before, the device's serves
+    const unsigned was = S == scope::block    ? atomicCAS_block(word, seen, wanted)
+                         : S == scope::system ? atomicCAS_system(word, seen, wanted)
+                                              : atomicCAS(word, seen, wanted);
+#else
+    const unsigned was = atomicCAS(word, seen, wanted);
+#endif
     if (was == seen) return was;
     seen = was;
   }
+#else
+  // Every thread of a CPU launch shares one memory: one kind of atomic serves every scope.
+  return ::kjit::atomics::update(word, next);
+#endif
 }
 
 template <scope S, class H>
