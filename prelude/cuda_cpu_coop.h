@@ -29,56 +29,27 @@ inline void all_of(lane** lanes, const unsigned* ids, int n) {
   });
 }
 
-// __reduce_*_sync's operations.
-struct add {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return T(a + b);
-  }
-};
-struct min {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return b < a ? b : a;
-  }
-};
-struct max {
-  template <class T>
-  KJIT_INLINE T operator()(T a, T b) const {
-    return a < b ? b : a;
-  }
-};
-struct bit_and {
-  KJIT_INLINE unsigned operator()(unsigned a, unsigned b) const { return a & b; }
-};
-struct bit_or {
-  KJIT_INLINE unsigned operator()(unsigned a, unsigned b) const { return a | b; }
-};
-struct bit_xor {
-  KJIT_INLINE unsigned operator()(unsigned a, unsigned b) const { return a ^ b; }
-};
-
 // For each lane, the lanes of its warp present whose operand (a T) has the same bits as its own
 // (__match_any_sync); or, with |all|, every lane present when all operands are equal, else 0
 // (__match_all_sync).
 template <class T, bool All>
 void match(lane** lanes, const unsigned* ids, int n) {
   ::kjit::coop::for_each_segment(lanes, ids, n, [&](int first, int end) {
-    unsigned present = 0;
-    for (int i = first; i < end; ++i) present |= 1u << ids[i] % 32;
-    const T v0 = ::kjit::coop::operand<T>(lanes[first]);
-    bool equal = true;
-    for (int i = first; i < end; ++i) {
-      equal = equal && __builtin_memcmp(&v0, lanes[i]->request.value, sizeof(T)) == 0;
-    }
-    for (int i = first; i < end; ++i) {
+    // The lanes of the segment whose operand has lane |i|'s bits.
+    auto same_as = [&](int i) {
       unsigned same = 0;
       for (int j = first; j < end; ++j) {
         if (__builtin_memcmp(lanes[i]->request.value, lanes[j]->request.value, sizeof(T)) == 0) {
           same |= 1u << ids[j] % 32;
         }
       }
-      ::kjit::coop::set_result(lanes[i], All ? (equal ? present : 0u) : same);
+      return same;
+    };
+    unsigned present = 0;
+    for (int i = first; i < end; ++i) present |= 1u << ids[i] % 32;
+    const bool equal = same_as(first) == present;
+    for (int i = first; i < end; ++i) {
+      ::kjit::coop::set_result(lanes[i], All ? (equal ? present : 0u) : same_as(i));
     }
   });
 }
@@ -130,16 +101,17 @@ KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __activemask(KJIT_SITE) {
 
 // Reductions over the warp's lanes present, of unsigned or int values (add, min, max) or of
 // unsigned ones (and, or, xor).
-#define KJIT_CUDA_REDUCE(name, T, Op)                                                             \
-  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, KJIT_SITE) {                         \
-    return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_reduce<T, coop_detail::Op>); \
+#define KJIT_CUDA_REDUCE(name, T, Op)                                                           \
+  KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, KJIT_SITE) {                       \
+    return ::kjit::coop::simd_op(v, kjit_line,                                                  \
+                                 ::kjit::coop::combine_reduce<T, ::cooperative_groups::Op<T>>); \
   }
-KJIT_CUDA_REDUCE(__reduce_add_sync, unsigned, add)
-KJIT_CUDA_REDUCE(__reduce_add_sync, int, add)
-KJIT_CUDA_REDUCE(__reduce_min_sync, unsigned, min)
-KJIT_CUDA_REDUCE(__reduce_min_sync, int, min)
-KJIT_CUDA_REDUCE(__reduce_max_sync, unsigned, max)
-KJIT_CUDA_REDUCE(__reduce_max_sync, int, max)
+KJIT_CUDA_REDUCE(__reduce_add_sync, unsigned, plus)
+KJIT_CUDA_REDUCE(__reduce_add_sync, int, plus)
+KJIT_CUDA_REDUCE(__reduce_min_sync, unsigned, less)
+KJIT_CUDA_REDUCE(__reduce_min_sync, int, less)
+KJIT_CUDA_REDUCE(__reduce_max_sync, unsigned, greater)
+KJIT_CUDA_REDUCE(__reduce_max_sync, int, greater)
 KJIT_CUDA_REDUCE(__reduce_and_sync, unsigned, bit_and)
 KJIT_CUDA_REDUCE(__reduce_or_sync, unsigned, bit_or)
 KJIT_CUDA_REDUCE(__reduce_xor_sync, unsigned, bit_xor)

@@ -114,3 +114,32 @@ KJIT_INLINE H hrcp(H x) {
 }
 
 }  // namespace kjit::cuda_dialect
+
+// cg::reduce's operations, which the CPU's warp reductions (__reduce_*_sync) use too: less and
+// greater give the lesser and the greater value.
+namespace cooperative_groups {
+template <class T>
+struct plus {
+  KJIT_INLINE T operator()(T a, T b) const { return a + b; }
+};
+template <class T>
+struct less {
+  KJIT_INLINE T operator()(T a, T b) const { return a < b ? a : b; }
+};
+template <class T>
+struct greater {
+  KJIT_INLINE T operator()(T a, T b) const { return a < b ? b : a; }
+};
+template <class T>
+struct bit_and {
+  KJIT_INLINE T operator()(T a, T b) const { return a & b; }
+};
+template <class T>
+struct bit_or {
+  KJIT_INLINE T operator()(T a, T b) const { return a | b; }
+};
+template <class T>
+struct bit_xor {
+  KJIT_INLINE T operator()(T a, T b) const { return a ^ b; }
+};
+}  // namespace cooperative_groups

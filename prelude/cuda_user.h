@@ -9,32 +9,6 @@ KJIT_INLINE thread_block_tile<N> tiled_partition(const thread_block&) {
 }
 KJIT_INLINE grid_group this_grid() { return {}; }
 KJIT_INLINE thread_block this_thread_block() { return {}; }
-
-// cg::reduce's operations: less and greater give the lesser and the greater value.
-template <class T>
-struct plus {
-  KJIT_INLINE T operator()(T a, T b) const { return a + b; }
-};
-template <class T>
-struct less {
-  KJIT_INLINE T operator()(T a, T b) const { return a < b ? a : b; }
-};
-template <class T>
-struct greater {
-  KJIT_INLINE T operator()(T a, T b) const { return a < b ? b : a; }
-};
-template <class T>
-struct bit_and {
-  KJIT_INLINE T operator()(T a, T b) const { return a & b; }
-};
-template <class T>
-struct bit_or {
-  KJIT_INLINE T operator()(T a, T b) const { return a | b; }
-};
-template <class T>
-struct bit_xor {
-  KJIT_INLINE T operator()(T a, T b) const { return a ^ b; }
-};
 }  // namespace cooperative_groups
 
 namespace kjit_user {
