@@ -53,14 +53,21 @@ KJIT_INLINE simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value
 
 namespace matrix_detail {
 
-// Where this lane's element k (0 or 1) lies in the 8x8 block at |origin| (x: column, y: row) of
-// a row-major matrix whose rows are |elements_per_row| apart, the block transposed when asked.
-KJIT_INLINE ulong element_offset(unsigned k, ulong elements_per_row, vec<ulong, 2> origin,
-                                 bool transpose) {
+// Where this lane's two elements lie in the 8x8 block at |origin| (x: column, y: row) of a
+// row-major matrix whose rows are |elements_per_row| apart, the block transposed when asked:
+// their offsets from the matrix's start.
+struct Offsets {
+  ulong of[2];
+};
+KJIT_INLINE Offsets element_offsets(ulong elements_per_row, vec<ulong, 2> origin, bool transpose) {
   const unsigned lane = this_lane();
-  const unsigned row = row_of(lane), column = column_of(lane) + k;
-  const ulong r = transpose ? column : row, c = transpose ? row : column;
-  return (origin.y + r) * elements_per_row + origin.x + c;
+  const unsigned row = row_of(lane), column = column_of(lane);
+  Offsets at;
+  for (unsigned k = 0; k < 2; ++k) {
+    const ulong r = transpose ? column + k : row, c = transpose ? row : column + k;
+    at.of[k] = (origin.y + r) * elements_per_row + origin.x + c;
+  }
+  return at;
 }
 
 }  // namespace matrix_detail
@@ -69,19 +76,17 @@ template <class T, int Cols, int Rows, class U>
 KJIT_INLINE void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const U* source,
                                 ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
                                 bool transpose = false) {
-  for (unsigned k = 0; k < 2; ++k) {
-    d.elements[k] =
-        T(source[matrix_detail::element_offset(k, elements_per_row, origin, transpose)]);
-  }
+  const matrix_detail::Offsets at =
+      matrix_detail::element_offsets(elements_per_row, origin, transpose);
+  for (unsigned k = 0; k < 2; ++k) d.elements[k] = T(source[at.of[k]]);
 }
 template <class T, int Cols, int Rows, class U>
 KJIT_INLINE void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, U* destination,
                                  ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
                                  bool transpose = false) {
-  for (unsigned k = 0; k < 2; ++k) {
-    destination[matrix_detail::element_offset(k, elements_per_row, origin, transpose)] =
-        U(a.elements[k]);
-  }
+  const matrix_detail::Offsets at =
+      matrix_detail::element_offsets(elements_per_row, origin, transpose);
+  for (unsigned k = 0; k < 2; ++k) destination[at.of[k]] = U(a.elements[k]);
 }
 
 #ifdef KJIT_CUDA
