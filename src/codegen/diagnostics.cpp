@@ -68,7 +68,8 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
     waiting.clear();
   };
   while (std::getline(in, line)) {
-    if (!waiting.empty() && line.rfind(kSourceFile, 0) != 0 && line.rfind(kHeaderFile, 0) != 0) {
+    const bool users_line = line.rfind(kSourceFile, 0) == 0 || line.rfind(kHeaderFile, 0) == 0;
+    if (!waiting.empty() && !users_line) {
       const size_t error = line.find(": error: ");
       if (error != std::string::npos) {
         // The prelude's static assertions are written for users; other errors are said to be
@@ -83,8 +84,7 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
     // The prelude's static assertions are written for users (as_type of two sizes, a tile of 3
     // threads): their message joins the user's lines that required them.
     const size_t assertion = line.find("static assertion failed");
-    if (assertion != std::string::npos && line.rfind(kSourceFile, 0) != 0 &&
-        line.rfind(kHeaderFile, 0) != 0) {
+    if (assertion != std::string::npos && !users_line) {
       out.text += line.substr(assertion) + "\n";
       ++out.count;
       continue;
