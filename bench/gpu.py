@@ -31,10 +31,11 @@ import torch
 
 import kjit
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from seed_kernels import MYEXP  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, HERE)
 from timing import child_report, device_time, host_per_call, per_call_each  # noqa: E402
 RAW = r"""
 extern "C" __global__ void myexp(const float* inp, float* out, unsigned n) {
@@ -51,25 +52,27 @@ def per_call_us(cases: list[tuple[Callable[[], object], int]], warmup: int) -> l
                                            sync=torch.cuda.synchronize)]
 
 
+def nvcc(source: str, output: str, *flags: str, libraries: tuple[str, ...] = ()) -> str:
+    """Builds bench/|source| for sm_90 into a fresh directory's |output|, linked with
+    |libraries| and the CUDA driver; returns its path."""
+    path = os.path.join(tempfile.mkdtemp(), output)
+    subprocess.run(["nvcc", "-O2", "-arch=sm_90", *flags, "-o", path, os.path.join(HERE, source),
+                    *libraries, "-lcuda"], check=True)
+    return path
+
+
 def build_cpp_call() -> str | None:
     """kjit's C++ API in the floor's loop (bench/cpp_call.cpp), when the library is built."""
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    root = os.path.join(HERE, "..")
     lib = os.path.join(root, "build", "libkjit.a")
     if not os.path.exists(lib):
         return None
-    exe = os.path.join(tempfile.mkdtemp(), "cpp_call")
-    subprocess.run(["nvcc", "-O2", "-std=c++20", "-arch=sm_90", "-I", os.path.join(root, "include"),
-                    "-o", exe, os.path.join(root, "bench", "cpp_call.cpp"), lib, "-lcuda", "-ldl"],
-                   check=True)
-    return exe
+    return nvcc("cpp_call.cpp", "cpp_call", "-std=c++20", "-I", os.path.join(root, "include"),
+                libraries=(lib, "-ldl"))
 
 
 def build_floor(path: str | None) -> str:
-    exe = path or os.path.join(tempfile.mkdtemp(), "launch_floor")
-    if not path:
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_floor.cu")
-        subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-o", exe, src, "-lcuda"], check=True)
-    return exe
+    return path or nvcc("launch_floor.cu", "launch_floor")
 
 
 def build_python_floor() -> object:
@@ -77,11 +80,8 @@ def build_python_floor() -> object:
     import importlib.util
     import sysconfig
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    so = os.path.join(tempfile.mkdtemp(), "python_floor" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC",
-                    "-I", sysconfig.get_paths()["include"], "-o", so,
-                    os.path.join(here, "python_floor.cu"), "-lcuda"], check=True)
+    so = nvcc("python_floor.cu", "python_floor" + sysconfig.get_config_var("EXT_SUFFIX"),
+              "-shared", "-Xcompiler", "-fPIC", "-I", sysconfig.get_paths()["include"])
     spec = importlib.util.spec_from_file_location("python_floor", so)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -327,8 +327,7 @@ def main() -> None:
     rows.append(("the call's own Python (into dict())", f"{form:.2f} us",
                  f"{form / floor['floor_host_us']:.2f} of the floor"))
     # The same two calls where torch tensors go through DLPack (kjit._torch turned off).
-    here = os.path.dirname(os.path.abspath(__file__))
-    dlpack = child_report(DLPACK_CHILD, [MYEXP, here], dict(os.environ, KJIT_TORCH_BRIDGE="0"))
+    dlpack = child_report(DLPACK_CHILD, [MYEXP, HERE], dict(os.environ, KJIT_TORCH_BRIDGE="0"))
     for what in ("new output", "outputs="):
         t = dlpack[what]
         rows.append((f"kjit, torch via DLPack, {what}", f"{t:.2f} us",
