@@ -296,17 +296,14 @@ def main() -> None:
     if cpp:
         host["kjit C++ API, outputs="] = cpp["outputs_host_us"]
         host["kjit C++ API, new output"] = cpp["alloc_host_us"]
-    host["Python floor, no arguments"] = (
-        host_per_call(python_floor_bare, torch.cuda.synchronize) * 1e6)
-    host["Python floor, kjit's call's arguments"] = (
-        host_per_call(python_floor_call_form, torch.cuda.synchronize) * 1e6)
-    host["kjit, torch in/out, outputs="] = host_per_call(kjit_outputs, torch.cuda.synchronize) * 1e6
-    host["kjit, torch in/out, new output"] = (
-        host_per_call(kjit_new_output, torch.cuda.synchronize) * 1e6)
-    host["kjit bound, torch in/out, outputs"] = (
-        host_per_call(kjit_bound_outputs, torch.cuda.synchronize) * 1e6)
-    host["kjit bound, torch in/out, new output"] = (
-        host_per_call(kjit_bound_new_output, torch.cuda.synchronize) * 1e6)
+    host_timed = [
+        ("Python floor, no arguments", python_floor_bare),
+        ("Python floor, kjit's call's arguments", python_floor_call_form),
+        ("kjit, torch in/out, outputs=", kjit_outputs),
+        ("kjit, torch in/out, new output", kjit_new_output),
+        ("kjit bound, torch in/out, outputs", kjit_bound_outputs),
+        ("kjit bound, torch in/out, new output", kjit_bound_new_output),
+    ]
     # Where the Python call's host time goes: the same call with the stream given as a handle
     # (no query of torch's current stream), then also with kjit.Arrays over the same memory (no
     # torch tensors read or returned).
@@ -317,10 +314,12 @@ def main() -> None:
         return k(inputs=inputs, template=[("T", f32)], grid=(16, 1, 1), threadgroup=(16, 1, 1),
                  output_shapes=[(16,)], output_dtypes=[f32], outputs=outputs, stream=handle)
 
-    host["kjit, torch in/out, outputs=, stream given"] = (
-        host_per_call(lambda: kjit_outputs_on([x], [out]), torch.cuda.synchronize) * 1e6)
-    host["kjit, kjit.Array in/out, outputs=, stream given"] = (
-        host_per_call(lambda: kjit_outputs_on([kx], [kout]), torch.cuda.synchronize) * 1e6)
+    host_timed += [
+        ("kjit, torch in/out, outputs=, stream given", lambda: kjit_outputs_on([x], [out])),
+        ("kjit, kjit.Array in/out, outputs=, stream given", lambda: kjit_outputs_on([kx], [kout])),
+    ]
+    for what, fn in host_timed:
+        host[what] = host_per_call(fn, torch.cuda.synchronize) * 1e6
     for what, t in host.items():
         rows.append((f"host part: {what}", f"{t:.2f} us", f"{t / floor['floor_host_us']:.2f}"))
     form = host_per_call(call_form, torch.cuda.synchronize) * 1e6
