@@ -1,5 +1,44 @@
 // cooperative_groups basics on the GPU (no toolkit header needed). Blocks are numbered x-fastest
 // over the launch's grid of blocks, which is the kernel's grid of groups or its flattening.
+namespace kjit::lanes {
+
+// A value and the bytes that round it up to whole 32-bit words.
+template <class T, unsigned Pad>
+struct padded {
+  T value;
+  unsigned char rest[Pad];
+};
+template <class T>
+struct padded<T, 0> {
+  T value;
+};
+
+// A value of any trivially copyable type through a warp shuffle, as cooperative groups' own
+// shuffles take one: the intrinsics' types directly, any other (float2, a struct, __half) as
+// 32-bit words, each shuffled alike.
+template <class T, class Shuffle>
+KJIT_INLINE T shuffled(T v, Shuffle shuffle) {
+  if constexpr (is_same_v<T, int> || is_same_v<T, unsigned> || is_same_v<T, long> ||
+                is_same_v<T, unsigned long> || is_same_v<T, long long> ||
+                is_same_v<T, unsigned long long> || is_same_v<T, float> || is_same_v<T, double>) {
+    return shuffle(v);
+  } else {
+    static_assert(__is_trivially_copyable(T),
+                  "a cooperative groups shuffle or reduce needs a trivially copyable type");
+    constexpr unsigned n = (sizeof(T) + 3) / 4;
+    using bytes = padded<T, n * 4 - sizeof(T)>;
+    struct words {
+      unsigned w[n];
+    };
+    static_assert(sizeof(bytes) == sizeof(words), "a value padded to whole words");
+    words raw = __builtin_bit_cast(words, bytes{v});
+    for (unsigned& w : raw.w) w = shuffle(w);
+    return __builtin_bit_cast(bytes, raw).value;
+  }
+}
+
+}  // namespace kjit::lanes
+
 namespace cooperative_groups {
 
 struct thread_block {
@@ -39,19 +78,23 @@ struct thread_block_tile {
   KJIT_INLINE void sync() const { __syncwarp(__activemask()); }
   template <class T>
   KJIT_INLINE T shfl(T v, int src) const {
-    return __shfl_sync(__activemask(), v, src, N);
+    return ::kjit::lanes::shuffled(v,
+                                   [=](auto w) { return __shfl_sync(__activemask(), w, src, N); });
   }
   template <class T>
   KJIT_INLINE T shfl_up(T v, unsigned delta) const {
-    return __shfl_up_sync(__activemask(), v, delta, N);
+    return ::kjit::lanes::shuffled(
+        v, [=](auto w) { return __shfl_up_sync(__activemask(), w, delta, N); });
   }
   template <class T>
   KJIT_INLINE T shfl_down(T v, unsigned delta) const {
-    return __shfl_down_sync(__activemask(), v, delta, N);
+    return ::kjit::lanes::shuffled(
+        v, [=](auto w) { return __shfl_down_sync(__activemask(), w, delta, N); });
   }
   template <class T>
   KJIT_INLINE T shfl_xor(T v, unsigned mask) const {
-    return __shfl_xor_sync(__activemask(), v, mask, N);
+    return ::kjit::lanes::shuffled(
+        v, [=](auto w) { return __shfl_xor_sync(__activemask(), w, mask, N); });
   }
   // This tile's bits of a warp-wide mask, in the tile's lane order.
   KJIT_INLINE unsigned tile_bits(unsigned warp_bits) const {
@@ -84,7 +127,8 @@ KJIT_INLINE T reduce(const thread_block_tile<N>& tile, T v, Op op) {
   if (active == tile_lanes) {
     // The tile's own lanes only: those of a partial tile in the same warp take the other path.
     for (unsigned step = N / 2; step > 0; step /= 2) {
-      const T other = __shfl_xor_sync(tile_lanes, v, int(step), int(N));
+      const T other = ::kjit::lanes::shuffled(
+          v, [=](auto w) { return __shfl_xor_sync(tile_lanes, w, int(step), int(N)); });
       v = tile.thread_rank() & step ? op(other, v) : op(v, other);
     }
     return v;
@@ -93,7 +137,9 @@ KJIT_INLINE T reduce(const thread_block_tile<N>& tile, T v, Op op) {
   bool present[N];
   for (unsigned j = 0; j < N; ++j) {
     present[j] = (active >> (first + j)) & 1u;
-    values[j] = __shfl_sync(active, v, int(first + j));  // an absent lane's value is not used
+    // An absent lane's value is not used.
+    values[j] =
+        ::kjit::lanes::shuffled(v, [=](auto w) { return __shfl_sync(active, w, int(first + j)); });
   }
   ::kjit::lanes::butterfly(values, present, N, op);
   return values[lane - first];

@@ -267,8 +267,9 @@ size_t argument_count(const std::vector<Token>& t, size_t open) {
 
 // Whether the free function named at token |i| (reduce, sync) is cooperative_groups': called
 // qualified by that namespace (cg::reduce, an alias, ::cooperative_groups::sync, not
-// other::cg::reduce), or unqualified after a using directive for it with its number of
-// arguments (reduce takes three, sync one), which tells it from a function of the user's.
+// other::cg::reduce), or unqualified after a using directive or declaration for it with its
+// number of arguments (reduce takes three, sync one), which tells it from a function of the
+// user's.
 // |coop| says how the texts name the namespace.
 bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const WaitingHelpers& coop) {
   const size_t open = index_after(t, i);
@@ -286,7 +287,8 @@ bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const Waiti
     return name == "cg" || name == "cooperative_groups" ||
            is_listed(coop.cooperative_aliases, name);
   }
-  return coop.cooperative_using && !is_member_access(prev_significant(t, i)) &&
+  return is_listed(coop.cooperative_unqualified, t[i].text) &&
+         !is_member_access(prev_significant(t, i)) &&
          argument_count(t, open) == (t[i].text == "reduce" ? 3u : 1u);
 }
 
@@ -434,22 +436,40 @@ bool uses_simdgroup_matrices(const std::vector<Token>& tokens) {
 }
 
 void note_cooperative_groups(const std::vector<Token>& t, WaitingHelpers& helpers) {
-  // The name after |k| and an optional leading ::, when it is cooperative_groups or cg.
-  auto names_the_namespace = [&](size_t k) {
+  // The index of the name after |k| and an optional leading ::, when it is cooperative_groups,
+  // cg or an alias of it; else t.size().
+  auto namespace_after = [&](size_t k) {
     size_t name = index_after(t, k);
     if (name != t.size() && t[name].text == "::") name = index_after(t, name);
-    return name != t.size() && (t[name].text == "cooperative_groups" || t[name].text == "cg");
+    const bool names =
+        name != t.size() && (t[name].text == "cooperative_groups" || t[name].text == "cg" ||
+                             is_listed(helpers.cooperative_aliases, t[name].text));
+    return names ? name : t.size();
+  };
+  auto allow_unqualified = [&](std::string_view name) {
+    if (!is_listed(helpers.cooperative_unqualified, name))
+      helpers.cooperative_unqualified.emplace_back(name);
   };
   for (size_t k = 0; k < t.size(); ++k) {
     const size_t next = index_after(t, k);
     if (next == t.size()) break;
-    if (t[k].text == "using" && t[next].text == "namespace" && names_the_namespace(next)) {
-      helpers.cooperative_using = true;
+    if (t[k].text == "using" && t[next].text == "namespace" && namespace_after(next) != t.size()) {
+      allow_unqualified("reduce");
+      allow_unqualified("sync");
+    }
+    // using cooperative_groups::reduce;
+    if (const size_t scope = t[k].text == "using" ? namespace_after(k) : t.size();
+        scope != t.size()) {
+      const size_t colons = index_after(t, scope), name = index_after(t, colons);
+      if (name != t.size() && t[colons].text == "::" &&
+          (t[name].text == "reduce" || t[name].text == "sync")) {
+        allow_unqualified(t[name].text);
+      }
     }
     // namespace alias = cooperative_groups;
     const size_t equals = index_after(t, next);
     if (t[k].text == "namespace" && t[next].kind == TokenKind::Identifier && equals != t.size() &&
-        t[equals].text == "=" && names_the_namespace(equals)) {
+        t[equals].text == "=" && namespace_after(equals) != t.size()) {
       helpers.cooperative_aliases.emplace_back(t[next].text);
     }
   }

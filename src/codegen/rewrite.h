@@ -31,12 +31,14 @@ struct WaitingHelpers {
   std::vector<std::string> members;     // those defined in a class: obj.f(...) calls them too
   std::vector<Definition> definitions;  // in order of appearance
   // How the texts name cooperative_groups, for its free functions reduce and sync: the
-  // namespace aliases they declare, and whether one says `using namespace cooperative_groups;`.
+  // namespace aliases they declare, and which of the two they may call unqualified (both after
+  // `using namespace cooperative_groups;`, one after `using cooperative_groups::reduce;`).
   std::vector<std::string> cooperative_aliases;
-  bool cooperative_using = false;
+  std::vector<std::string> cooperative_unqualified;
 };
 
-/// Adds to |helpers| how |tokens| name cooperative_groups (aliases, a using directive).
+/// Adds to |helpers| how |tokens| name cooperative_groups (aliases, using directives and
+/// declarations).
 void note_cooperative_groups(const std::vector<Token>& tokens, WaitingHelpers& helpers);
 
 /// Throws kjit::ValueError when |tokens| wait (a barrier, a SIMD-group or warp operation, or a

@@ -394,7 +394,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
                                : WaitingHelpers{};
   // The header's names for cooperative_groups: region planning reads the body alone.
   const bool header_names_groups =
-      !helpers.cooperative_aliases.empty() || helpers.cooperative_using;
+      !helpers.cooperative_aliases.empty() || !helpers.cooperative_unqualified.empty();
   note_cooperative_groups(spec.source_tokens, helpers);
   const bool matrices =
       spec.dialect == Dialect::Metal &&

@@ -216,6 +216,13 @@ TEST(RewriteCooperative, AwaitsWholeQualifiedNamesAndMemberCalls) {
                     Dialect::Cuda, Target::Cpu, true),
             "using namespace cooperative_groups; s = (co_await reduce(t, v, plus<int>())) + "
             "reduce(v); (co_await sync(b)); sync(b, c);");
+  // After a using declaration, the one function it names, also through an alias.
+  EXPECT_EQ(rewrite(lex("using cooperative_groups::reduce; s = reduce(t, v, op); sync(b);"),
+                    Dialect::Cuda, Target::Cpu, true),
+            "using cooperative_groups::reduce; s = (co_await reduce(t, v, op)); sync(b);");
+  EXPECT_EQ(rewrite(lex("namespace g = cg; using ::g::sync; sync(b); reduce(t, v, op);"),
+                    Dialect::Cuda, Target::Cpu, true),
+            "namespace g = cg; using ::g::sync; (co_await sync(b)); reduce(t, v, op);");
   // An alias the header declares, for the body.
   WaitingHelpers header = find_waiting_helpers(lex("namespace g = cg;"), Dialect::Cuda);
   EXPECT_EQ(rewrite(lex("g::sync(b);"), Dialect::Cuda, Target::Cpu, true, 0, &header),

@@ -399,6 +399,53 @@ def test_cooperative_groups_reduce_over_the_lanes_present(device, rng):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_cooperative_groups_shuffle_and_reduce_vectors_and_structs(device, rng):
+    # Types the warp shuffles lack: float2, a 12-byte struct and __half. 60 threads: the last
+    # tile of 16 has 12 lanes. Whole numbers, so that any order of the sums is exact.
+    n = 60
+    x = rng.integers(-1000, 1000, n).astype(np.float32)
+    y = rng.integers(-1000, 1000, n).astype(np.float32)
+    outs = run("cg_any_type", """
+    namespace cg = cooperative_groups;
+    struct Stats { int count; float sum; float high; };
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    cg::thread_block_tile<16> tile = cg::tiled_partition<16>(cg::this_thread_block());
+    const float2 p = make_float2(a[i], b[i]);
+    const float2 s = cg::reduce(tile, p, [](float2 u, float2 v) {
+        return make_float2(u.x + v.x, u.y + v.y);
+    });
+    using cooperative_groups::reduce;  // a using declaration: reduce unqualified
+    const Stats r = reduce(tile, Stats{1, a[i], b[i]}, [](Stats u, Stats v) {
+        return Stats{u.count + v.count, u.sum + v.sum, fmaxf(u.high, v.high)};
+    });
+    const float2 q = tile.shfl(p, (tile.thread_rank() + 3) % 16);
+    const Stats d = tile.shfl_down(Stats{int(i), a[i], b[i]}, 1);
+    const __half h = tile.shfl_xor(__float2half(b[i]), 1);
+    o0[i] = s.x; o1[i] = s.y;
+    o2[i] = r.count; o3[i] = r.sum; o4[i] = r.high;
+    o5[i] = q.x; o6[i] = q.y;
+    o7[i] = float(d.count) + d.sum;
+    o8[i] = __half2float(h);
+""", [x, y], [((n,), np.float32)] * 2 + [((n,), np.int32)] + [((n,), np.float32)] * 6, device,
+               group=32)
+    tiles = [np.arange(first, min(first + 16, n)) for first in range(0, n, 16)]
+    for idx in tiles:
+        np.testing.assert_array_equal(outs[0][idx], x[idx].sum())
+        np.testing.assert_array_equal(outs[1][idx], y[idx].sum())
+        np.testing.assert_array_equal(outs[2][idx], len(idx))
+        np.testing.assert_array_equal(outs[3][idx], x[idx].sum())
+        np.testing.assert_array_equal(outs[4][idx], y[idx].max())
+    whole = np.arange(48)  # shuffles read absent lanes in the last tile: not checked there
+    rank = whole % 16
+    source = whole - rank + (rank + 3) % 16
+    np.testing.assert_array_equal(outs[5][whole], x[source])
+    np.testing.assert_array_equal(outs[6][whole], y[source])
+    below = np.where(rank < 15, whole + 1, whole)  # the tile's last lane keeps its own
+    np.testing.assert_array_equal(outs[7][whole], below.astype(np.float32) + x[below])
+    np.testing.assert_array_equal(outs[8][whole], y[whole ^ 1].astype(np.float16))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_cooperative_groups_named_through_the_header(device, rng):
     # An alias the header declares, used in the body and in a helper of the header; and after a
     # using directive, a function of the user's named reduce, which is not cooperative groups'.
