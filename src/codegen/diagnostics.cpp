@@ -61,32 +61,42 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
     ++out.count;
   };
   // GCC reports an error inside kjit's own code after the user's lines that led there ("required
-  // from here"): those wait for the error, and are reported with it.
+  // from here"): those wait for the error, and are reported with it. Clang reports the error
+  // first, then the user's lines in notes ("in instantiation of ... requested here"): the error
+  // waits for the first of them.
   std::vector<std::tuple<const char*, int, std::string_view>> waiting;
   auto release_held = [&](const std::string& what) {
     for (const auto& [label, number, text] : waiting) add(label, number, text, what);
     waiting.clear();
   };
+  std::string kjit_error;  // clang's, until a note names the user's line
+  // The prelude's static assertions are written for users (as_type of two sizes, a tile of 3
+  // threads); other errors are said to be in kjit's code. Their message alone when no line of
+  // the user's led there.
+  auto is_assertion = [](const std::string& what) {
+    return what.find("static assertion failed") != std::string::npos ||
+           what.find("static_assert failed") != std::string::npos;
+  };
+  auto release_kjit_error = [&] {
+    if (is_assertion(kjit_error)) {
+      out.text += kjit_error + "\n";
+      ++out.count;
+    }
+    kjit_error.clear();
+  };
   while (std::getline(in, line)) {
     const bool users_line = line.rfind(kSourceFile, 0) == 0 || line.rfind(kHeaderFile, 0) == 0;
-    if (!waiting.empty() && !users_line) {
+    if (!users_line) {
       const size_t error = line.find(": error: ");
-      if (error != std::string::npos) {
-        // The prelude's static assertions are written for users; other errors are said to be
-        // in kjit's code.
-        const std::string what = line.substr(error + 2);
-        release_held(what.find("static assertion failed") != std::string::npos
-                         ? what
-                         : what + " (in kjit's code this line uses)");
-        continue;
+      if (error == std::string::npos) continue;
+      release_kjit_error();
+      std::string what = line.substr(error + 2);
+      if (!is_assertion(what)) what += " (in kjit's code this line uses)";
+      if (waiting.empty()) {
+        kjit_error = std::move(what);
+      } else {
+        release_held(what);
       }
-    }
-    // The prelude's static assertions are written for users (as_type of two sizes, a tile of 3
-    // threads): their message joins the user's lines that required them.
-    const size_t assertion = line.find("static assertion failed");
-    if (assertion != std::string::npos && !users_line) {
-      out.text += line.substr(assertion) + "\n";
-      ++out.count;
       continue;
     }
     for (auto [file, label, text] :
@@ -94,18 +104,25 @@ MappedDiagnostics map_diagnostics(const std::string& log, const KernelSpec& spec
           std::tuple{kHeaderFile, "header", std::string_view(spec.header)}}) {
       std::string message;
       int number = parse(line, file, &message);
-      if (number == 0 || message.rfind("note", 0) == 0 || message.rfind("remark", 0) == 0) {
+      if (number == 0) continue;
+      if (message.rfind("note", 0) == 0) {
+        if (!kjit_error.empty() && message.find("requested here") != std::string::npos) {
+          add(label, number, text, kjit_error);
+          kjit_error.clear();
+        }
         continue;
       }
-      if (message.rfind("warning", 0) == 0) continue;
+      if (message.rfind("remark", 0) == 0 || message.rfind("warning", 0) == 0) continue;
       if (message.rfind("required from", 0) == 0) {
         waiting.emplace_back(label, number, text);
         continue;
       }
+      release_kjit_error();
       release_held("required from here");  // they led to this error, in the user's own text
       add(label, number, text, message);
     }
   }
+  release_kjit_error();
   release_held("required from here");  // no error followed
   return out;
 }
