@@ -475,6 +475,26 @@ __device__ int reduce(int x) { return 3 * x; }
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_memory_reinterpreted_through_a_pointer_cast_reads_the_last_store(device, rng):
+    # A float written, then its bits through an int*: reading the float sees the int's store.
+    x = rng.standard_normal(64).astype(np.float32)
+    k = kjit.cuda_kernel(name="punned", input_names=["a"], output_names=["o"], header="""
+__device__ float last_store(float* f, int* i, int bits) {
+    *f = 1.0f;
+    *i = bits;
+    return *f;
+}
+""", source="""
+    const unsigned i = threadIdx.x;
+    float v = a[i];
+    o[i] = last_store(&v, reinterpret_cast<int*>(&v), __float_as_int(a[i]) ^ 0x80000000);
+""")
+    out = k(inputs=[x], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)],
+            output_dtypes=[np.float32], device=device, outputs=[poisoned((64,), np.float32)])[0]
+    np.testing.assert_array_equal(out, -x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_atomic_add_on_halves_bfloats_and_their_pairs(device, rng):
     n, bins = 256, 16  # sums of quarters, which stay exact in bfloat16 (up to 64) and half
     q = rng.integers(1, 9, n).astype(np.float32) / 4  # 0.25 ... 2

@@ -88,8 +88,16 @@ std::string cpu_identity() {
 }
 
 std::vector<std::string> flags(MathMode mode) {
-  std::vector<std::string> f = {"-std=c++20",  "-O3",         "-march=native", "-fPIC",
-                                "-shared",     "-fno-math-errno", "-fvisibility=hidden",
+  // Kernels written for GPUs reinterpret memory through pointer casts (an int* over a float);
+  // without strict aliasing such a read sees the last store, as it does on the GPU.
+  std::vector<std::string> f = {"-std=c++20",
+                                "-O3",
+                                "-march=native",
+                                "-fPIC",
+                                "-shared",
+                                "-fno-math-errno",
+                                "-fno-strict-aliasing",
+                                "-fvisibility=hidden",
                                 "-w"};
   // Safe mode rounds every operation (no contraction into fused multiply-adds); Metal's relaxed
   // and fast modes allow contraction, reassociation and reciprocals, never -ffinite-math-only,
