@@ -221,7 +221,11 @@ uintptr_t current_stream(Framework framework, int device) {
   if (framework == Framework::Cupy) {
     static const nb::object& current =
         *new nb::object(attr_or_invalid("cupy.cuda", "get_current_stream"));
-    return to_stream(current(), param);
+    // A CuPy stream's handle is its .ptr: read at once rather than after to_stream's look for
+    // the other protocols.
+    const nb::object stream = current();
+    const nb::object ptr = nb::getattr(stream, "ptr", nb::none());
+    return PyLong_Check(ptr.ptr()) ? to_handle(ptr, param) : to_stream(stream, param);
   }
   return 0;
 }
