@@ -293,6 +293,16 @@ std::optional<double> to_init_value(const Param& t, nb::handle init_value) {
                      nb::cast<std::string>(nb::repr(init_value)).substr(0, 40) +
                      " is out of range");
   }
+  // The fill takes a double: an integer it would round (2**53 + 1) is refused, not changed.
+  if (!PyFloat_Check(init_value.ptr()) && PyIndex_Check(init_value.ptr())) {
+    const nb::object exact = nb::steal(PyNumber_Index(init_value.ptr()));
+    if (!exact.is_valid()) throw nb::python_error();
+    if (!exact.equal(nb::float_(v))) {
+      throw ValueError((t / "init_value").str() + ": " +
+                       nb::cast<std::string>(nb::repr(exact)).substr(0, 40) +
+                       " is not exactly a double, which init_value is filled from");
+    }
+  }
   return v;
 }
 

@@ -3,7 +3,10 @@
 #include <kjit/errors.h>
 #include <kjit/kernel.h>
 
+#include <cmath>
 #include <cstring>
+#include <iomanip>
+#include <sstream>
 
 #include "backend/cuda/cuda_backend.h"
 #include "core/host_allocator.h"
@@ -120,8 +123,24 @@ Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_
   return Array::borrow(owner.get(), shape, {}, dtype, device, owner);
 }
 
+void check_in_range(Dtype dtype, double value, const std::string& what) {
+  if (!is_integral(dtype)) return;
+  const int bits = static_cast<int>(8 * itemsize(dtype));
+  const bool is_signed = dtype <= Dtype::Int64;
+  const double whole = std::trunc(value);
+  if (std::isfinite(value) && whole >= (is_signed ? -std::ldexp(1.0, bits - 1) : 0.0) &&
+      whole < std::ldexp(1.0, is_signed ? bits - 1 : bits)) {
+    return;
+  }
+  std::ostringstream shown;
+  shown << std::setprecision(17) << value;
+  throw ValueError(what + ": " + shown.str() + " is out of the range of " +
+                   std::string(dtype_name(dtype)));
+}
+
 void fill(const Array& array, double value, uintptr_t stream) {
   if (!array.valid()) throw ValueError("fill: the array is empty (a default or moved-from Array)");
+  check_in_range(array.dtype(), value, "fill");
   if (!array.is_row_contiguous()) throw ValueError("fill: the array must be row-contiguous");
   if (array.size() == 0) return;
   const size_t item = itemsize(array.dtype());

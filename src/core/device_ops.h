@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace kjit {
 
@@ -15,7 +16,13 @@ std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t str
 /// A fresh row-contiguous array on |device|.
 Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_t stream = 0);
 
-/// Sets every element of the row-contiguous |array| to |value|.
+/// Throws a ValueError that names |what| when |value| is out of |dtype|'s range: for the integer
+/// types, NaN, the infinities, and numbers whose whole part they cannot hold. Values convert as
+/// NumPy's astype converts them: rounded for the floating types, truncated toward zero for the
+/// integer types, nonzero as true.
+void check_in_range(Dtype dtype, double value, const std::string& what);
+
+/// Sets every element of the row-contiguous |array| to |value|, which must be in its range.
 void fill(const Array& array, double value, uintptr_t stream = 0);
 
 /// A row-contiguous copy of |array| on |device| (the array itself when it already is one).

@@ -549,6 +549,11 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
   const std::vector<Array>& kernel_outputs =
       options.outputs && !outputs_moved ? *options.outputs : outputs;
   if (init_value) {
+    for (size_t o = 0; o < kernel_outputs.size(); ++o) {
+      check_in_range(kernel_outputs[o].dtype(), *init_value,
+                     prefix_named(spec) + "init_value (for outputs[" + std::to_string(o) + "] ('" +
+                         spec.output_names[o] + "'))");
+    }
     for (const Array& o : kernel_outputs) fill(o, *init_value, options.stream);
   }
 

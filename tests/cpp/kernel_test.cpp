@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kjit {
@@ -401,6 +403,42 @@ TEST(Kernel, EmptyGridLaunchesNothingButAppliesInitValue) {
   Array a = random_floats({8}, 8);
   auto out = k({a}, {{4, 2}}, {Dtype::Float32}, {0, 1, 1}, {8, 1, 1}, {}, 2.0);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(floats(out[0])[i], 2.0f);
+}
+
+TEST(Kernel, InitValueOutOfAnOutputsRangeIsAnError) {
+  Kernel k = metal_kernel("evens", {"inp"}, {"out"}, kEvens);
+  Array a = random_floats({8}, 8);
+  auto fill = [&](Dtype dtype, double value) {
+    return k({a}, {{8}}, {dtype}, {0, 1, 1}, {8, 1, 1}, {}, value);
+  };
+  for (auto [dtype, value] : {std::pair{Dtype::Int8, 128.0},
+                              {Dtype::Int8, -129.0},
+                              {Dtype::UInt8, -1.0},
+                              {Dtype::UInt16, 65536.5},
+                              {Dtype::Int32, std::nan("")},
+                              {Dtype::Int32, -INFINITY},
+                              {Dtype::UInt64, 0x1p64},
+                              {Dtype::Int64, 0x1p63}}) {
+    try {
+      fill(dtype, value);
+      ADD_FAILURE() << "init_value " << value << " was taken for " << dtype_name(dtype);
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("init_value (for outputs[0] ('out')): "),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(
+          std::string(e.what()).find("is out of the range of " + std::string(dtype_name(dtype))),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  // Up to each type's extremes, values are truncated toward zero, as NumPy's astype does.
+  EXPECT_EQ(static_cast<const int8_t*>(fill(Dtype::Int8, -128.9)[0].data())[7], -128);
+  EXPECT_EQ(static_cast<const uint8_t*>(fill(Dtype::UInt8, -0.5)[0].data())[7], 0);
+  EXPECT_EQ(static_cast<const int64_t*>(fill(Dtype::Int64, -0x1p63)[0].data())[7],
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(static_cast<const uint64_t*>(fill(Dtype::UInt64, 0x1p63)[0].data())[7],
+            uint64_t{1} << 63);
 }
 
 TEST(Kernel, BuildWithoutLaunching) {

@@ -811,6 +811,27 @@ def test_init_value_every_dtype(copy_kernel, name, rng):
         assert same_bits(out, np.full((5, 3), np.array(v).astype(dt))), (v, out)
 
 
+def test_init_value_out_of_an_outputs_range_is_an_error(copy_kernel):
+    a = np.arange(8, dtype=np.float32)
+
+    def fill(dtype, value):
+        return copy_kernel(inputs=[a], grid=(0, 1, 1), threadgroup=(64, 1, 1),
+                           output_shapes=[(4,)], output_dtypes=[dtype], init_value=value)[0]
+
+    for dtype, value in [(np.int8, 300), (np.uint8, -1), (np.uint64, float(2**64)),
+                         (np.int32, 1e10), (np.int32, float("nan")), (np.int16, float("-inf"))]:
+        with pytest.raises(ValueError, match=r"init_value \(for outputs\[0\] \('out'\)\): "
+                           r"\S+ is out of the range of " + np.dtype(dtype).name):
+            fill(dtype, value)
+    # Integers a double would round are refused before anything runs.
+    for value in (2**53 + 1, np.int64(2**62 + 1), -(2**63) + 1):
+        with pytest.raises(ValueError, match=r"init_value: -?\d+ is not exactly a double"):
+            fill(np.int64, value)
+    np.testing.assert_array_equal(fill(np.int64, -(2**63)), np.full(4, -(2**63), np.int64))
+    np.testing.assert_array_equal(fill(np.uint64, 2**63), np.full(4, 2**63, np.uint64))
+    np.testing.assert_array_equal(fill(np.uint8, 255.9), np.full(4, 255, np.uint8))
+
+
 def test_dtype_names_and_sizes():
     for name in DTYPES:
         d = getattr(kjit, "bool_" if name == "bool" else name)
