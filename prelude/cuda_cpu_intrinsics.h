@@ -31,9 +31,7 @@ KJIT_INLINE int __rhadd(int a, int b) { return ::kjit::bits::rhadd(a, b); }
 KJIT_INLINE unsigned __uhadd(unsigned a, unsigned b) { return ::kjit::bits::hadd(a, b); }
 KJIT_INLINE unsigned __urhadd(unsigned a, unsigned b) { return ::kjit::bits::rhadd(a, b); }
 // |x - y| + z.
-KJIT_INLINE unsigned __sad(int x, int y, unsigned z) {
-  return unsigned(::kjit::bits::absdiff(x, y)) + z;
-}
+KJIT_INLINE unsigned __sad(int x, int y, unsigned z) { return ::kjit::bits::absdiff(x, y) + z; }
 KJIT_INLINE unsigned __usad(unsigned x, unsigned y, unsigned z) {
   return ::kjit::bits::absdiff(x, y) + z;
 }

@@ -65,9 +65,10 @@ KJIT_BITS_INTEGER KJIT_INLINE T reverse_bits(T x) {
   v = v >> 32 | v << 32;
   return T(v >> (64 - width<T>));
 }
-KJIT_BITS_INTEGER KJIT_INLINE T absdiff(T x, T y) {
+// |x - y| as T's unsigned type, which holds it for any two values of T.
+KJIT_BITS_INTEGER KJIT_INLINE unsigned_t<T> absdiff(T x, T y) {
   typedef unsigned_t<T> U;
-  return T(x > y ? U(U(x) - U(y)) : U(U(y) - U(x)));
+  return x > y ? U(U(x) - U(y)) : U(U(y) - U(x));
 }
 // (x + y) >> 1 and (x + y + 1) >> 1, without overflow.
 KJIT_BITS_INTEGER KJIT_INLINE T hadd(T x, T y) { return T((x >> 1) + (y >> 1) + (x & y & 1)); }

@@ -175,7 +175,13 @@ KJIT_VEC_ELEMENTWISE(tanpi, T)
 KJIT_VEC_ELEMENTWISE(ilogb, int)
 KJIT_VEC_BINARY(nextafter)
 KJIT_VEC_BINARY(rotate)
-KJIT_VEC_BINARY(absdiff)
+template <class T, int N>
+KJIT_INLINE ::kjit::vec<::kjit::bits::unsigned_t<T>, N> absdiff(const ::kjit::vec<T, N>& a,
+                                                                const ::kjit::vec<T, N>& b) {
+  ::kjit::vec<::kjit::bits::unsigned_t<T>, N> r;
+  for (int i = 0; i < N; ++i) r[i] = absdiff(a[i], b[i]);
+  return r;
+}
 KJIT_VEC_BINARY(hadd)
 KJIT_VEC_BINARY(rhadd)
 KJIT_VEC_BINARY(mulhi)
