@@ -121,6 +121,18 @@ template <class H, KJIT_IF(is_low_float_v<H>)>
 KJIT_INLINE H& operator--(H& a) {
   return a = H(float(a) - 1.0f);
 }
+template <class H, KJIT_IF(is_low_float_v<H>)>
+KJIT_INLINE H operator++(H& a, int) {
+  const H before = a;
+  ++a;
+  return before;
+}
+template <class H, KJIT_IF(is_low_float_v<H>)>
+KJIT_INLINE H operator--(H& a, int) {
+  const H before = a;
+  --a;
+  return before;
+}
 
 struct complex64_t {
   float real = 0, imag = 0;

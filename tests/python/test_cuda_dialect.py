@@ -253,9 +253,14 @@ def test_half_precision_intrinsics(device, kind, rng):
     body += "".join(f"    o{k}[i] = {back}({op}(x, y));\n" for k, op in enumerate(ops))
     body += "".join(f"    o{len(ops) + k}[i] = {op}(x, y);\n" for k, op in enumerate(tests))
     body += f"    o{len(ops) + len(tests)}[i] = {back}(__hfma(x, y, {convert}(1.0f)));\n"
+    # Postfix increments and decrements give the value before.
+    steps = len(ops) + len(tests) + 1
+    body += (f"    {kind} up = x, down = y;\n    const {kind} before = up++;\n    down--;\n"
+             f"    o{steps}[i] = {back}(before);\n    o{steps + 1}[i] = {back}(up);\n"
+             f"    o{steps + 2}[i] = {back}(down);\n")
     outs = run("half_ops_" + kind, body, [x, y],
                [((256,), np.float32)] * len(ops) + [((256,), np.bool_)] * len(tests) +
-               [((256,), np.float32)], device)
+               [((256,), np.float32)] * 4, device)
     hx, hy = rounded(x), rounded(y)
     for (name, op), out in zip(ops.items(), outs):
         np.testing.assert_array_equal(out, rounded(op(hx.astype(np.float64), hy.astype(np.float64))),
@@ -263,7 +268,10 @@ def test_half_precision_intrinsics(device, kind, rng):
     for (name, op), out in zip(tests.items(), outs[len(ops):]):
         np.testing.assert_array_equal(out, op(hx, hy), err_msg=name)
     # Exact in float64 (22-bit products plus 1), then rounded once.
-    np.testing.assert_array_equal(outs[-1], rounded(hx.astype(np.float64) * hy + 1))
+    np.testing.assert_array_equal(outs[-4], rounded(hx.astype(np.float64) * hy + 1))
+    np.testing.assert_array_equal(outs[-3], hx)
+    np.testing.assert_array_equal(outs[-2], rounded(hx.astype(np.float64) + 1))
+    np.testing.assert_array_equal(outs[-1], rounded(hy.astype(np.float64) - 1))
 
 
 @pytest.mark.parametrize("device", DEVICES)
