@@ -103,6 +103,31 @@ namespace kjit::cuda_dialect {
 KJIT_CUDA_PAIR(__half2, __half, half, half, __half22float2)
 KJIT_CUDA_PAIR(__nv_bfloat162, __nv_bfloat16, bfloat16, bfloat16, __bfloat1622float2)
 #undef KJIT_CUDA_PAIR
+
+#ifdef KJIT_CUDA
+// The cache-hinted loads and stores that cuda_fp16.h and cuda_bf16.h declare for the 16-bit
+// floats and their pairs, through the unsigned integer of their size. (The CPU's take any type.)
+#define KJIT_CUDA_HINTED_LOAD(name, T, U)                                \
+  KJIT_INLINE T name(const T* p) {                                       \
+    return __builtin_bit_cast(T, ::name(reinterpret_cast<const U*>(p))); \
+  }
+#define KJIT_CUDA_HINTED_STORE(name, T, U) \
+  KJIT_INLINE void name(T* p, T v) { ::name(reinterpret_cast<U*>(p), __builtin_bit_cast(U, v)); }
+#define KJIT_CUDA_HINTED(T, U)                                                          \
+  KJIT_CUDA_HINTED_LOAD(__ldg, T, U)                                                    \
+  KJIT_CUDA_HINTED_LOAD(__ldca, T, U) KJIT_CUDA_HINTED_LOAD(__ldcg, T, U)               \
+      KJIT_CUDA_HINTED_LOAD(__ldcs, T, U) KJIT_CUDA_HINTED_LOAD(__ldlu, T, U)           \
+          KJIT_CUDA_HINTED_LOAD(__ldcv, T, U) KJIT_CUDA_HINTED_STORE(__stwb, T, U)      \
+              KJIT_CUDA_HINTED_STORE(__stcg, T, U) KJIT_CUDA_HINTED_STORE(__stcs, T, U) \
+                  KJIT_CUDA_HINTED_STORE(__stwt, T, U)
+KJIT_CUDA_HINTED(__half, unsigned short)
+KJIT_CUDA_HINTED(__nv_bfloat16, unsigned short)
+KJIT_CUDA_HINTED(__half2, unsigned)
+KJIT_CUDA_HINTED(__nv_bfloat162, unsigned)
+#undef KJIT_CUDA_HINTED
+#undef KJIT_CUDA_HINTED_STORE
+#undef KJIT_CUDA_HINTED_LOAD
+#endif
 #undef KJIT_CUDA_PAIR_COMPARES
 #undef KJIT_CUDA_PAIR_COMPARE
 #undef KJIT_CUDA_PAIR_SHUFFLE

@@ -630,6 +630,28 @@ struct __align__(16) Quad { float v[3]; };
     np.testing.assert_array_equal(layout, np.full(64, 16 + 16))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_cache_hints_on_half_and_bfloat16_values_and_pairs(device, rng):
+    x = rng.standard_normal(64).astype(np.float16)
+    b = rng.integers(0, 0x7F00, 64).astype(np.uint16)  # bfloat16 bits, no NaN
+    outs = run("hints_16", """
+    const unsigned i = threadIdx.x;
+    o0[i] = __ldg(&a[i]);
+    __stcs(&o1[i], __ldcg(&a[i]));
+    const __nv_bfloat16* bf = reinterpret_cast<const __nv_bfloat16*>(b);
+    __stwt(reinterpret_cast<__nv_bfloat16*>(o2) + i, __ldca(bf + i));
+    if (i < 32) {
+        const __half2* a2 = reinterpret_cast<const __half2*>(a);
+        __stcg(reinterpret_cast<__half2*>(o3) + i, __ldlu(a2 + i));
+        const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(b);
+        __stwb(reinterpret_cast<__nv_bfloat162*>(o4) + i, __ldcv(b2 + i));
+    }
+""", [x, b], [((64,), np.float16)] * 2 + [((64,), np.uint16)] + [((64,), np.float16)] +
+               [((64,), np.uint16)], device)
+    for out, expected in zip(outs, [x, x, b, x, b]):
+        np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+
+
 @pytest.mark.parametrize("pair", ["__half2", "__nv_bfloat162"])
 @pytest.mark.parametrize("device", DEVICES)
 def test_half_pairs(device, pair, rng):
