@@ -82,6 +82,14 @@ KJIT_INLINE float remainderf(float x, float y) { return __builtin_remainderf(x, 
 KJIT_INLINE double remainder(double x, double y) { return __builtin_remainder(x, y); }
 KJIT_INLINE float remquof(float x, float y, int* q) { return __builtin_remquof(x, y, q); }
 KJIT_INLINE double remquo(double x, double y, int* q) { return __builtin_remquo(x, y, q); }
+KJIT_INLINE float nextafterf(float x, float y) { return __builtin_nextafterf(x, y); }
+KJIT_INLINE float nextafter(float x, float y) { return __builtin_nextafterf(x, y); }
+KJIT_INLINE double nextafter(double x, double y) { return __builtin_nextafter(x, y); }
+// A quiet NaN (the tag chooses no payload).
+KJIT_INLINE float nanf(const char*) { return __builtin_nanf(""); }
+KJIT_INLINE double nan(const char*) { return __builtin_nan(""); }
+KJIT_INLINE float scalblnf(float x, long e) { return __builtin_scalblnf(x, e); }
+KJIT_INLINE double scalbln(double x, long e) { return __builtin_scalbln(x, e); }
 KJIT_INLINE float ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
 KJIT_INLINE double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
 KJIT_INLINE float scalbnf(float x, int e) { return __builtin_scalbnf(x, e); }
@@ -184,6 +192,11 @@ KJIT_INLINE double __dsub_rn(double a, double b) { return a - b; }
 KJIT_INLINE double __dmul_rn(double a, double b) { return a * b; }
 KJIT_INLINE double __ddiv_rn(double a, double b) { return a / b; }
 KJIT_INLINE double __fma_rn(double a, double b, double c) { return ::kjit::fma(a, b, c); }
+KJIT_INLINE double __drcp_rn(double x) { return 1.0 / x; }
+KJIT_INLINE double __dsqrt_rn(double x) { return __builtin_sqrt(x); }
+// Through double, whose square root and quotient are each rounded once: the float result is
+// correctly rounded save for a double rounding, rarer than one input in 2^29.
+KJIT_INLINE float __frsqrt_rn(float x) { return float(1.0 / __builtin_sqrt(double(x))); }
 KJIT_INLINE float __exp10f(float x) { return exp10f(x); }
 KJIT_INLINE void __sincosf(float x, float* s, float* c) { sincosf(x, s, c); }
 

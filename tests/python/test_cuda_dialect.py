@@ -226,6 +226,38 @@ def test_math_library_functions(device, rng):
     np.testing.assert_array_equal(r["nearbyint"], np.rint(sf).astype(np.float32))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_neighbours_nans_scaling_and_rounded_intrinsics(device, rng):
+    n = 128
+    x = (rng.standard_normal(n) * 10).astype(np.float32)
+    y = (rng.standard_normal(n) * 10).astype(np.float32)
+    d = rng.uniform(0.5, 100, n)
+    e = rng.uniform(0.01, 1000, n).astype(np.float32)
+    outs = run("neighbours", """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    o0[i] = nextafterf(a[i], b[i]);
+    o1[i] = nextafter(a[i], b[i]);
+    o2[i] = nextafter(c[i], 0.0);
+    o3[i] = isnan(nanf("")) + isnan(nan(""));
+    o4[i] = scalblnf(a[i], 3L);
+    o5[i] = scalbln(c[i], -2L);
+    o6[i] = __frsqrt_rn(d[i]);
+    o7[i] = __drcp_rn(c[i]);
+    o8[i] = __dsqrt_rn(c[i]);
+""", [x, y, d, e], [((n,), np.float32)] * 2 + [((n,), np.float64), ((n,), np.int32),
+                                               ((n,), np.float32)] + [((n,), np.float64)] +
+        [((n,), np.float32)] + [((n,), np.float64)] * 2, device)
+    np.testing.assert_array_equal(outs[0], np.nextafter(x, y))
+    np.testing.assert_array_equal(outs[1], np.nextafter(x, y))
+    np.testing.assert_array_equal(outs[2], np.nextafter(d, 0.0))
+    np.testing.assert_array_equal(outs[3], np.full(n, 2))
+    np.testing.assert_array_equal(outs[4], x * 8)
+    np.testing.assert_array_equal(outs[5], d / 4)
+    np.testing.assert_array_equal(outs[6], (1 / np.sqrt(e.astype(np.float64))).astype(np.float32))
+    np.testing.assert_array_equal(outs[7], 1 / d)
+    np.testing.assert_array_equal(outs[8], np.sqrt(d))
+
+
 def to_bfloat16(values: np.ndarray) -> np.ndarray:
     """Values rounded once to bfloat16's 8 significant bits (to nearest even), as float32."""
     mantissa, exponent = np.frexp(np.asarray(values, dtype=np.float64))
