@@ -2,13 +2,16 @@
 #include <kjit/kernel.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cctype>
 #include <iostream>
 #include <mutex>
 #include <set>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "codegen/prelude.h"
 #include "codegen/source.h"
 #include "core/device_ops.h"
 #include "core/kernel_spec.h"
@@ -48,14 +51,48 @@ bool is_reserved_name(const std::string& n) {
   return kOthers.count(n) > 0;
 }
 
-// Throws unless |n| can name a parameter or template argument; |where| is the message's prefix
-// and the argument's name.
-void check_usable_name(const std::string& where, const std::string& n) {
+// Whether |n| is a macro that kjit's headers define for a kernel of |dialect| (INFINITY,
+// M_PI_F...): a parameter of that name would be replaced by its value.
+bool is_prelude_macro(const std::string& n, Dialect dialect) {
+  static const auto& macros = *new std::array<std::set<std::string, std::less<>>, 2>([] {
+    std::array<std::set<std::string, std::less<>>, 2> found;
+    for (Dialect d : {Dialect::Metal, Dialect::Cuda}) {
+      for (codegen::Target target : {codegen::Target::Cpu, codegen::Target::Cuda}) {
+        const std::string_view text = codegen::prelude_for(d, target, true);
+        constexpr std::string_view kDefine = "#define ";
+        for (size_t at = text.find(kDefine); at != std::string_view::npos;
+             at = text.find(kDefine, at + 1)) {
+          size_t end = at + kDefine.size();
+          while (end < text.size() &&
+                 (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
+            ++end;
+          }
+          found[static_cast<int>(d)].emplace(
+              text.substr(at + kDefine.size(), end - at - kDefine.size()));
+        }
+      }
+    }
+    return found;
+  }());
+  return macros[static_cast<int>(dialect)].count(n) > 0;
+}
+
+// Throws unless |n| can name a parameter or template argument of a kernel of |dialect|; |where|
+// is the message's prefix and the argument's name.
+void check_usable_name(const std::string& where, const std::string& n, Dialect dialect) {
   if (!codegen::is_identifier(n)) {
     throw ValueError(where + ": '" + n + "' is not a valid identifier");
   }
   if (n.rfind("kjit_", 0) == 0) {
     throw ValueError(where + ": '" + n + "' uses the reserved prefix 'kjit_'");
+  }
+  if (n.rfind("__", 0) == 0 || (n.size() > 1 && n[0] == '_' && std::isupper(n[1]))) {
+    throw ValueError(where + ": '" + n +
+                     "' is reserved to the compiler (names starting with __, or _ and a "
+                     "capital letter)");
+  }
+  if (is_prelude_macro(n, dialect)) {
+    throw ValueError(where + ": '" + n + "' is a macro kernel bodies already have; choose another");
   }
   if (is_reserved_name(n)) {
     throw ValueError(where + ": '" + n +
@@ -80,10 +117,22 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   for (auto [list, param] :
        {std::pair{&input_names, "input_names"}, std::pair{&output_names, "output_names"}}) {
     for (const std::string& n : *list) {
-      check_usable_name(p + param, n);
+      check_usable_name(p + param, n, dialect);
       if (!seen.insert(n).second) {
         throw ValueError(p + param + ": the name '" + n +
                          "' is used more than once across input_names and output_names");
+      }
+    }
+  }
+  // An input's shape, strides and ndim are named after it: no other parameter may take those.
+  for (const std::string& input : input_names) {
+    for (const char* suffix : {"_shape", "_strides", "_ndim"}) {
+      if (seen.count(input + suffix)) {
+        const bool is_input =
+            std::find(input_names.begin(), input_names.end(), input + suffix) != input_names.end();
+        throw ValueError(p + (is_input ? "input_names" : "output_names") + ": '" + input + suffix +
+                         "' is the name of input '" + input + "''s " + (suffix + 1) +
+                         "; choose another");
       }
     }
   }
@@ -191,7 +240,7 @@ namespace {
 void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
   std::set<std::string> seen;
   for (const auto& [name, value] : args) {
-    check_usable_name(prefix_named(spec) + "template", name);
+    check_usable_name(prefix_named(spec) + "template", name, spec.dialect);
     if (!seen.insert(name).second) {
       throw ValueError(prefix_named(spec) + "template: the name '" + name +
                        "' is given more than once");
@@ -202,6 +251,14 @@ void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
     if (clash(spec.input_names) || clash(spec.output_names)) {
       throw ValueError(prefix_named(spec) + "template: '" + name +
                        "' is also the name of an input or output");
+    }
+    for (const std::string& input : spec.input_names) {
+      for (const char* suffix : {"_shape", "_strides", "_ndim"}) {
+        if (name == input + suffix) {
+          throw ValueError(prefix_named(spec) + "template: '" + name + "' is the name of input '" +
+                           input + "''s " + (suffix + 1));
+        }
+      }
     }
   }
 }

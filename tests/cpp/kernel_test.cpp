@@ -576,6 +576,13 @@ TEST(Kernel, BadNames) {
   expect_value_error([&] { metal_kernel("k", {"inp", "inp"}, {"out"}, body); }, "inp");
   expect_value_error([&] { metal_kernel("k", {"x"}, {"x"}, body); }, "x");
   expect_value_error([&] { metal_kernel("k", {"kjit_x"}, {"out"}, body); }, "kjit_");
+  expect_value_error([&] { cuda_kernel("k", {"__x"}, {"out"}, body); }, "reserved to the compiler");
+  expect_value_error([&] { metal_kernel("k", {"NAN"}, {"out"}, body); }, "'NAN' is a macro");
+  expect_value_error(
+      [&] {
+        metal_kernel("k", {"a", "a_strides"}, {"out"}, body);
+      },
+      "input_names: 'a_strides' is the name of input 'a''s strides");
   expect_value_error([&] { metal_kernel("k", {"inp"}, {}, body); }, "output_names");
   expect_value_error([&] { cuda_kernel("k", {"inp"}, {"out"}, body, "", true, -1); },
                      "shared_memory");
