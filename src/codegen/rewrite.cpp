@@ -388,6 +388,28 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrig
   }
 }
 
+void check_braces_pair_up(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin) {
+  auto is_brace = [](const Token& t) {
+    return t.kind == TokenKind::Punct && (t.text == "{" || t.text == "}");
+  };
+  if (std::any_of(tokens.begin(), tokens.end(),
+                  [&](const Token& t) { return t.in_directive && is_brace(t); })) {
+    return;
+  }
+  std::vector<const Token*> open;
+  for (const Token& t : tokens) {
+    if (!is_brace(t)) continue;
+    if (t.text == "{") {
+      open.push_back(&t);
+    } else if (open.empty()) {
+      throw ValueError(about(t, dialect, origin) + " closes a brace the text did not open.");
+    } else {
+      open.pop_back();
+    }
+  }
+  if (!open.empty()) throw ValueError(about(*open.back(), dialect, origin) + " is never closed.");
+}
+
 void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect dialect,
                                  TextOrigin origin, const WaitingHelpers& helpers) {
   // The operations themselves first, then calls of the header's helpers that wait: a function

@@ -20,6 +20,11 @@ enum class TextOrigin { Source, Header };
 /// matrices...), naming it and its line.
 void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
+/// Throws kjit::ValueError when the braces of |tokens| do not pair up: a '}' that closes what
+/// the text did not open would end kjit's own function around it. (Texts whose macros hold
+/// braces are left to the compiler.)
+void check_braces_pair_up(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
+
 /// The functions of a header that wait for other threads: they call barriers, SIMD-group or warp
 /// operations, or each other. On the CPU they become coroutines the body awaits.
 struct WaitingHelpers {

@@ -163,6 +163,7 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   for (auto [tokens, origin] : {std::pair{&spec->source_tokens, codegen::TextOrigin::Source},
                                 std::pair{&spec->header_tokens, codegen::TextOrigin::Header}}) {
     codegen::check_supported(*tokens, dialect, origin);
+    codegen::check_braces_pair_up(*tokens, dialect, origin);
   }
   return spec;
 }

@@ -586,6 +586,8 @@ TEST(Kernel, BadNames) {
   expect_value_error([&] { metal_kernel("k", {"inp"}, {}, body); }, "output_names");
   expect_value_error([&] { cuda_kernel("k", {"inp"}, {"out"}, body, "", true, -1); },
                      "shared_memory");
+  expect_value_error([&] { cuda_kernel("k", {"inp"}, {"out"}, "out[0] = 1;\n}\n{"); },
+                     "'}' (source line 2) closes a brace the text did not open");
   // Unsupported Metal features are rejected when the kernel is made.
   expect_value_error(
       [&] { metal_kernel("k", {"inp"}, {"out"}, "uint i = 0;\ntexture2d<float> t;\n"); }, "line 2");

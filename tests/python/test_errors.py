@@ -126,6 +126,10 @@ CONSTRUCTION_ERRORS = [
     ("source-int", "cuda", dict(source=7), TypeError, r"source: expected a str"),
     ("header-int", "metal", dict(header=3), TypeError, r"header: expected a str"),
     ("header-list", "cuda", dict(header=["x"]), TypeError, r"header: expected a str"),
+    ("source-closes-the-function", "cuda", dict(source="o[0] = a[0];\n}  void f() {"), ValueError,
+     r"'\}' \(source line 2\) closes a brace the text did not open"),
+    ("header-never-closed", "metal", dict(header="namespace q {\n"), ValueError,
+     r"'\{' \(header line 1\) is never closed"),
     # flags
     ("ensure-row-contiguous-int", "metal", dict(ensure_row_contiguous=1), TypeError,
      r"ensure_row_contiguous: expected a bool"),
