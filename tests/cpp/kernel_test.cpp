@@ -209,6 +209,32 @@ TEST(Kernel, CudaVectorTypesIntrinsicsAndAssertOnTheCpu) {
   EXPECT_NO_THROW(k({a}, {{16}}, {Dtype::UInt32}, {16, 1, 1}, {16, 1, 1}));
 }
 
+// An access to memory the process does not have stops the kernel with a LaunchError (a GPU
+// reports an illegal address), on the calling thread and on the worker pool alike.
+TEST(Kernel, BadMemoryAccessOnTheCpuIsALaunchError) {
+  Kernel k = cuda_kernel("bad_access", {"inp", "which"}, {"out"}, R"(
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == which[0]) reinterpret_cast<volatile float*>(64)[i] = 1.0f;
+    out[i] = inp[i] + 1.0f;
+  )");
+  for (int64_t n : {int64_t{16}, int64_t{1} << 15}) {
+    Array a = random_floats({n}, 6);
+    Array which = Array::empty({1}, Dtype::UInt32);
+    *static_cast<uint32_t*>(which.data()) = static_cast<uint32_t>(n / 2);
+    try {
+      k({a, which}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {16, 1, 1});
+      ADD_FAILURE() << "no error for " << n << " threads";
+    } catch (const LaunchError& e) {
+      EXPECT_NE(std::string(e.what()).find("accessed memory the process does not have"),
+                std::string::npos)
+          << e.what();
+    }
+    *static_cast<uint32_t*>(which.data()) = static_cast<uint32_t>(n);
+    auto out = k({a, which}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {16, 1, 1});
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(floats(out[0])[i], floats(a)[i] + 1.0f);
+  }
+}
+
 TEST(Kernel, NonContiguousInputIsCopiedFirst) {
   Kernel k = metal_kernel("myexp", {"inp"}, {"out"}, kMetalExp);
   Array base = random_floats({4, 6}, 3);

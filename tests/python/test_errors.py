@@ -955,3 +955,37 @@ def test_integer_division_traps_raise_on_the_cpu(n, op, a_value, b_value, rng):
     b[at], a[at] = 3, 5  # the kernel, and division, keep working
     (out,) = kernel(inputs=[a, b], **call)
     np.testing.assert_array_equal(out, a // b if op == "/" else a % b)
+
+
+# Memory the process does not have: a pointer near null, an index far past an array, the
+# kernel's stack overflowing; also after a barrier (cooperative mode on the CPU).
+BAD_ACCESSES = {
+    "near-null": "reinterpret_cast<device volatile float*>(64)[i] = 1.0f;",
+    "far-index": "out[i + (1ul << 46)] = 1.0f;",
+    "stack": "volatile char big[64 << 20]; big[i] = 1; big[(64 << 20) - 1 - i] = 2;",
+    "after-barrier": "threadgroup float s[64]; s[i % 64] = inp[i];\n"
+                     "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                     "reinterpret_cast<device volatile float*>(64)[i] = s[63 - i % 64];",
+}
+
+
+@pytest.mark.parametrize("n", [8, 1 << 14])  # on the calling thread, and on the worker pool
+@pytest.mark.parametrize("access", BAD_ACCESSES)
+def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
+    bad = kjit.metal_kernel(name="bad_access", input_names=["inp", "which"], output_names=["out"],
+                            source="uint i = thread_position_in_grid.x;\n"
+                                   "if (i == which[0]) {\n" + BAD_ACCESSES[access] + "\n}\n"
+                                   "out[i] = inp[i] * 2;")
+    x = rng.standard_normal(n).astype(np.float32)
+    call = dict(output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+                threadgroup=(min(n, 64), 1, 1), device="cpu")
+    with pytest.raises(kjit.LaunchError, match=r"kernel 'bad_access': the kernel accessed memory "
+                                               r"the process does not have"):
+        bad(inputs=[x, np.array([rng.integers(0, n)], np.uint32)], **call)
+    # The threads and the process keep working. (A 64 MiB frame overflows a stack whichever
+    # thread makes the access, so that kernel runs only as the error.)
+    if access != "stack":
+        (out,) = bad(inputs=[x, np.array([n], np.uint32)], **call)  # no thread does it
+        np.testing.assert_array_equal(out, x * 2)
+    (out,) = twice("after_bad_access")(inputs=[x], **call)
+    np.testing.assert_array_equal(out, x * 2)

@@ -95,6 +95,12 @@ void launch(const Module& module, const std::vector<Array>& inputs,
     throw LaunchError(
         "an integer division by zero (or of a type's lowest value by -1) stopped the kernel on "
         "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete");
+  } else if (signal == SIGSEGV || signal == SIGBUS) {
+    throw LaunchError(
+        "the kernel accessed memory the process does not have (an index out of its arrays' "
+        "bounds, a null pointer, or its stack overflowing; a GPU reports an illegal address). "
+        "The outputs are incomplete, and memory the kernel wrote out of bounds before that may "
+        "be damaged");
   } else if (signal != 0) {
     throw LaunchError(
         "the kernel stopped at a trap: an assert failed (its message is on standard error) or "

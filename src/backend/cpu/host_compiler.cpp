@@ -89,7 +89,9 @@ std::string cpu_identity() {
 
 std::vector<std::string> flags(MathMode mode) {
   // Kernels written for GPUs reinterpret memory through pointer casts (an int* over a float);
-  // without strict aliasing such a read sees the last store, as it does on the GPU.
+  // without strict aliasing such a read sees the last store, as it does on the GPU. A frame
+  // larger than the stack (a big local array) touches the stack's guard page, which traps
+  // (kernel_traps.h), rather than memory beyond it.
   std::vector<std::string> f = {"-std=c++20",
                                 "-O3",
                                 "-march=native",
@@ -97,6 +99,7 @@ std::vector<std::string> flags(MathMode mode) {
                                 "-shared",
                                 "-fno-math-errno",
                                 "-fno-strict-aliasing",
+                                "-fstack-clash-protection",
                                 "-fvisibility=hidden",
                                 "-w"};
   // Safe mode rounds every operation (no contraction into fused multiply-adds); Metal's relaxed

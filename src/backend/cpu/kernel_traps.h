@@ -1,7 +1,9 @@
 // Traps in kernel code on the CPU, which would otherwise end the whole process: an integer
 // division by zero, or of the lowest value of a signed type by -1 (SIGFPE; a GPU gives an
-// unspecified value), and a trap instruction, which a failed assert or __trap() executes
-// (SIGILL or SIGTRAP; a GPU stops the kernel too).
+// unspecified value), a trap instruction, which a failed assert or __trap() executes (SIGILL or
+// SIGTRAP; a GPU stops the kernel too), and an access to memory the process does not have, an
+// index far out of bounds or the kernel's stack overflowing (SIGSEGV or SIGBUS; a GPU reports
+// an illegal address).
 #pragma once
 
 namespace kjit::cpu {
