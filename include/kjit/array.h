@@ -54,6 +54,11 @@ class Array {
   bool valid() const { return data_ != nullptr || owner_ != nullptr || ndim_ > 0; }
   bool is_row_contiguous() const;
   const std::shared_ptr<void>& owner() const { return owner_; }
+  /// Whether the memory must not be written (a read-only NumPy array, bytes): kernels refuse it
+  /// as an output, and fill() refuses it.
+  bool read_only() const { return read_only_; }
+  /// The same view of the same memory, read-only.
+  Array as_read_only() const;
 
   /// A row-contiguous copy on the same device (this array itself when already contiguous).
   Array contiguous() const;
@@ -70,6 +75,7 @@ class Array {
   int ndim_ = 0;
   int64_t shape_[kMaxNdim] = {};
   int64_t strides_[kMaxNdim] = {};
+  bool read_only_ = false;
 };
 
 }  // namespace kjit

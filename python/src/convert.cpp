@@ -542,7 +542,7 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
   nb::ndarray<nb::ro> ro;
   if (import_ndarray(obj, ro)) {
     if (writable) throw ValueError(param.str() + ": the array is read-only");
-    return from_ndarray(ro, std::nullopt, param);
+    return from_ndarray(ro, std::nullopt, param).as_read_only();
   }
   // NumPy has no bfloat16 of its own: ml_dtypes' bfloat16 arrays are read through a uint16 view.
   const bool has_dtype = !PyType_Check(obj.ptr()) && nb::hasattr(obj, "dtype");
@@ -552,7 +552,7 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
     if (import_ndarray(view, rw)) return from_ndarray(rw, Dtype::BFloat16, param);
     if (import_ndarray(view, ro)) {
       if (writable) throw ValueError(param.str() + ": the array is read-only");
-      return from_ndarray(ro, Dtype::BFloat16, param);
+      return from_ndarray(ro, Dtype::BFloat16, param).as_read_only();
     }
   }
   if (has_dtype) {

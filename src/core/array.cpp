@@ -82,9 +82,16 @@ Array& Array::operator=(Array&& other) noexcept {
   ndim_ = other.ndim_;
   std::copy_n(other.shape_, ndim_, shape_);
   std::copy_n(other.strides_, ndim_, strides_);
+  read_only_ = other.read_only_;
   other.data_ = nullptr;  // empty, as a default Array: not valid() for a call
   other.ndim_ = 0;
   return *this;
+}
+
+Array Array::as_read_only() const {
+  Array view = *this;
+  view.read_only_ = true;
+  return view;
 }
 
 Array Array::contiguous() const { return to_contiguous(*this, device_); }

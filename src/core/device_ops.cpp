@@ -140,6 +140,7 @@ void check_in_range(Dtype dtype, double value, const std::string& what) {
 
 void fill(const Array& array, double value, uintptr_t stream) {
   if (!array.valid()) throw ValueError("fill: the array is empty (a default or moved-from Array)");
+  if (array.read_only()) throw ValueError("fill: the array is read-only");
   check_in_range(array.dtype(), value, "fill");
   if (!array.is_row_contiguous()) throw ValueError("fill: the array must be row-contiguous");
   if (array.size() == 0) return;

@@ -585,6 +585,7 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
         throw ValueError(prefix_named(spec) + what() + " does not have the shape output_shapes[" +
                          std::to_string(o) + "] gives");
       }
+      if (a.read_only()) throw ValueError(prefix_named(spec) + what() + " is read-only");
       if (!a.is_row_contiguous()) {
         throw ValueError(prefix_named(spec) + what() + " must be row-contiguous");
       }

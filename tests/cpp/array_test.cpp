@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace kjit {
@@ -103,6 +104,30 @@ TEST(Array, BorrowWithoutOwner) {
   EXPECT_EQ(a.owner(), nullptr);
   EXPECT_TRUE(a.valid());
   EXPECT_THROW(Array::borrow(data, {2, 2}, {1}, Dtype::Int32), ValueError);
+}
+
+TEST(Array, ReadOnlyViewsAreNeitherFilledNorWrittenByKernels) {
+  std::vector<float> memory = {1, 2, 3, 4};
+  const Array frozen = Array::borrow(memory.data(), {4}, {}, Dtype::Float32).as_read_only();
+  EXPECT_TRUE(frozen.read_only());
+  EXPECT_FALSE(Array::borrow(memory.data(), {4}, {}, Dtype::Float32).read_only());
+  EXPECT_THROW(frozen.fill(0.0), ValueError);
+  Kernel k = metal_kernel("twice", {"inp"}, {"out"},
+                          "uint i = thread_position_in_grid.x; out[i] = inp[i] * 2;");
+  LaunchOptions options;
+  options.outputs = std::vector<Array>{frozen};
+  try {
+    k({Array::zeros({4}, Dtype::Float32)}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1}, {},
+      std::nullopt, false, options);
+    ADD_FAILURE() << "a read-only output was written";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("outputs[0] ('out') is read-only"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(memory, (std::vector<float>{1, 2, 3, 4}));
+  // Read as an input.
+  auto out = k({frozen}, {{4}}, {Dtype::Float32}, {4, 1, 1}, {4, 1, 1});
+  EXPECT_EQ(elements<float>(out[0]), (std::vector<float>{2, 4, 6, 8}));
 }
 
 TEST(Array, RowContiguity) {

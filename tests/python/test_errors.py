@@ -933,6 +933,22 @@ def test_read_only_inputs_are_accepted(make_input, rng):
     np.testing.assert_array_equal(out, np.asarray(x) * 2)
 
 
+def test_read_only_memory_stays_read_only_through_kjit_array(rng):
+    # A kjit.Array over read-only memory (a NumPy array, bytes) is no output.
+    v = rng.standard_normal(N).astype(np.float32)
+    frozen = readonly(v.copy())
+    data = bytes(rng.integers(0, 256, 4 * N, dtype=np.uint8))
+    for memory, view in ((frozen, kjit.array(frozen)),
+                         (data, kjit.array(np.frombuffer(data, np.float32)))):
+        before = bytes(memory)
+        with pytest.raises(ValueError, match=r"outputs\[0\] \('out'\) is read-only"):
+            twice("readonly_out")(**call_args(inputs=[v], outputs=[view]))
+        assert bytes(memory) == before
+        # As an input it is read as usual.
+        out = twice("readonly_in")(**call_args(inputs=[view]))[0]
+        np.testing.assert_array_equal(out, np.frombuffer(before, np.float32) * 2)
+
+
 # ---------------------------------------------------------------------------------------------
 # Integer division traps on the CPU
 
