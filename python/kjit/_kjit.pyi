@@ -107,7 +107,7 @@ class Array:
 
     def __dlpack_device__(self) -> tuple[int, int]: ...
 
-    def to(self, device: object) -> Array:
+    def to(self, device: object | None) -> Array:
         """The array on another device (itself when already there)."""
 
     def __repr__(self) -> str: ...

@@ -97,7 +97,7 @@ void init_array(nb::module_& m) {
           nb::sig("def __dlpack_device__(self) -> tuple[int, int]"))
       .def(
           "to", [](const Array& a, nb::handle device) { return a.to(to_device(device, "device")); },
-          "device"_a, "The array on another device (itself when already there).")
+          "device"_a.none(), "The array on another device (itself when already there).")
       .def("__repr__", [](const Array& a) {
         std::string s = "kjit.Array(shape=(";
         for (int i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
@@ -106,31 +106,40 @@ void init_array(nb::module_& m) {
                a.device().str() + ")";
       });
 
-  m.def("array", [](nb::handle obj, nb::handle device, nb::handle dtype) {
-          Array a = to_array(obj, "obj", /*keep_alive=*/true);
-          if (!dtype.is_none() && to_dtype(dtype, "dtype") != a.dtype()) {
-            throw ValueError("dtype: kjit.array does not convert between dtypes (got " +
-                             std::string(dtype_name(a.dtype())) + ")");
-          }
-          return device.is_none() ? a : a.to(to_device(device, "device"));
-        }, "obj"_a, "device"_a = nb::none(), "dtype"_a = nb::none(),
-        nb::sig("def array(obj: object, device: str | None = None, dtype: object | None = None) "
-                "-> Array"),
-        "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).");
-  m.def("empty", [](nb::handle shape, nb::handle dtype, nb::handle device) {
-          return Array::empty(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
-                              to_device(device, "device"));
-        }, "shape"_a, "dtype"_a = nb::cast(Dtype::Float32), "device"_a = nb::none(),
-        nb::sig("def empty(shape: collections.abc.Sequence[int], dtype: object = float32, "
-                "device: str | None = None) -> Array"),
-        "A new uninitialised row-contiguous array.");
-  m.def("zeros", [](nb::handle shape, nb::handle dtype, nb::handle device) {
-          return Array::zeros(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
-                              to_device(device, "device"));
-        }, "shape"_a, "dtype"_a = nb::cast(Dtype::Float32), "device"_a = nb::none(),
-        nb::sig("def zeros(shape: collections.abc.Sequence[int], dtype: object = float32, "
-                "device: str | None = None) -> Array"),
-        "A new zero-filled row-contiguous array.");
+  m.def(
+      "array",
+      [](nb::handle obj, nb::handle device, nb::handle dtype) {
+        Array a = to_array(obj, "obj", /*keep_alive=*/true);
+        if (!dtype.is_none() && to_dtype(dtype, "dtype") != a.dtype()) {
+          throw ValueError("dtype: kjit.array does not convert between dtypes (got " +
+                           std::string(dtype_name(a.dtype())) + ")");
+        }
+        return device.is_none() ? a : a.to(to_device(device, "device"));
+      },
+      "obj"_a.none(), "device"_a.none() = nb::none(), "dtype"_a.none() = nb::none(),
+      nb::sig("def array(obj: object, device: str | None = None, dtype: object | None = None) "
+              "-> Array"),
+      "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).");
+  m.def(
+      "empty",
+      [](nb::handle shape, nb::handle dtype, nb::handle device) {
+        return Array::empty(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
+                            to_device(device, "device"));
+      },
+      "shape"_a.none(), "dtype"_a.none() = nb::cast(Dtype::Float32), "device"_a.none() = nb::none(),
+      nb::sig("def empty(shape: collections.abc.Sequence[int], dtype: object = float32, "
+              "device: str | None = None) -> Array"),
+      "A new uninitialised row-contiguous array.");
+  m.def(
+      "zeros",
+      [](nb::handle shape, nb::handle dtype, nb::handle device) {
+        return Array::zeros(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
+                            to_device(device, "device"));
+      },
+      "shape"_a.none(), "dtype"_a.none() = nb::cast(Dtype::Float32), "device"_a.none() = nb::none(),
+      nb::sig("def zeros(shape: collections.abc.Sequence[int], dtype: object = float32, "
+              "device: str | None = None) -> Array"),
+      "A new zero-filled row-contiguous array.");
   m.def("devices", [] {
           std::vector<std::string> out;
           for (const Device& d : devices()) out.push_back(d.str());

@@ -456,38 +456,68 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   }
 }
 
-// Kernel.__call__'s keyword arguments, in its order: the first five are required.
-constexpr const char* kCallArgs[] = {"inputs",      "output_shapes", "output_dtypes", "grid",
-                                     "threadgroup", "template",      "init_value",    "verbose",
-                                     "stream",      "device",        "outputs"};
-constexpr size_t kNumCallArgs = std::size(kCallArgs), kRequiredCallArgs = 5, kVerbose = 7;
-static_assert(std::string_view(kCallArgs[kVerbose]) == "verbose");
-
-// Where each keyword of a call goes; false with a TypeError set for a keyword that is not one.
-bool place_keywords(PyObject* const* values, PyObject* kwnames, PyObject** slots) {
-  static PyObject** const names = [] {
-    auto** interned = new PyObject*[kNumCallArgs];
-    for (size_t i = 0; i < kNumCallArgs; ++i)
-      interned[i] = PyUnicode_InternFromString(kCallArgs[i]);
-    return interned;
-  }();
-  const Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-  for (Py_ssize_t k = 0; k < n; ++k) {
-    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-    size_t slot = 0;
-    while (slot < kNumCallArgs && key != names[slot]) ++slot;  // keywords in code are interned
-    if (slot == kNumCallArgs) {
-      slot = 0;
-      while (slot < kNumCallArgs && PyUnicode_Compare(key, names[slot]) != 0) ++slot;
-    }
-    if (slot == kNumCallArgs) {
-      PyErr_Format(PyExc_TypeError,
-                   "kjit.Kernel.__call__() got an unexpected keyword argument '%U'", key);
-      return false;
-    }
-    slots[slot] = values[k];
+// The keyword arguments of a keyword-only function: their names in its order, the first
+// |required| of them required. Arguments are placed by name into one slot each, with errors that
+// name the function and the argument, as Python's own say them.
+class KeywordSignature {
+ public:
+  KeywordSignature(const char* function, std::vector<const char*> names, size_t required,
+                   const char* keywords_only)
+      : function_(function), required_(required), keywords_only_(keywords_only) {
+    for (const char* name : names) names_.push_back(PyUnicode_InternFromString(name));
   }
-  return true;
+  size_t size() const { return names_.size(); }
+
+  // From a vectorcall: |values| then |kwnames|, whose first |positional| have no name.
+  void place(PyObject* const* values, size_t positional, PyObject* kwnames,
+             PyObject** slots) const {
+    if (positional != 0) throw TypeError(std::string(function_) + " " + keywords_only_);
+    const Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < n; ++k) slots[slot_of(PyTuple_GET_ITEM(kwnames, k))] = values[k];
+    check_required(slots);
+  }
+  // From nanobind's *args and **kwargs.
+  void place(nb::args args, nb::kwargs kwargs, PyObject** slots) const {
+    if (nb::len(args) != 0) throw TypeError(std::string(function_) + " " + keywords_only_);
+    for (auto [key, value] : kwargs) slots[slot_of(key.ptr())] = value.ptr();
+    check_required(slots);
+  }
+
+ private:
+  size_t slot_of(PyObject* key) const {
+    for (size_t slot = 0; slot < names_.size(); ++slot) {
+      if (key == names_[slot]) return slot;  // keywords in code are interned
+    }
+    for (size_t slot = 0; slot < names_.size(); ++slot) {
+      if (PyUnicode_Compare(key, names_[slot]) == 0) return slot;
+    }
+    throw TypeError(std::string(function_) + " got an unexpected keyword argument '" +
+                    nb::cast<std::string>(nb::str(key)) + "'");
+  }
+  void check_required(PyObject* const* slots) const {
+    for (size_t i = 0; i < required_; ++i) {
+      if (!slots[i]) {
+        throw TypeError(std::string(function_) + " missing keyword argument '" +
+                        PyUnicode_AsUTF8(names_[i]) + "'");
+      }
+    }
+  }
+
+  const char* function_;
+  std::vector<PyObject*> names_;  // interned, kept for the process
+  size_t required_;
+  const char* keywords_only_;
+};
+
+// Kernel.__call__'s keyword arguments, in its order: the first five are required.
+constexpr size_t kNumCallArgs = 11, kVerbose = 7;
+const KeywordSignature& call_signature() {
+  static const auto& signature = *new KeywordSignature(
+      "kjit.Kernel.__call__()",
+      {"inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value",
+       "verbose", "stream", "device", "outputs"},
+      5, "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
+  return signature;
 }
 
 // A kernel instance is called through vectorcall, its keywords matched here, straight into
@@ -496,25 +526,12 @@ bool place_keywords(PyObject* const* values, PyObject* kwnames, PyObject** slots
 // same arguments, for explicit calls and the signature.
 PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
-  if (PyVectorcall_NARGS(nargsf) != 0) {
-    PyErr_SetString(PyExc_TypeError,
-                    "kjit.Kernel.__call__() takes keyword arguments only "
-                    "(inputs=..., output_shapes=..., grid=...)");
-    return nullptr;
-  }
-  PyObject* slots[kNumCallArgs] = {};
-  if (!place_keywords(args, kwnames, slots)) return nullptr;
-  for (size_t i = 0; i < kRequiredCallArgs; ++i) {
-    if (!slots[i]) {
-      PyErr_Format(PyExc_TypeError, "kjit.Kernel.__call__() missing keyword argument '%s'",
-                   kCallArgs[i]);
-      return nullptr;
-    }
-  }
-  for (size_t i = kRequiredCallArgs; i < kNumCallArgs; ++i) {
-    if (!slots[i]) slots[i] = i == kVerbose ? Py_False : Py_None;
-  }
   try {
+    PyObject* slots[kNumCallArgs] = {};
+    call_signature().place(args, PyVectorcall_NARGS(nargsf), kwnames, slots);
+    for (size_t i = 0; i < kNumCallArgs; ++i) {
+      if (!slots[i]) slots[i] = i == kVerbose ? Py_False : Py_None;
+    }
     return call(*nb::inst_ptr<PyKernel>(self), slots[0], slots[1], slots[2], slots[3], slots[4],
                 slots[5], slots[6], slots[7], slots[8], slots[9], slots[10])
         .release()
@@ -592,8 +609,15 @@ void init_kernel(nb::module_& m) {
            "outputs= writes into preallocated arrays; verbose prints the generated source.");
   kernel.def(
       "build",
-      [](const PyKernel& py, nb::handle inputs, nb::handle output_dtypes, nb::handle template_args,
-         nb::handle target) {
+      [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
+        static const auto& signature = *new KeywordSignature(
+            "kjit.Kernel.build()", {"inputs", "output_dtypes", "template", "target"}, 2,
+            "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
+        PyObject* slots[4] = {};
+        signature.place(args, kwargs, slots);
+        const nb::handle inputs = slots[0], output_dtypes = slots[1];
+        const nb::handle template_args = slots[2] ? slots[2] : Py_None;
+        const nb::object target = slots[3] ? nb::borrow(slots[3]) : nb::str("cpu");
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         std::vector<std::pair<Dtype, int>> sig =
@@ -618,8 +642,6 @@ void init_kernel(nb::module_& m) {
         std::string where = nb::cast<std::string>(target);
         run_without_gil([&] { k.build(sig, dtypes, targs, where); });
       },
-      nb::kw_only(), "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none() = nb::none(),
-      "target"_a.none() = "cpu",
       nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
               "output_dtypes: collections.abc.Sequence[object], "
               "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
@@ -631,9 +653,23 @@ void init_kernel(nb::module_& m) {
 
   kernel.def(
       "bind",
-      [](const PyKernel& py, nb::handle output_shapes, nb::handle output_dtypes, nb::handle grid,
-         nb::handle threadgroup, nb::handle template_args, nb::handle init_value,
-         nb::handle verbose, nb::handle stream, nb::handle device) {
+      [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
+        static const auto& signature = *new KeywordSignature(
+            "kjit.Kernel.bind()",
+            {"output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value",
+             "verbose", "stream", "device"},
+            4,
+            "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
+            "with each call of the bound kernel");
+        PyObject* slots[9] = {};
+        signature.place(args, kwargs, slots);
+        auto given = [&](size_t i, PyObject* otherwise) {
+          return nb::handle(slots[i] ? slots[i] : otherwise);
+        };
+        const nb::handle output_shapes = slots[0], output_dtypes = slots[1], grid = slots[2],
+                         threadgroup = slots[3], template_args = given(4, Py_None),
+                         init_value = given(5, Py_None), verbose = given(6, Py_False),
+                         stream = given(7, Py_None), device = given(8, Py_None);
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         // Converted in the order of the parameters, so that the first bad one is reported.
@@ -647,9 +683,6 @@ void init_kernel(nb::module_& m) {
                                place.verbose);
         return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream)));
       },
-      nb::kw_only(), "output_shapes"_a.none(), "output_dtypes"_a.none(), "grid"_a.none(),
-      "threadgroup"_a.none(), "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
-      "verbose"_a.none() = false, "stream"_a.none() = nb::none(), "device"_a.none() = nb::none(),
       nb::sig("def bind(self, *, "
               "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
               "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "

@@ -22,6 +22,11 @@ def axpy_kernel():
                              output_names=["out"], source=AXPY)
 
 
+def unwrapped(kernel):
+    """The kjit.Kernel itself, which the test suite wraps to compile each call for the GPU too."""
+    return getattr(kernel, "_kernel", kernel)
+
+
 def bind_axpy(n, device, dtype=np.float32, **kw):
     return axpy_kernel().bind(output_shapes=[(n,)], output_dtypes=[dtype], grid=(n, 1, 1),
                               threadgroup=(128, 1, 1), template=[("T", dtype)], device=device,
@@ -156,10 +161,33 @@ def test_bind_checks_its_settings():
         k.bind(**{**good, "output_shapes": 5, "verbose": 1, "stream": "s"})
     with pytest.raises(TypeError, match="verbose"):
         k.bind(**{**good, "verbose": 1, "stream": "s"})
-    with pytest.raises(TypeError, match="outputs"):
+    # Arguments that are not bind's are named, as Python names them.
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.bind\(\) got an unexpected keyword "
+                                        r"argument 'outputs'$"):
         k.bind(**good, outputs=[np.zeros(8, np.float32)])
-    with pytest.raises(TypeError, match="grid"):
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.bind\(\) missing keyword argument "
+                                        r"'grid'$"):
         k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], threadgroup=(8, 1, 1))
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.bind\(\) takes keyword arguments only"):
+        unwrapped(k).bind([(8,)], **{key: v for key, v in good.items() if key != "output_shapes"})
+
+
+def test_build_and_call_name_arguments_that_are_not_theirs():
+    k = axpy_kernel()
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.build\(\) missing keyword argument "
+                                        r"'output_dtypes'$"):
+        k.build(inputs=[(np.float32, 0)] * 3)
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.build\(\) got an unexpected keyword "
+                                        r"argument 'device'$"):
+        k.build(inputs=[(np.float32, 0)] * 3, output_dtypes=[np.float32], device="cpu")
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.build\(\) takes keyword arguments only"):
+        unwrapped(k).build([(np.float32, 0)] * 3, [np.float32])
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.__call__\(\) missing keyword argument "
+                                        r"'output_shapes'$"):
+        k(inputs=[])
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.__call__\(\) got an unexpected keyword "
+                                        r"argument 'input'$"):
+        k(input=[])
 
 
 def test_bound_calls_check_their_arrays(rng):

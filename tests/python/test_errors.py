@@ -933,6 +933,17 @@ def test_read_only_inputs_are_accepted(make_input, rng):
     np.testing.assert_array_equal(out, np.asarray(x) * 2)
 
 
+@pytest.mark.parametrize("make,words", [
+    (lambda: kjit.array(None), r"obj: expected an array"),
+    (lambda: kjit.empty(None), r"shape: expected a sequence of ints"),
+    (lambda: kjit.zeros((8,), dtype=None), r"dtype: expected a dtype"),
+    (lambda: kjit.empty((8,), device=3), r"device: expected 'cpu', 'cuda' or 'cuda:N'"),
+], ids=["array-none", "empty-shape-none", "zeros-dtype-none", "empty-device-int"])
+def test_array_factories_name_the_bad_argument(make, words):
+    with pytest.raises(TypeError, match="^" + words):
+        make()
+
+
 def test_read_only_memory_stays_read_only_through_kjit_array(rng):
     # A kjit.Array over read-only memory (a NumPy array, bytes) is no output.
     v = rng.standard_normal(N).astype(np.float32)
