@@ -21,7 +21,7 @@ Device to_device(nb::handle obj, const char* param) {
   if (!nb::isinstance<nb::str>(obj)) {
     throw TypeError(std::string(param) + ": expected 'cpu', 'cuda' or 'cuda:N'");
   }
-  return Device::parse(nb::cast<std::string>(obj), param);
+  return Device::parse(utf8_of(obj, param), param);
 }
 
 nb::tuple shape_tuple(const Array& a) {

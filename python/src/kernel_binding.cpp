@@ -57,7 +57,7 @@ std::vector<std::string> to_names(nb::handle obj, const char* api, const char* p
   std::vector<std::string> names;
   for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
     if (!nb::isinstance<nb::str>(item)) throw TypeError(p + ": every name must be a str");
-    names.push_back(nb::cast<std::string>(item));
+    names.push_back(utf8_of(item, p));
   }
   return names;
 }
@@ -66,7 +66,7 @@ std::string to_text(nb::handle obj, const char* api, const char* param) {
   if (!nb::isinstance<nb::str>(obj)) {
     throw TypeError(std::string("[kjit.") + api + "] " + param + ": expected a str");
   }
-  return nb::cast<std::string>(obj);
+  return utf8_of(obj, std::string("[kjit.") + api + "] " + param);
 }
 
 CompileOptions to_compile_options(nb::handle obj, const char* api) {
@@ -77,7 +77,7 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
   for (auto [key, value] : nb::borrow<nb::dict>(obj)) {
     std::string k = nb::cast<std::string>(nb::repr(key));
     if (k != "'math_mode'") throw ValueError(p + ": unknown option " + k + " (known: 'math_mode')");
-    std::string v = nb::isinstance<nb::str>(value) ? nb::cast<std::string>(value) : "";
+    std::string v = nb::isinstance<nb::str>(value) ? utf8_of(value, p + "['math_mode']") : "";
     if (v == "safe") options.math_mode = MathMode::Safe;
     else if (v == "relaxed") options.math_mode = MathMode::Relaxed;
     else if (v == "fast") options.math_mode = MathMode::Fast;
@@ -126,9 +126,7 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
     if (!nb::isinstance<nb::str>(name)) {
       throw TypeError(p.str() + ": a template name must be a str");
     }
-    Py_ssize_t length = 0;
-    const char* chars = PyUnicode_AsUTF8AndSize(name.ptr(), &length);
-    std::string n(chars, static_cast<size_t>(length));
+    const std::string n = utf8_of(name, p.str());
     auto what = [&] { return p.str() + ": the value of '" + n + "'"; };
     // Python's bools and ints, and an array library's (np.True_, np.int64(2)).
     const bool python_number = PyLong_Check(value.ptr());  // bools too
@@ -275,7 +273,7 @@ CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb
     if (!nb::isinstance<nb::str>(device)) {
       throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
     }
-    place.device = Device::parse(nb::cast<std::string>(device), (t / "device").str());
+    place.device = Device::parse(utf8_of(device, (t / "device").str()), (t / "device").str());
   }
   return place;
 }
@@ -639,7 +637,7 @@ void init_kernel(nb::module_& m) {
         if (!nb::isinstance<nb::str>(target)) {
           throw TypeError((t / "target").str() + ": expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
         }
-        std::string where = nb::cast<std::string>(target);
+        std::string where = utf8_of(target, (t / "target").str());
         run_without_gil([&] { k.build(sig, dtypes, targs, where); });
       },
       nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "

@@ -933,6 +933,27 @@ def test_read_only_inputs_are_accepted(make_input, rng):
     np.testing.assert_array_equal(out, np.asarray(x) * 2)
 
 
+LONE_SURROGATE = "\ud800"  # a str with no UTF-8 form
+
+
+@pytest.mark.parametrize("make,words", [
+    (lambda: kjit.metal_kernel(name="k" + LONE_SURROGATE, input_names=["inp"],
+                               output_names=["out"], source=""), r"name"),
+    (lambda: kjit.cuda_kernel(name="k", input_names=["i" + LONE_SURROGATE], output_names=["out"],
+                              source=""), r"input_names"),
+    (lambda: kjit.metal_kernel(name="k", input_names=["inp"], output_names=["out"],
+                               source=LONE_SURROGATE), r"source"),
+    (lambda: twice()(**call_args(template=[("T" + LONE_SURROGATE, 1)])), r"template"),
+    (lambda: twice()(**call_args(output_dtypes=["f" + LONE_SURROGATE])), r"output_dtypes\[0\]"),
+    (lambda: twice()(**call_args(device="cpu" + LONE_SURROGATE)), r"device"),
+    (lambda: twice().build(inputs=[(np.float32, 1)], output_dtypes=[np.float32],
+                           target=LONE_SURROGATE), r"target"),
+], ids=["name", "input-names", "source", "template", "output-dtypes", "device", "target"])
+def test_text_without_a_utf8_form_names_its_parameter(make, words):
+    with pytest.raises(ValueError, match=words + r": the text is not valid Unicode"):
+        make()
+
+
 @pytest.mark.parametrize("make,words", [
     (lambda: kjit.array(None), r"obj: expected an array"),
     (lambda: kjit.empty(None), r"shape: expected a sequence of ints"),
