@@ -1,6 +1,7 @@
 // The exceptions kjit throws. Each says whose fault it is.
 #pragma once
 
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -40,6 +41,16 @@ class LaunchError : public std::runtime_error {
 };
 
 /// A broken internal invariant: a bug in kjit, never the user's fault.
+/// Memory for an array could not be had (Python: MemoryError); the message names the array.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;

@@ -111,8 +111,12 @@ Array contiguous_here(const Array& a, uintptr_t stream) {
 }  // namespace
 
 std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t stream) {
-  if (device.type == DeviceType::CPU) return host_allocate(bytes);
-  return cuda::allocate(device.index, bytes, stream);
+  if (device.type != DeviceType::CPU) return cuda::allocate(device.index, bytes, stream);
+  try {
+    return host_allocate(bytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(std::to_string(bytes) + " bytes could not be allocated on the CPU");
+  }
 }
 
 Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_t stream) {

@@ -10,7 +10,8 @@
 
 namespace kjit {
 
-/// Memory for |bytes| on |device| (on CUDA, ordered on |stream|).
+/// Memory for |bytes| on |device| (on CUDA, ordered on |stream|); OutOfMemory when there is
+/// none.
 std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t stream = 0);
 
 /// A fresh row-contiguous array on |device|.

@@ -602,7 +602,12 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
   } else {
     outputs.reserve(n_out);
     for (size_t o = 0; o < n_out; ++o) {
-      outputs.push_back(make_array(output_shapes[o], output_dtypes[o], device, options.stream));
+      try {
+        outputs.push_back(make_array(output_shapes[o], output_dtypes[o], device, options.stream));
+      } catch (const OutOfMemory& e) {
+        throw OutOfMemory(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] ('" +
+                          spec.output_names[o] + "'): " + e.what());
+      }
     }
   }
   const std::vector<Array>& kernel_outputs =

@@ -11,13 +11,15 @@
 
 namespace kjit {
 
-/// Throws kjit::ValueError, prefixed by what(), for a negative dimension or more than 2^56
-/// elements. |what| makes the text only on failure: calls that go well build no strings.
+/// Throws kjit::ValueError, prefixed by what(), for a negative dimension or nonzero dimensions
+/// whose product is more than 2^56 (an empty array of such dimensions could not be made by
+/// NumPy either). |what| makes the text only on failure: calls that go well build no strings.
 template <class What>
 void check_dimensions(std::span<const int64_t> shape, What&& what) {
   int64_t elements = 1;
   for (int64_t d : shape) {
     if (d < 0) throw ValueError(what() + ": dimensions must be >= 0, got " + std::to_string(d));
+    if (d == 0) continue;
     if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 56)) {
       throw ValueError(what() + ": too many elements (more than 2^56)");
     }

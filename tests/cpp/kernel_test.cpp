@@ -431,6 +431,19 @@ TEST(Kernel, EmptyGridLaunchesNothingButAppliesInitValue) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(floats(out[0])[i], 2.0f);
 }
 
+TEST(Kernel, AnOutputTooLargeToAllocateIsOutOfMemoryNamingIt) {
+  Kernel k = metal_kernel("evens", {"inp"}, {"out"}, kEvens);
+  try {
+    k({random_floats({8}, 8)}, {{int64_t{1} << 52}}, {Dtype::Float32}, {1, 1, 1}, {1, 1, 1});
+    ADD_FAILURE() << "2^54 bytes were allocated";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("output_shapes[0] ('out'): 18014398509481984 bytes could "
+                                         "not be allocated on the CPU"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Kernel, InitValueOutOfAnOutputsRangeIsAnError) {
   Kernel k = metal_kernel("evens", {"inp"}, {"out"}, kEvens);
   Array a = random_floats({8}, 8);

@@ -933,6 +933,20 @@ def test_read_only_inputs_are_accepted(make_input, rng):
     np.testing.assert_array_equal(out, np.asarray(x) * 2)
 
 
+def test_outputs_too_large_to_allocate_or_to_address_are_named():
+    with pytest.raises(MemoryError, match=r"kernel 'twice': output_shapes\[0\] \('out'\): "
+                                          r"18014398509481984 bytes could not be allocated on "
+                                          r"the CPU"):
+        twice()(**call_args(output_shapes=[(2**52,)], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                            device="cpu"))
+    # No element, but dimensions no array could address (NumPy could not make it either).
+    with pytest.raises(ValueError, match=r"output_shapes\[0\]: too many elements"):
+        twice()(**call_args(output_shapes=[(0, 2**62, 8)], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                            device="cpu"))
+    with pytest.raises(MemoryError, match=r"^18014398509481984 bytes could not be allocated"):
+        kjit.empty((2**52,))
+
+
 LONE_SURROGATE = "\ud800"  # a str with no UTF-8 form
 
 

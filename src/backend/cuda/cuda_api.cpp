@@ -137,6 +137,7 @@ void check(CUresult result, const char* call) {
   if (result == 700 || result == 716 || result == 719 || result == 720 || result == 999) {
     message += " (the CUDA context is no longer usable; restart the process)";
   }
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemory(message);
   throw LaunchError(message);
 }
 
