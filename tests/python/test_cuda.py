@@ -580,6 +580,23 @@ def test_init_value_on_the_gpu(dtype):
 
 
 @needs_gpu
+def test_an_output_too_large_for_the_gpu_is_a_memory_error_naming_it():
+    kernel = kjit.metal_kernel(name="huge_out", input_names=["inp"], output_names=["out"],
+                               source="out[0] = inp[0];")
+    with pytest.raises(MemoryError, match=r"kernel 'huge_out': output_shapes\[0\] \('out'\): "
+                                          r"cuMemAllocAsync failed: CUDA_ERROR_OUT_OF_MEMORY"):
+        kernel(inputs=[np.ones(1, np.float32)], output_shapes=[(2**52,)],
+               output_dtypes=[np.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1), device="cuda")
+    with pytest.raises(MemoryError, match=r"CUDA_ERROR_OUT_OF_MEMORY"):
+        kjit.empty((2**52,), device="cuda")
+    # The device keeps working.
+    (out,) = kernel(inputs=[np.full(1, 3, np.float32)], output_shapes=[(1,)],
+                    output_dtypes=[np.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                    device="cuda")
+    np.testing.assert_array_equal(np.asarray(out), [3])
+
+
+@needs_gpu
 def test_inputs_on_two_devices_are_an_error(rng):
     torch = pytest.importorskip("torch")
     a = torch.ones(8, device="cuda")

@@ -944,7 +944,7 @@ def test_outputs_too_large_to_allocate_or_to_address_are_named():
         twice()(**call_args(output_shapes=[(0, 2**62, 8)], grid=(1, 1, 1), threadgroup=(1, 1, 1),
                             device="cpu"))
     with pytest.raises(MemoryError, match=r"^18014398509481984 bytes could not be allocated"):
-        kjit.empty((2**52,))
+        kjit.empty((2**52,), device="cpu")
 
 
 LONE_SURROGATE = "\ud800"  # a str with no UTF-8 form
