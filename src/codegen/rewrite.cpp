@@ -429,6 +429,42 @@ void check_waits_are_suspendable(const std::vector<Token>& tokens, Dialect diale
   }
 }
 
+void check_header_macros_do_not_wait(const std::vector<Token>& header,
+                                     const std::vector<Token>& body, Dialect dialect,
+                                     const WaitingHelpers& helpers) {
+  // A macro of the body is awaited where it is defined, as the body's own text; one of the
+  // header expands where the CPU cannot tell that it waits.
+  const WaitingHelpers operations_only = own_names(header);
+  std::string_view macro;  // the name the current #define line defines
+  for (size_t i = 0; i < header.size(); ++i) {
+    const Token& t = header[i];
+    if (!t.in_directive) continue;
+    if (t.kind == TokenKind::Directive) {
+      const size_t keyword = index_after(header, i), name = index_after(header, keyword);
+      const bool defines = keyword != header.size() && header[keyword].text == "define" &&
+                           name != header.size() && header[name].in_directive;
+      macro = defines ? header[name].text : std::string_view();
+      continue;
+    }
+    if (macro.empty() ||
+        !(awaits(header, i, dialect, operations_only) || awaits(header, i, dialect, helpers))) {
+      continue;
+    }
+    auto uses = [&](const std::vector<Token>& text, bool directives) {
+      return std::any_of(text.begin(), text.end(), [&](const Token& u) {
+        return u.kind == TokenKind::Identifier && u.text == macro &&
+               (directives || !u.in_directive);
+      });
+    };
+    if (uses(body, true) || uses(header, false)) {
+      throw ValueError(about(t, dialect, TextOrigin::Header) +
+                       " waits for other threads inside the header's macro '" + std::string(macro) +
+                       "', which the CPU backend cannot suspend; define the macro in the body, or "
+                       "make it a function of the header.");
+    }
+  }
+}
+
 bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect,
                      const WaitingHelpers& names) {
   return suspends(tokens, i, dialect, names);

@@ -46,6 +46,13 @@ struct WaitingHelpers {
 /// declarations).
 void note_cooperative_groups(const std::vector<Token>& tokens, WaitingHelpers& helpers);
 
+/// Throws kjit::ValueError when a macro of |header| that |body| or the header's code uses waits
+/// (a barrier, a SIMD-group or warp operation, or a call of one of |helpers|): on the CPU the
+/// body cannot await what such a macro expands to.
+void check_header_macros_do_not_wait(const std::vector<Token>& header,
+                                     const std::vector<Token>& body, Dialect dialect,
+                                     const WaitingHelpers& helpers);
+
 /// Throws kjit::ValueError when |tokens| wait (a barrier, a SIMD-group or warp operation, or a
 /// call of one of |helpers|) inside a lambda, or in the body inside a function of a local class:
 /// on the CPU such a function cannot suspend its thread.

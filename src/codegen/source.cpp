@@ -413,6 +413,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   if (target == Target::Cpu) {
     check_waits_are_suspendable(spec.source_tokens, spec.dialect, TextOrigin::Source, helpers);
     check_waits_are_suspendable(spec.header_tokens, spec.dialect, TextOrigin::Header, helpers);
+    check_header_macros_do_not_wait(spec.header_tokens, spec.source_tokens, spec.dialect, helpers);
   }
   g.regions = plan.has_value();
   Writer w;

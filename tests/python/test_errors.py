@@ -689,6 +689,32 @@ def test_waits_inside_lambdas_or_local_classes_are_refused_on_the_cpu(where, kw)
           grid=(32, 1, 1), threadgroup=(32, 1, 1), device="cpu")
 
 
+@pytest.mark.parametrize("api,header,source,operation,macro", [
+    ("cuda", "#define PAIR(x) ((x) + __shfl_xor_sync(0xffffffffu, (x), 1))",
+     "out[threadIdx.x] = PAIR(a[threadIdx.x]);", "__shfl_xor_sync", "PAIR"),
+    ("metal", "#define BAR() threadgroup_barrier(mem_flags::mem_threadgroup)\n"
+              "float twice(float v) { BAR(); return 2 * v; }",
+     "out[thread_position_in_grid.x] = twice(a[thread_position_in_grid.x]);",
+     "threadgroup_barrier", "BAR"),
+])
+def test_header_macros_that_wait_are_refused_on_the_cpu(api, header, source, operation, macro):
+    k = make(api, name="macro_wait", input_names=["a"], output_names=["out"], header=header,
+             source=source)
+    with pytest.raises(ValueError, match=rf"\[kjit\.{api}_kernel\] '{operation}' \(header line 1\) "
+                                         rf"waits for other threads inside the header's macro "
+                                         rf"'{macro}'"):
+        k(inputs=[np.ones(32, np.float32)], output_shapes=[(32,)], output_dtypes=[np.float32],
+          grid=(32, 1, 1), threadgroup=(32, 1, 1), device="cpu")
+    # One the kernel never uses is no matter.
+    unused = make(api, name="macro_unused", input_names=["a"], output_names=["out"],
+                  header=header.split("\n")[0], source=source.replace(macro, "") if api == "cuda"
+                  else "out[thread_position_in_grid.x] = a[thread_position_in_grid.x];")
+    (out,) = unused(inputs=[np.full(32, 3, np.float32)], output_shapes=[(32,)],
+                    output_dtypes=[np.float32], grid=(32, 1, 1), threadgroup=(32, 1, 1),
+                    device="cpu")
+    np.testing.assert_array_equal(out, np.full(32, 3, np.float32))
+
+
 def test_an_error_inside_kjits_code_is_reported_at_the_users_line():
     # atomicAdd on a bool output fails inside kjit's own atomics on the CPU: the message gives
     # that error at the body's line, not only "required from here".
