@@ -120,26 +120,26 @@ void init_array(nb::module_& m) {
       nb::sig("def array(obj: object, device: str | None = None, dtype: object | None = None) "
               "-> Array"),
       "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).");
-  m.def(
-      "empty",
-      [](nb::handle shape, nb::handle dtype, nb::handle device) {
-        return Array::empty(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
-                            to_device(device, "device"));
-      },
-      "shape"_a.none(), "dtype"_a.none() = nb::cast(Dtype::Float32), "device"_a.none() = nb::none(),
-      nb::sig("def empty(shape: collections.abc.Sequence[int], dtype: object = float32, "
-              "device: str | None = None) -> Array"),
-      "A new uninitialised row-contiguous array.");
-  m.def(
-      "zeros",
-      [](nb::handle shape, nb::handle dtype, nb::handle device) {
-        return Array::zeros(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
-                            to_device(device, "device"));
-      },
-      "shape"_a.none(), "dtype"_a.none() = nb::cast(Dtype::Float32), "device"_a.none() = nb::none(),
-      nb::sig("def zeros(shape: collections.abc.Sequence[int], dtype: object = float32, "
-              "device: str | None = None) -> Array"),
-      "A new zero-filled row-contiguous array.");
+  // kjit.empty and kjit.zeros: a new row-contiguous array from make (Array::empty or zeros).
+  auto def_new_array = [&m](const char* name, Array (*make)(const Shape&, Dtype, Device),
+                            const char* signature, const char* doc) {
+    m.def(
+        name,
+        [make](nb::handle shape, nb::handle dtype, nb::handle device) {
+          return make(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
+                      to_device(device, "device"));
+        },
+        "shape"_a.none(), "dtype"_a.none() = nb::cast(Dtype::Float32),
+        "device"_a.none() = nb::none(), nb::sig(signature), doc);
+  };
+  def_new_array("empty", &Array::empty,
+                "def empty(shape: collections.abc.Sequence[int], dtype: object = float32, "
+                "device: str | None = None) -> Array",
+                "A new uninitialised row-contiguous array.");
+  def_new_array("zeros", &Array::zeros,
+                "def zeros(shape: collections.abc.Sequence[int], dtype: object = float32, "
+                "device: str | None = None) -> Array",
+                "A new zero-filled row-contiguous array.");
   m.def("devices", [] {
           std::vector<std::string> out;
           for (const Device& d : devices()) out.push_back(d.str());
