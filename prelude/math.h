@@ -91,12 +91,15 @@ KJIT_INLINE double abs(double x) { return KJIT_MATH(fabs)(x); }
 KJIT_INLINE int abs(int x) { return x < 0 ? -x : x; }
 KJIT_INLINE long abs(long x) { return x < 0 ? -x : x; }
 KJIT_INLINE long long abs(long long x) { return x < 0 ? -x : x; }
-// Metal declares abs for every integer type: an unsigned value is its own.
+#ifdef KJIT_METAL
+// Metal declares abs for every integer type: an unsigned value is its own. (In CUDA, as in C++,
+// abs of an unsigned integer is ambiguous.)
 KJIT_INLINE unsigned char abs(unsigned char x) { return x; }
 KJIT_INLINE unsigned short abs(unsigned short x) { return x; }
 KJIT_INLINE unsigned abs(unsigned x) { return x; }
 KJIT_INLINE unsigned long abs(unsigned long x) { return x; }
 KJIT_INLINE unsigned long long abs(unsigned long long x) { return x; }
+#endif
 
 #define KJIT_BINARY_BUILTIN(name)                                             \
   KJIT_INLINE float name(float x, float y) { return KJIT_MATHF(name)(x, y); } \

@@ -40,7 +40,6 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A broken internal invariant: a bug in kjit, never the user's fault.
 /// Memory for an array could not be had (Python: MemoryError); the message names the array.
 class OutOfMemory : public std::bad_alloc {
  public:
@@ -51,6 +50,7 @@ class OutOfMemory : public std::bad_alloc {
   std::string message_;
 };
 
+/// A broken internal invariant: a bug in kjit, never the user's fault.
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;

@@ -392,9 +392,16 @@ void check_braces_pair_up(const std::vector<Token>& tokens, Dialect dialect, Tex
   auto is_brace = [](const Token& t) {
     return t.kind == TokenKind::Punct && (t.text == "{" || t.text == "}");
   };
-  if (std::any_of(tokens.begin(), tokens.end(),
-                  [&](const Token& t) { return t.in_directive && is_brace(t); })) {
-    return;
+  // Braces in macros, or in branches of #if, pair up only once preprocessed.
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].in_directive && is_brace(tokens[i])) return;
+    if (tokens[i].kind != TokenKind::Directive) continue;
+    const size_t keyword = index_after(tokens, i);
+    // #if, #ifdef, #ifndef: every #else or #elif follows one.
+    if (keyword != tokens.size() && tokens[keyword].in_directive &&
+        tokens[keyword].text.rfind("if", 0) == 0) {
+      return;
+    }
   }
   std::vector<const Token*> open;
   for (const Token& t : tokens) {

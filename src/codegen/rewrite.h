@@ -22,7 +22,7 @@ void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrig
 
 /// Throws kjit::ValueError when the braces of |tokens| do not pair up: a '}' that closes what
 /// the text did not open would end kjit's own function around it. (Texts whose macros hold
-/// braces are left to the compiler.)
+/// braces, or with #if, are left to the compiler.)
 void check_braces_pair_up(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
 /// The functions of a header that wait for other threads: they call barriers, SIMD-group or warp

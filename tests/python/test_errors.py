@@ -3,6 +3,10 @@ what is wrong with it, compile errors that point at the user's own lines, unsupp
 rejected before compiling, and a library (and kernel) that keeps working afterwards."""
 
 import re
+import signal
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -715,6 +719,22 @@ def test_header_macros_that_wait_are_refused_on_the_cpu(api, header, source, ope
     np.testing.assert_array_equal(out, np.full(32, 3, np.float32))
 
 
+def test_braces_that_pair_up_once_preprocessed_are_left_to_the_compiler():
+    # Each branch of #if opens a brace that one '}' closes.
+    k = make("cuda", name="branches", input_names=["a"], output_names=["o"], source="""
+#if 1
+if (a[threadIdx.x] > 0) {
+#else
+if (a[threadIdx.x] < 0) {
+#endif
+    o[threadIdx.x] = 1;
+} else { o[threadIdx.x] = 2; }
+""")
+    (out,) = k(inputs=[np.array([-1, 1, 2, -3], np.float32)], output_shapes=[(4,)],
+               output_dtypes=[np.int32], grid=(4, 1, 1), threadgroup=(4, 1, 1), device="cpu")
+    np.testing.assert_array_equal(out, [2, 1, 1, 2])
+
+
 def test_an_error_inside_kjits_code_is_reported_at_the_users_line():
     # atomicAdd on a bool output fails inside kjit's own atomics on the CPU: the message gives
     # that error at the body's line, not only "required from here".
@@ -1077,3 +1097,17 @@ def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
         np.testing.assert_array_equal(out, x * 2)
     (out,) = twice("after_bad_access")(inputs=[x], **call)
     np.testing.assert_array_equal(out, x * 2)
+
+
+def test_a_fault_outside_kernels_still_ends_the_process_as_it_would():
+    # Once kernels have run (and kjit watches for their faults), a fault elsewhere is not kjit's.
+    program = textwrap.dedent("""
+        import ctypes, numpy as np, kjit
+        k = kjit.metal_kernel(name="k", input_names=["a"], output_names=["o"],
+                              source="o[thread_position_in_grid.x] = a[thread_position_in_grid.x];")
+        k(inputs=[np.ones(4, np.float32)], output_shapes=[(4,)], output_dtypes=[np.float32],
+          grid=(4, 1, 1), threadgroup=(4, 1, 1), device="cpu")
+        ctypes.string_at(0)
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=120)
+    assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stderr[-2000:])

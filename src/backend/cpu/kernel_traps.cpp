@@ -11,8 +11,10 @@ namespace {
 
 constexpr int kWatched[] = {SIGFPE, SIGILL, SIGTRAP, SIGSEGV, SIGBUS};
 
-// Where a trap in this thread's kernel code jumps to; null outside kernel code.
-thread_local sigjmp_buf* trap_landing = nullptr;
+// Where a trap in this thread's kernel code jumps to; null outside kernel code. Initial-exec:
+// the handler reads it on any thread, where storage made on first use would call malloc (a
+// crash inside malloc would then deadlock rather than end).
+thread_local sigjmp_buf* trap_landing __attribute__((tls_model("initial-exec"))) = nullptr;
 struct sigaction handlers_before[std::size(kWatched)];
 
 void on_trap(int signal, siginfo_t* info, void* context) {
@@ -29,7 +31,10 @@ void on_trap(int signal, siginfo_t* info, void* context) {
     } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
       before.sa_handler(signal);
     } else {
+      // The default action: a fault of an instruction (not a trap, which is past it) runs it
+      // again, so that the core dump keeps the fault's own address and code.
       std::signal(signal, SIG_DFL);
+      if (info->si_code > 0 && signal != SIGTRAP) return;
       std::raise(signal);
     }
   }
@@ -51,21 +56,32 @@ void install_handlers() {
   });
 }
 
-// Gives this thread an alternate signal stack unless it has one (Python's faulthandler gives the
-// threads it watches theirs). Kept for the thread's life.
-void ensure_alternate_stack() {
-  thread_local bool ready = false;
-  if (ready) return;
-  ready = true;
-  stack_t current = {};
-  if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;
-  constexpr size_t kSize = 256 * 1024;
-  thread_local std::unique_ptr<char[]> memory(new char[kSize]);
-  stack_t ours = {};
-  ours.ss_sp = memory.get();
-  ours.ss_size = kSize;
-  sigaltstack(&ours, nullptr);
-}
+// A thread's alternate signal stack, given unless it has one (Python's faulthandler gives the
+// threads it watches theirs), and withdrawn before its memory is freed when the thread ends.
+class AlternateStack {
+ public:
+  AlternateStack() {
+    stack_t current = {};
+    if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;
+    memory_ = std::make_unique<char[]>(kSize);
+    stack_t ours = {};
+    ours.ss_sp = memory_.get();
+    ours.ss_size = kSize;
+    if (sigaltstack(&ours, nullptr) != 0) memory_.reset();
+  }
+  ~AlternateStack() {
+    if (!memory_) return;
+    stack_t off = {};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+  }
+  AlternateStack(const AlternateStack&) = delete;
+  AlternateStack& operator=(const AlternateStack&) = delete;
+
+ private:
+  static constexpr size_t kSize = 256 * 1024;
+  std::unique_ptr<char[]> memory_;
+};
 
 }  // namespace
 
@@ -73,7 +89,7 @@ namespace detail {
 
 int run_trapping(void (*call)(const void*), const void* context) {
   install_handlers();
-  ensure_alternate_stack();
+  thread_local AlternateStack alternate_stack;
   sigjmp_buf landing;
   if (const int signal = sigsetjmp(landing, 0); signal != 0) return signal;
   // Unwatched again however call() ends, an exception too: a later trap must not land here.
