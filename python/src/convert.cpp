@@ -578,6 +578,11 @@ nb::object export_as(const Array& a, dl::dtype dtype) {
   }
   int device_type =
       a.device().type == DeviceType::CPU ? nb::device::cpu::value : nb::device::cuda::value;
+  // Read-only memory (a read-only NumPy array's, bytes') stays read-only in the other library.
+  if (a.read_only()) {
+    return nb::cast(nb::ndarray<Fw, nb::ro>(a.data(), static_cast<size_t>(a.ndim()), shape, owner,
+                                            strides, dtype, device_type, a.device().index));
+  }
   return nb::cast(nb::ndarray<Fw>(a.data(), static_cast<size_t>(a.ndim()), shape, owner, strides,
                                   dtype, device_type, a.device().index));
 }

@@ -1036,9 +1036,12 @@ def test_read_only_memory_stays_read_only_through_kjit_array(rng):
         with pytest.raises(ValueError, match=r"outputs\[0\] \('out'\) is read-only"):
             twice("readonly_out")(**call_args(inputs=[v], outputs=[view]))
         assert bytes(memory) == before
-        # As an input it is read as usual.
+        # As an input it is read as usual; other libraries see it read-only too.
         out = twice("readonly_in")(**call_args(inputs=[view]))[0]
         np.testing.assert_array_equal(out, np.frombuffer(before, np.float32) * 2)
+        for seen in (np.asarray(view), np.from_dlpack(view)):
+            assert not seen.flags.writeable
+            np.testing.assert_array_equal(seen, np.frombuffer(before, np.float32))
 
 
 # ---------------------------------------------------------------------------------------------
