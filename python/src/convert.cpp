@@ -293,7 +293,7 @@ Dtype to_dtype(nb::handle obj, const Param& param) {
   }
   std::string name;
   if (nb::isinstance<nb::str>(obj)) {
-    name = utf8_of(obj, param.str());
+    name = utf8_of(obj, param);
   } else if (nb::hasattr(obj, "itemsize") && nb::hasattr(obj, "name") &&
              nb::isinstance<nb::str>(obj.attr("name"))) {
     name = nb::cast<std::string>(obj.attr("name"));  // a NumPy dtype
@@ -637,12 +637,12 @@ nb::object dlpack_view(const Array& array) {
   return export_as<nb::array_api>(array, to_dlpack_dtype(array.dtype()));
 }
 
-std::string utf8_of(nb::handle obj, const std::string& param) {
+std::string utf8_of(nb::handle obj, const Param& param) {
   Py_ssize_t length = 0;
   const char* chars = PyUnicode_AsUTF8AndSize(obj.ptr(), &length);
   if (!chars) {
     PyErr_Clear();
-    throw ValueError(param + ": the text is not valid Unicode (it holds a lone surrogate)");
+    throw ValueError(param.str() + ": the text is not valid Unicode (it holds a lone surrogate)");
   }
   return std::string(chars, static_cast<size_t>(length));
 }

@@ -101,7 +101,7 @@ int64_t to_int(nb::handle obj, const Param& param);
 
 /// The UTF-8 text of the str |obj|; a ValueError naming |param| for one that has none (a lone
 /// surrogate).
-std::string utf8_of(nb::handle obj, const std::string& param);
+std::string utf8_of(nb::handle obj, const Param& param);
 
 /// True for list and tuple objects: the only containers taken for inputs= and outputs=.
 bool is_list(nb::handle obj);

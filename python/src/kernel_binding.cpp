@@ -6,6 +6,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
+
 #include "backend/cuda/cuda_backend.h"
 #include "call_memo.h"
 #include "convert.h"
@@ -126,7 +128,7 @@ TemplateArgs to_template_args(const Param& p, nb::handle obj) {
     if (!nb::isinstance<nb::str>(name)) {
       throw TypeError(p.str() + ": a template name must be a str");
     }
-    const std::string n = utf8_of(name, p.str());
+    const std::string n = utf8_of(name, p);
     auto what = [&] { return p.str() + ": the value of '" + n + "'"; };
     // Python's bools and ints, and an array library's (np.True_, np.int64(2)).
     const bool python_number = PyLong_Check(value.ptr());  // bools too
@@ -273,7 +275,7 @@ CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb
     if (!nb::isinstance<nb::str>(device)) {
       throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
     }
-    place.device = Device::parse(utf8_of(device, (t / "device").str()), (t / "device").str());
+    place.device = Device::parse(utf8_of(device, t / "device"), (t / "device").str());
   }
   return place;
 }
@@ -454,45 +456,51 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   }
 }
 
-// The keyword arguments of a keyword-only function: their names in its order, the first
-// |required| of them required. Arguments are placed by name into one slot each, with errors that
-// name the function and the argument, as Python's own say them.
+// The keyword arguments of a keyword-only function: their N names in its order, the first
+// |required| of them required. Arguments are placed by name into one slot each (null when not
+// given), with errors that name the function and the argument.
+template <size_t N>
 class KeywordSignature {
  public:
-  KeywordSignature(const char* function, std::vector<const char*> names, size_t required,
+  using Slots = std::array<PyObject*, N>;
+  KeywordSignature(const char* function, const std::array<const char*, N>& names, size_t required,
                    const char* keywords_only)
       : function_(function), required_(required), keywords_only_(keywords_only) {
-    for (const char* name : names) names_.push_back(PyUnicode_InternFromString(name));
+    for (size_t i = 0; i < N; ++i) names_[i] = PyUnicode_InternFromString(names[i]);
   }
-  size_t size() const { return names_.size(); }
 
   // From a vectorcall: |values| then |kwnames|, whose first |positional| have no name.
-  void place(PyObject* const* values, size_t positional, PyObject* kwnames,
-             PyObject** slots) const {
+  Slots place(PyObject* const* values, size_t positional, PyObject* kwnames) const {
     if (positional != 0) throw TypeError(std::string(function_) + " " + keywords_only_);
+    Slots slots{};
     const Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < n; ++k) slots[slot_of(PyTuple_GET_ITEM(kwnames, k))] = values[k];
     check_required(slots);
+    return slots;
   }
   // From nanobind's *args and **kwargs.
-  void place(nb::args args, nb::kwargs kwargs, PyObject** slots) const {
+  Slots place(nb::args args, nb::kwargs kwargs) const {
     if (nb::len(args) != 0) throw TypeError(std::string(function_) + " " + keywords_only_);
+    Slots slots{};
     for (auto [key, value] : kwargs) slots[slot_of(key.ptr())] = value.ptr();
     check_required(slots);
+    return slots;
   }
 
  private:
   size_t slot_of(PyObject* key) const {
-    for (size_t slot = 0; slot < names_.size(); ++slot) {
+    for (size_t slot = 0; slot < N; ++slot) {
       if (key == names_[slot]) return slot;  // keywords in code are interned
     }
-    for (size_t slot = 0; slot < names_.size(); ++slot) {
+    for (size_t slot = 0; slot < N; ++slot) {
       if (PyUnicode_Compare(key, names_[slot]) == 0) return slot;
     }
-    throw TypeError(std::string(function_) + " got an unexpected keyword argument '" +
-                    nb::cast<std::string>(nb::str(key)) + "'");
+    PyErr_Clear();  // a key with no UTF-8 form compares as unequal, with an error set
+    // repr writes such a key with escapes.
+    throw TypeError(std::string(function_) + " got an unexpected keyword argument " +
+                    nb::cast<std::string>(nb::repr(key)));
   }
-  void check_required(PyObject* const* slots) const {
+  void check_required(const Slots& slots) const {
     for (size_t i = 0; i < required_; ++i) {
       if (!slots[i]) {
         throw TypeError(std::string(function_) + " missing keyword argument '" +
@@ -502,19 +510,21 @@ class KeywordSignature {
   }
 
   const char* function_;
-  std::vector<PyObject*> names_;  // interned, kept for the process
+  std::array<PyObject*, N> names_;  // interned, kept for the process
   size_t required_;
   const char* keywords_only_;
 };
 
 // Kernel.__call__'s keyword arguments, in its order: the first five are required.
-constexpr size_t kNumCallArgs = 11, kVerbose = 7;
-const KeywordSignature& call_signature() {
+constexpr std::array<const char*, 11> kCallArgs = {
+    "inputs",     "output_shapes", "output_dtypes", "grid",   "threadgroup", "template",
+    "init_value", "verbose",       "stream",        "device", "outputs"};
+constexpr size_t kVerbose = 7;
+static_assert(std::string_view(kCallArgs[kVerbose]) == "verbose");
+const KeywordSignature<kCallArgs.size()>& call_signature() {
   static const auto& signature = *new KeywordSignature(
-      "kjit.Kernel.__call__()",
-      {"inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value",
-       "verbose", "stream", "device", "outputs"},
-      5, "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
+      "kjit.Kernel.__call__()", kCallArgs, 5,
+      "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
 }
 
@@ -525,9 +535,8 @@ const KeywordSignature& call_signature() {
 PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
   try {
-    PyObject* slots[kNumCallArgs] = {};
-    call_signature().place(args, PyVectorcall_NARGS(nargsf), kwnames, slots);
-    for (size_t i = 0; i < kNumCallArgs; ++i) {
+    auto slots = call_signature().place(args, PyVectorcall_NARGS(nargsf), kwnames);
+    for (size_t i = 0; i < slots.size(); ++i) {
       if (!slots[i]) slots[i] = i == kVerbose ? Py_False : Py_None;
     }
     return call(*nb::inst_ptr<PyKernel>(self), slots[0], slots[1], slots[2], slots[3], slots[4],
@@ -609,10 +618,10 @@ void init_kernel(nb::module_& m) {
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
         static const auto& signature = *new KeywordSignature(
-            "kjit.Kernel.build()", {"inputs", "output_dtypes", "template", "target"}, 2,
+            "kjit.Kernel.build()",
+            std::array<const char*, 4>{"inputs", "output_dtypes", "template", "target"}, 2,
             "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
-        PyObject* slots[4] = {};
-        signature.place(args, kwargs, slots);
+        const auto slots = signature.place(args, kwargs);
         const nb::handle inputs = slots[0], output_dtypes = slots[1];
         const nb::handle template_args = slots[2] ? slots[2] : Py_None;
         const nb::object target = slots[3] ? nb::borrow(slots[3]) : nb::str("cpu");
@@ -637,7 +646,7 @@ void init_kernel(nb::module_& m) {
         if (!nb::isinstance<nb::str>(target)) {
           throw TypeError((t / "target").str() + ": expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'");
         }
-        std::string where = utf8_of(target, (t / "target").str());
+        std::string where = utf8_of(target, t / "target");
         run_without_gil([&] { k.build(sig, dtypes, targs, where); });
       },
       nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
@@ -654,13 +663,12 @@ void init_kernel(nb::module_& m) {
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
         static const auto& signature = *new KeywordSignature(
             "kjit.Kernel.bind()",
-            {"output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value",
-             "verbose", "stream", "device"},
+            std::array<const char*, 9>{"output_shapes", "output_dtypes", "grid", "threadgroup",
+                                       "template", "init_value", "verbose", "stream", "device"},
             4,
             "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
             "with each call of the bound kernel");
-        PyObject* slots[9] = {};
-        signature.place(args, kwargs, slots);
+        const auto slots = signature.place(args, kwargs);
         auto given = [&](size_t i, PyObject* otherwise) {
           return nb::handle(slots[i] ? slots[i] : otherwise);
         };

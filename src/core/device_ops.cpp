@@ -127,25 +127,27 @@ Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_
   return Array::borrow(owner.get(), shape, {}, dtype, device, owner);
 }
 
-void check_in_range(Dtype dtype, double value, const std::string& what) {
-  if (!is_integral(dtype)) return;
+bool in_range(Dtype dtype, double value) {
+  if (!is_integral(dtype)) return true;
   const int bits = static_cast<int>(8 * itemsize(dtype));
   const bool is_signed = dtype <= Dtype::Int64;
   const double whole = std::trunc(value);
-  if (std::isfinite(value) && whole >= (is_signed ? -std::ldexp(1.0, bits - 1) : 0.0) &&
-      whole < std::ldexp(1.0, is_signed ? bits - 1 : bits)) {
-    return;
-  }
+  return std::isfinite(value) && whole >= (is_signed ? -std::ldexp(1.0, bits - 1) : 0.0) &&
+         whole < std::ldexp(1.0, is_signed ? bits - 1 : bits);
+}
+
+std::string out_of_range(Dtype dtype, double value) {
   std::ostringstream shown;
   shown << std::setprecision(17) << value;
-  throw ValueError(what + ": " + shown.str() + " is out of the range of " +
-                   std::string(dtype_name(dtype)));
+  return shown.str() + " is out of the range of " + std::string(dtype_name(dtype));
 }
 
 void fill(const Array& array, double value, uintptr_t stream) {
   if (!array.valid()) throw ValueError("fill: the array is empty (a default or moved-from Array)");
   if (array.read_only()) throw ValueError("fill: the array is read-only");
-  check_in_range(array.dtype(), value, "fill");
+  if (!in_range(array.dtype(), value)) {
+    throw ValueError("fill: " + out_of_range(array.dtype(), value));
+  }
   if (!array.is_row_contiguous()) throw ValueError("fill: the array must be row-contiguous");
   if (array.size() == 0) return;
   const size_t item = itemsize(array.dtype());

@@ -17,11 +17,12 @@ std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t str
 /// A fresh row-contiguous array on |device|.
 Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_t stream = 0);
 
-/// Throws a ValueError that names |what| when |value| is out of |dtype|'s range: for the integer
-/// types, NaN, the infinities, and numbers whose whole part they cannot hold. Values convert as
-/// NumPy's astype converts them: rounded for the floating types, truncated toward zero for the
-/// integer types, nonzero as true.
-void check_in_range(Dtype dtype, double value, const std::string& what);
+/// Whether |value| is in |dtype|'s range: for the integer types, not NaN, not infinite, and
+/// with a whole part they can hold. Values convert as NumPy's astype converts them: rounded for
+/// the floating types, truncated toward zero for the integer types, nonzero as true.
+bool in_range(Dtype dtype, double value);
+/// The message for a |value| out of |dtype|'s range ("300 is out of the range of int8").
+std::string out_of_range(Dtype dtype, double value);
 
 /// Sets every element of the row-contiguous |array| to |value|, which must be in its range.
 void fill(const Array& array, double value, uintptr_t stream = 0);

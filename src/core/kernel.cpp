@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -49,6 +50,20 @@ bool is_reserved_name(const std::string& n) {
       "uint8_t",   "uint16_t",    "uint32_t",    "uint64_t",    "size_t",
       "WARP_SIZE", "MAX_NDIM"};
   return kOthers.count(n) > 0;
+}
+
+// The input's shape, strides or ndim that |name| names ("input 'a''s shape"; empty when none):
+// those are named after their input, and no parameter may take the name.
+std::string input_attribute_named(const std::vector<std::string>& inputs, const std::string& name) {
+  for (const std::string& input : inputs) {
+    for (const char* attribute : {"shape", "strides", "ndim"}) {
+      if (name.size() == input.size() + 1 + std::strlen(attribute) && name.starts_with(input) &&
+          name[input.size()] == '_' && name.ends_with(attribute)) {
+        return "input '" + input + "''s " + attribute;
+      }
+    }
+  }
+  return {};
 }
 
 // Whether |n| is a macro that kjit's headers define for a kernel of |dialect| (INFINITY,
@@ -122,17 +137,8 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
         throw ValueError(p + param + ": the name '" + n +
                          "' is used more than once across input_names and output_names");
       }
-    }
-  }
-  // An input's shape, strides and ndim are named after it: no other parameter may take those.
-  for (const std::string& input : input_names) {
-    for (const char* suffix : {"_shape", "_strides", "_ndim"}) {
-      if (seen.count(input + suffix)) {
-        const bool is_input =
-            std::find(input_names.begin(), input_names.end(), input + suffix) != input_names.end();
-        throw ValueError(p + (is_input ? "input_names" : "output_names") + ": '" + input + suffix +
-                         "' is the name of input '" + input + "''s " + (suffix + 1) +
-                         "; choose another");
+      if (const std::string clash = input_attribute_named(input_names, n); !clash.empty()) {
+        throw ValueError(p + param + ": '" + n + "' is the name of " + clash + "; choose another");
       }
     }
   }
@@ -253,13 +259,8 @@ void check_template_args(const KernelSpec& spec, const TemplateArgs& args) {
       throw ValueError(prefix_named(spec) + "template: '" + name +
                        "' is also the name of an input or output");
     }
-    for (const std::string& input : spec.input_names) {
-      for (const char* suffix : {"_shape", "_strides", "_ndim"}) {
-        if (name == input + suffix) {
-          throw ValueError(prefix_named(spec) + "template: '" + name + "' is the name of input '" +
-                           input + "''s " + (suffix + 1));
-        }
-      }
+    if (const std::string clash = input_attribute_named(spec.input_names, name); !clash.empty()) {
+      throw ValueError(prefix_named(spec) + "template: '" + name + "' is the name of " + clash);
     }
   }
 }
@@ -614,9 +615,10 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
       options.outputs && !outputs_moved ? *options.outputs : outputs;
   if (init_value) {
     for (size_t o = 0; o < kernel_outputs.size(); ++o) {
-      check_in_range(kernel_outputs[o].dtype(), *init_value,
-                     prefix_named(spec) + "init_value (for outputs[" + std::to_string(o) + "] ('" +
-                         spec.output_names[o] + "'))");
+      const Dtype dtype = kernel_outputs[o].dtype();
+      if (in_range(dtype, *init_value)) continue;
+      throw ValueError(prefix_named(spec) + "init_value (for outputs[" + std::to_string(o) +
+                       "] ('" + spec.output_names[o] + "')): " + out_of_range(dtype, *init_value));
     }
     for (const Array& o : kernel_outputs) fill(o, *init_value, options.stream);
   }

@@ -188,6 +188,10 @@ def test_build_and_call_name_arguments_that_are_not_theirs():
     with pytest.raises(TypeError, match=r"^kjit\.Kernel\.__call__\(\) got an unexpected keyword "
                                         r"argument 'input'$"):
         k(input=[])
+    # A keyword with no UTF-8 form is written with escapes.
+    with pytest.raises(TypeError, match=r"^kjit\.Kernel\.bind\(\) got an unexpected keyword "
+                                        r"argument '\\ud800'$"):
+        k.bind(**{"\ud800": 1})
 
 
 def test_bound_calls_check_their_arrays(rng):
