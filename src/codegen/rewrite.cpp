@@ -441,31 +441,57 @@ void check_header_macros_do_not_wait(const std::vector<Token>& header,
                                      const WaitingHelpers& helpers) {
   // A macro of the body is awaited where it is defined, as the body's own text; one of the
   // header expands where the CPU cannot tell that it waits.
-  const WaitingHelpers operations_only = own_names(header);
-  std::string_view macro;  // the name the current #define line defines
+  struct Macro {
+    std::string_view name;
+    size_t begin, end;                 // its tokens after the name
+    size_t waits = std::string::npos;  // the operation it waits in, directly or through another
+  };
+  std::vector<Macro> macros;
   for (size_t i = 0; i < header.size(); ++i) {
-    const Token& t = header[i];
-    if (!t.in_directive) continue;
-    if (t.kind == TokenKind::Directive) {
-      const size_t keyword = index_after(header, i), name = index_after(header, keyword);
-      const bool defines = keyword != header.size() && header[keyword].text == "define" &&
-                           name != header.size() && header[name].in_directive;
-      macro = defines ? header[name].text : std::string_view();
+    if (header[i].kind != TokenKind::Directive) continue;
+    const size_t keyword = index_after(header, i), name = index_after(header, keyword);
+    if (keyword == header.size() || header[keyword].text != "define" || name == header.size() ||
+        !header[name].in_directive) {
       continue;
     }
-    if (macro.empty() ||
-        !(awaits(header, i, dialect, operations_only) || awaits(header, i, dialect, helpers))) {
-      continue;
+    size_t end = name + 1;
+    while (end < header.size() && header[end].in_directive) ++end;
+    macros.push_back({header[name].text, name + 1, end});
+  }
+  const WaitingHelpers operations_only = own_names(header);
+  for (Macro& m : macros) {
+    for (size_t i = m.begin; i < m.end && m.waits == std::string::npos; ++i) {
+      if (awaits(header, i, dialect, operations_only) || awaits(header, i, dialect, helpers)) {
+        m.waits = i;
+      }
     }
-    auto uses = [&](const std::vector<Token>& text, bool directives) {
+  }
+  // Through other macros: until no macro newly waits.
+  for (bool more = true; more;) {
+    more = false;
+    for (Macro& m : macros) {
+      for (size_t i = m.begin; i < m.end && m.waits == std::string::npos; ++i) {
+        for (const Macro& other : macros) {
+          if (other.waits != std::string::npos && header[i].text == other.name) {
+            m.waits = other.waits;
+            more = true;
+          }
+        }
+      }
+    }
+  }
+  for (const Macro& m : macros) {
+    if (m.waits == std::string::npos) continue;
+    auto used_in = [&](const std::vector<Token>& text, bool directives) {
       return std::any_of(text.begin(), text.end(), [&](const Token& u) {
-        return u.kind == TokenKind::Identifier && u.text == macro &&
+        return u.kind == TokenKind::Identifier && u.text == m.name &&
                (directives || !u.in_directive);
       });
     };
-    if (uses(body, true) || uses(header, false)) {
-      throw ValueError(about(t, dialect, TextOrigin::Header) +
-                       " waits for other threads inside the header's macro '" + std::string(macro) +
+    if (used_in(body, true) || used_in(header, false)) {
+      throw ValueError(about(header[m.waits], dialect, TextOrigin::Header) +
+                       " waits for other threads inside the header's macro '" +
+                       std::string(m.name) +
                        "', which the CPU backend cannot suspend; define the macro in the body, or "
                        "make it a function of the header.");
     }
