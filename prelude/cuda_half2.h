@@ -113,13 +113,14 @@ KJIT_CUDA_PAIR(__nv_bfloat162, __nv_bfloat16, bfloat16, bfloat16, __bfloat1622fl
   }
 #define KJIT_CUDA_HINTED_STORE(name, T, U) \
   KJIT_INLINE void name(T* p, T v) { ::name(reinterpret_cast<U*>(p), __builtin_bit_cast(U, v)); }
-#define KJIT_CUDA_HINTED(T, U)                                                          \
-  KJIT_CUDA_HINTED_LOAD(__ldg, T, U)                                                    \
-  KJIT_CUDA_HINTED_LOAD(__ldca, T, U) KJIT_CUDA_HINTED_LOAD(__ldcg, T, U)               \
-      KJIT_CUDA_HINTED_LOAD(__ldcs, T, U) KJIT_CUDA_HINTED_LOAD(__ldlu, T, U)           \
-          KJIT_CUDA_HINTED_LOAD(__ldcv, T, U) KJIT_CUDA_HINTED_STORE(__stwb, T, U)      \
-              KJIT_CUDA_HINTED_STORE(__stcg, T, U) KJIT_CUDA_HINTED_STORE(__stcs, T, U) \
-                  KJIT_CUDA_HINTED_STORE(__stwt, T, U)
+// clang-format off
+#define KJIT_CUDA_HINTED(T, U)                                                                     \
+  KJIT_CUDA_HINTED_LOAD(__ldg, T, U) KJIT_CUDA_HINTED_LOAD(__ldca, T, U)                           \
+  KJIT_CUDA_HINTED_LOAD(__ldcg, T, U) KJIT_CUDA_HINTED_LOAD(__ldcs, T, U)                          \
+  KJIT_CUDA_HINTED_LOAD(__ldlu, T, U) KJIT_CUDA_HINTED_LOAD(__ldcv, T, U)                          \
+  KJIT_CUDA_HINTED_STORE(__stwb, T, U) KJIT_CUDA_HINTED_STORE(__stcg, T, U)                        \
+  KJIT_CUDA_HINTED_STORE(__stcs, T, U) KJIT_CUDA_HINTED_STORE(__stwt, T, U)
+// clang-format on
 KJIT_CUDA_HINTED(__half, unsigned short)
 KJIT_CUDA_HINTED(__nv_bfloat16, unsigned short)
 KJIT_CUDA_HINTED(__half2, unsigned)
