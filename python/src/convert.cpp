@@ -558,8 +558,22 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
   if (has_dtype) {
     throw TypeError(param.str() + ": arrays of dtype '" + dtype + "' are not supported");
   }
-  throw TypeError(param.str() + ": expected an array (NumPy, or any object with __dlpack__), a "
-                  "kjit.Array, or a Python bool/int/float, got " + describe(obj));
+  // An object that offers DLPack but whose export failed: say why, as its own error says it.
+  std::string why;
+  if (!PyType_Check(obj.ptr()) && nb::hasattr(obj, "__dlpack__")) {
+    try {
+      obj.attr("__dlpack__")();
+      why = " (its __dlpack__ gave what kjit cannot read)";
+    } catch (nb::python_error& e) {
+      why = " (its __dlpack__ raised " +
+            nb::cast<std::string>(nb::handle(e.type()).attr("__name__")) + ": " +
+            str_of(e.value()).substr(0, 200) + ")";
+    }
+  }
+  throw TypeError(param.str() +
+                  ": expected an array (NumPy, or any object with __dlpack__), a "
+                  "kjit.Array, or a Python bool/int/float, got " +
+                  describe(obj) + why);
 }
 
 namespace {

@@ -999,6 +999,20 @@ def test_outputs_too_large_to_allocate_or_to_address_are_named():
 LONE_SURROGATE = "\ud800"  # a str with no UTF-8 form
 
 
+def test_an_input_whose_export_fails_says_why():
+    class Refusing:
+        def __dlpack__(self, **kwargs):
+            raise ValueError("no export today")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError, match=r"inputs\[0\] \('inp'\): expected an array .* got "
+                                        r"'.*Refusing' \(its __dlpack__ raised ValueError: no "
+                                        r"export today\)"):
+        twice()(**call_args(inputs=[Refusing()]))
+
+
 @pytest.mark.parametrize("make,words", [
     (lambda: kjit.metal_kernel(name="k" + LONE_SURROGATE, input_names=["inp"],
                                output_names=["out"], source=""), r"name"),
