@@ -15,6 +15,17 @@ namespace dl = nb::dlpack;
 
 }  // namespace
 
+std::string str_of(nb::handle obj) {
+  nb::object s = nb::steal(PyObject_Str(obj.ptr()));
+  if (!s.is_valid()) throw nb::python_error();
+  return nb::cast<std::string>(s);
+}
+
+std::string error_text(nb::python_error& e) {
+  return nb::cast<std::string>(nb::handle(e.type()).attr("__name__")) + ": " +
+         str_of(e.value()).substr(0, 200);
+}
+
 std::string Param::str() const {
   std::string out = parent_ ? parent_->str() : std::string();
   if (kernel_) {
@@ -34,13 +45,6 @@ std::string qualified_type_name(nb::handle obj) {
 
 std::string describe(nb::handle obj) {
   return std::string("'").append(qualified_type_name(obj)).append("'");
-}
-
-// str(obj), as Python spells it.
-std::string str_of(nb::handle obj) {
-  nb::object s = nb::steal(PyObject_Str(obj.ptr()));
-  if (!s.is_valid()) throw nb::python_error();
-  return nb::cast<std::string>(s);
 }
 
 std::optional<Dtype> from_dlpack_dtype(dl::dtype t) {
@@ -565,9 +569,7 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
       obj.attr("__dlpack__")();
       why = " (its __dlpack__ gave what kjit cannot read)";
     } catch (nb::python_error& e) {
-      why = " (its __dlpack__ raised " +
-            nb::cast<std::string>(nb::handle(e.type()).attr("__name__")) + ": " +
-            str_of(e.value()).substr(0, 200) + ")";
+      why = " (its __dlpack__ raised " + error_text(e) + ")";
     }
   }
   throw TypeError(param.str() +

@@ -99,6 +99,11 @@ nb::object dlpack_view(const Array& array);
 /// A Python int or an object with __index__ (not a bool).
 int64_t to_int(nb::handle obj, const Param& param);
 
+/// str(obj), as Python spells it.
+std::string str_of(nb::handle obj);
+/// A Python error as Python prints its last line ("ValueError: what went wrong").
+std::string error_text(nb::python_error& e);
+
 /// The UTF-8 text of the str |obj|; a ValueError naming |param| for one that has none (a lone
 /// surrogate).
 std::string utf8_of(nb::handle obj, const Param& param);

@@ -184,16 +184,21 @@ uintptr_t to_stream(nb::handle obj, const Param& param) {
   if (obj.is_none()) return 0;
   if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return to_handle(obj, param);
   nb::object handle = nb::borrow(obj);
-  if (nb::hasattr(obj, "__cuda_stream__")) {
-    nb::object pair = obj.attr("__cuda_stream__")();
-    if (!is_list(pair) || nb::len(pair) != 2) {
-      throw TypeError(param.str() + ": __cuda_stream__() must return (version, handle)");
+  try {
+    if (nb::hasattr(obj, "__cuda_stream__")) {
+      nb::object pair = obj.attr("__cuda_stream__")();
+      if (!is_list(pair) || nb::len(pair) != 2) {
+        throw TypeError(param.str() + ": __cuda_stream__() must return (version, handle)");
+      }
+      handle = pair[1];
+    } else if (nb::hasattr(obj, "cuda_stream")) {
+      handle = obj.attr("cuda_stream");
+    } else if (nb::hasattr(obj, "ptr")) {
+      handle = obj.attr("ptr");
     }
-    handle = pair[1];
-  } else if (nb::hasattr(obj, "cuda_stream")) {
-    handle = obj.attr("cuda_stream");
-  } else if (nb::hasattr(obj, "ptr")) {
-    handle = obj.attr("ptr");
+  } catch (nb::python_error& e) {
+    // The stream object's own error, said of the parameter.
+    throw TypeError(param.str() + ": reading the stream's handle raised " + error_text(e));
   }
   if (PyBool_Check(handle.ptr()) || !PyLong_Check(handle.ptr())) {
     throw TypeError(param.str() + ": expected a CUDA stream (an int handle, or an object with "

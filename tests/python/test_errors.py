@@ -1013,6 +1013,16 @@ def test_an_input_whose_export_fails_says_why():
         twice()(**call_args(inputs=[Refusing()]))
 
 
+def test_a_stream_whose_handle_cannot_be_read_says_why():
+    class Broken:
+        def __cuda_stream__(self):
+            raise RuntimeError("stream gone")
+
+    with pytest.raises(TypeError, match=r"stream: reading the stream's handle raised "
+                                        r"RuntimeError: stream gone"):
+        twice()(**call_args(stream=Broken()))
+
+
 @pytest.mark.parametrize("make,words", [
     (lambda: kjit.metal_kernel(name="k" + LONE_SURROGATE, input_names=["inp"],
                                output_names=["out"], source=""), r"name"),
