@@ -461,54 +461,78 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   }
 }
 
-// The keyword arguments of a keyword-only function: their N names in its order, the first
-// |required| of them required. Arguments are placed by name into one slot each (null when not
-// given), with errors that name the function and the argument.
+// The arguments of a function: their N names in its order, the first |required| of them
+// required, the first |positional| of them also given by position (none: keywords only, when
+// |keywords_only| says what to pass instead). Arguments are placed into one slot each (null when
+// not given), with errors that name the function and the argument.
 template <size_t N>
-class KeywordSignature {
+class ArgumentSignature {
  public:
   using Slots = std::array<PyObject*, N>;
-  KeywordSignature(const char* function, const std::array<const char*, N>& names, size_t required,
-                   const char* keywords_only)
-      : function_(function), required_(required), keywords_only_(keywords_only) {
+  ArgumentSignature(const char* function, const std::array<const char*, N>& names, size_t required,
+                    size_t positional, const char* keywords_only = "")
+      : function_(function),
+        required_(required),
+        positional_(positional),
+        keywords_only_(keywords_only) {
     for (size_t i = 0; i < N; ++i) names_[i] = PyUnicode_InternFromString(names[i]);
   }
 
   // From a vectorcall: |values| then |kwnames|, whose first |positional| have no name.
   Slots place(PyObject* const* values, size_t positional, PyObject* kwnames) const {
-    if (positional != 0) throw TypeError(std::string(function_) + " " + keywords_only_);
-    Slots slots{};
+    Slots slots = by_position(values, positional);
     const Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < n; ++k) slots[slot_of(PyTuple_GET_ITEM(kwnames, k))] = values[k];
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      by_name(slots, PyTuple_GET_ITEM(kwnames, k), values[positional + static_cast<size_t>(k)]);
+    }
     check_required(slots);
     return slots;
   }
   // From nanobind's *args and **kwargs.
   Slots place(nb::args args, nb::kwargs kwargs) const {
-    if (nb::len(args) != 0) throw TypeError(std::string(function_) + " " + keywords_only_);
-    Slots slots{};
-    for (auto [key, value] : kwargs) slots[slot_of(key.ptr())] = value.ptr();
+    Slots slots = by_position(PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
+    for (auto [key, value] : kwargs) by_name(slots, key.ptr(), value.ptr());
     check_required(slots);
     return slots;
   }
 
  private:
-  size_t slot_of(PyObject* key) const {
-    for (size_t slot = 0; slot < N; ++slot) {
-      if (key == names_[slot]) return slot;  // keywords in code are interned
+  Slots by_position(PyObject* const* values, size_t n) const {
+    if (n > positional_) {
+      throw TypeError(std::string(function_) +
+                      (positional_ == 0
+                           ? std::string(" ") + keywords_only_
+                           : " takes at most " + std::to_string(positional_) +
+                                 " positional arguments (" + std::to_string(n) + " given)"));
     }
-    for (size_t slot = 0; slot < N; ++slot) {
-      if (PyUnicode_Compare(key, names_[slot]) == 0) return slot;
+    Slots slots{};
+    std::copy_n(values, n, slots.begin());
+    return slots;
+  }
+  void by_name(Slots& slots, PyObject* key, PyObject* value) const {
+    size_t slot = 0;
+    while (slot < N && key != names_[slot]) ++slot;  // keywords in code are interned
+    if (slot == N) {
+      slot = 0;
+      while (slot < N && PyUnicode_Compare(key, names_[slot]) != 0) ++slot;
     }
-    PyErr_Clear();  // a key with no UTF-8 form compares as unequal, with an error set
-    // repr writes such a key with escapes.
-    throw TypeError(std::string(function_) + " got an unexpected keyword argument " +
-                    nb::cast<std::string>(nb::repr(key)));
+    if (slot == N) {
+      PyErr_Clear();  // a key with no UTF-8 form compares as unequal, with an error set
+      // repr writes such a key with escapes.
+      throw TypeError(std::string(function_) + " got an unexpected keyword argument " +
+                      nb::cast<std::string>(nb::repr(key)));
+    }
+    if (slots[slot]) {
+      throw TypeError(std::string(function_) + " got multiple values for argument '" +
+                      PyUnicode_AsUTF8(names_[slot]) + "'");
+    }
+    slots[slot] = value;
   }
   void check_required(const Slots& slots) const {
     for (size_t i = 0; i < required_; ++i) {
       if (!slots[i]) {
-        throw TypeError(std::string(function_) + " missing keyword argument '" +
+        throw TypeError(std::string(function_) +
+                        (positional_ == 0 ? " missing keyword argument '" : " missing argument '") +
                         PyUnicode_AsUTF8(names_[i]) + "'");
       }
     }
@@ -516,7 +540,7 @@ class KeywordSignature {
 
   const char* function_;
   std::array<PyObject*, N> names_;  // interned, kept for the process
-  size_t required_;
+  size_t required_, positional_;
   const char* keywords_only_;
 };
 
@@ -526,9 +550,9 @@ constexpr std::array<const char*, 11> kCallArgs = {
     "init_value", "verbose",       "stream",        "device", "outputs"};
 constexpr size_t kVerbose = 7;
 static_assert(std::string_view(kCallArgs[kVerbose]) == "verbose");
-const KeywordSignature<kCallArgs.size()>& call_signature() {
-  static const auto& signature = *new KeywordSignature(
-      "kjit.Kernel.__call__()", kCallArgs, 5,
+const ArgumentSignature<kCallArgs.size()>& call_signature() {
+  static const auto& signature = *new ArgumentSignature(
+      "kjit.Kernel.__call__()", kCallArgs, 5, 0,
       "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
 }
@@ -622,9 +646,9 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new KeywordSignature(
+        static const auto& signature = *new ArgumentSignature(
             "kjit.Kernel.build()",
-            std::array<const char*, 4>{"inputs", "output_dtypes", "template", "target"}, 2,
+            std::array<const char*, 4>{"inputs", "output_dtypes", "template", "target"}, 2, 0,
             "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
         const auto slots = signature.place(args, kwargs);
         const nb::handle inputs = slots[0], output_dtypes = slots[1];
@@ -666,11 +690,11 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "bind",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new KeywordSignature(
+        static const auto& signature = *new ArgumentSignature(
             "kjit.Kernel.bind()",
             std::array<const char*, 9>{"output_shapes", "output_dtypes", "grid", "threadgroup",
                                        "template", "init_value", "verbose", "stream", "device"},
-            4,
+            4, 0,
             "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
             "with each call of the bound kernel");
         const auto slots = signature.place(args, kwargs);
@@ -717,21 +741,24 @@ void init_kernel(nb::module_& m) {
 
   m.def(
       "metal_kernel",
-      [](nb::handle name, nb::handle input_names, nb::handle output_names, nb::handle source,
-         nb::handle header, nb::handle ensure_row_contiguous, nb::handle atomic_outputs,
-         nb::handle compile_options) {
+      [](nb::args args, nb::kwargs kwargs) {
+        static const auto& signature = *new ArgumentSignature(
+            "kjit.metal_kernel()",
+            std::array<const char*, 8>{"name", "input_names", "output_names", "source", "header",
+                                       "ensure_row_contiguous", "atomic_outputs",
+                                       "compile_options"},
+            4, 8);
+        const auto a = signature.place(args, kwargs);
         const char* api = "metal_kernel";
-        return as_python(PyKernel(
-            metal_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
-                         to_names(output_names, api, "output_names"),
-                         to_text(source, api, "source"), to_text(header, api, "header"),
-                         to_bool(ensure_row_contiguous, api, "ensure_row_contiguous"),
-                         to_bool(atomic_outputs, api, "atomic_outputs"),
-                         to_compile_options(compile_options, api))));
+        const nb::str no_header("");
+        return as_python(
+            PyKernel(metal_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
+                                  to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
+                                  to_text(a[4] ? a[4] : no_header.ptr(), api, "header"),
+                                  to_bool(a[5] ? a[5] : Py_True, api, "ensure_row_contiguous"),
+                                  to_bool(a[6] ? a[6] : Py_False, api, "atomic_outputs"),
+                                  to_compile_options(a[7] ? a[7] : Py_None, api))));
       },
-      "name"_a.none(), "input_names"_a.none(), "output_names"_a.none(), "source"_a.none(),
-      "header"_a.none() = "", "ensure_row_contiguous"_a.none() = true,
-      "atomic_outputs"_a.none() = false, "compile_options"_a.none() = nb::none(),
       nb::sig("def metal_kernel(name: str, input_names: collections.abc.Sequence[str], "
               "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
               "ensure_row_contiguous: bool = True, atomic_outputs: bool = False, "
@@ -740,32 +767,37 @@ void init_kernel(nb::module_& m) {
 
   m.def(
       "cuda_kernel",
-      [](nb::handle name, nb::handle input_names, nb::handle output_names, nb::handle source,
-         nb::handle header, nb::handle ensure_row_contiguous, nb::handle shared_memory,
-         nb::handle compile_options, nb::handle atomic_outputs) {
+      [](nb::args args, nb::kwargs kwargs) {
+        static const auto& signature = *new ArgumentSignature(
+            "kjit.cuda_kernel()",
+            std::array<const char*, 9>{"name", "input_names", "output_names", "source", "header",
+                                       "ensure_row_contiguous", "shared_memory", "compile_options",
+                                       "atomic_outputs"},
+            4, 9);
+        const auto a = signature.place(args, kwargs);
         const char* api = "cuda_kernel";
-        if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
-          throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
+        long long smem = 0;
+        if (const nb::handle shared_memory = a[6]) {
+          if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
+            throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
+          }
+          int overflow = 0;
+          smem = PyLong_AsLongLongAndOverflow(shared_memory.ptr(), &overflow);
+          if (overflow) smem = -1;
+          if (smem < 0 || smem > INT32_MAX) {
+            throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
+                             nb::cast<std::string>(nb::repr(shared_memory)));
+          }
         }
-        int overflow = 0;
-        long long smem = PyLong_AsLongLongAndOverflow(shared_memory.ptr(), &overflow);
-        if (overflow) smem = -1;
-        if (smem < 0 || smem > INT32_MAX) {
-          throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
-                           nb::cast<std::string>(nb::repr(shared_memory)));
-        }
+        const nb::str no_header("");
         return as_python(PyKernel(
-            cuda_kernel(to_text(name, api, "name"), to_names(input_names, api, "input_names"),
-                        to_names(output_names, api, "output_names"), to_text(source, api, "source"),
-                        to_text(header, api, "header"),
-                        to_bool(ensure_row_contiguous, api, "ensure_row_contiguous"),
-                        static_cast<int>(smem), to_compile_options(compile_options, api),
-                        to_bool(atomic_outputs, api, "atomic_outputs"))));
+            cuda_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
+                        to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
+                        to_text(a[4] ? a[4] : no_header.ptr(), api, "header"),
+                        to_bool(a[5] ? a[5] : Py_True, api, "ensure_row_contiguous"),
+                        static_cast<int>(smem), to_compile_options(a[7] ? a[7] : Py_None, api),
+                        to_bool(a[8] ? a[8] : Py_False, api, "atomic_outputs"))));
       },
-      "name"_a.none(), "input_names"_a.none(), "output_names"_a.none(), "source"_a.none(),
-      "header"_a.none() = "", "ensure_row_contiguous"_a.none() = true,
-      "shared_memory"_a.none() = 0, "compile_options"_a.none() = nb::none(),
-      "atomic_outputs"_a.none() = false,
       nb::sig("def cuda_kernel(name: str, input_names: collections.abc.Sequence[str], "
               "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
               "ensure_row_contiguous: bool = True, shared_memory: int = 0, "

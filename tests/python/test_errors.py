@@ -125,6 +125,7 @@ CONSTRUCTION_ERRORS = [
      r"input_names: the name 'a' is used more than once"),
     ("no-outputs", "metal", dict(output_names=[]), ValueError,
      r"output_names: at least one output is required"),
+
     # source / header
     ("source-bytes", "metal", dict(source=b"o[0] = a[0];"), TypeError, r"source: expected a str"),
     ("source-int", "cuda", dict(source=7), TypeError, r"source: expected a str"),
@@ -183,6 +184,25 @@ def test_constructor_rejects(label, api, overrides, exc, pattern):
     with pytest.raises(exc, match=pattern) as excinfo:
         make(api, **overrides)
     check_prefix(excinfo)
+
+
+def test_constructors_name_arguments_missing_repeated_unknown_or_too_many():
+    # As Python words such errors (no "[kjit.…]" prefix: they are about the call, not a value).
+    with pytest.raises(TypeError, match=r"^kjit\.metal_kernel\(\) got an unexpected keyword "
+                                        r"argument 'shared_memory'$"):
+        make("metal", shared_memory=16)
+    with pytest.raises(TypeError, match=r"^kjit\.cuda_kernel\(\) missing argument 'source'$"):
+        kjit.cuda_kernel("k", ["a"], ["o"])
+    with pytest.raises(TypeError, match=r"^kjit\.metal_kernel\(\) got multiple values for "
+                                        r"argument 'name'$"):
+        kjit.metal_kernel("k", ["a"], ["o"], "o[0] = a[0];", name="k2")
+    with pytest.raises(TypeError, match=r"^kjit\.metal_kernel\(\) takes at most 8 positional "
+                                        r"arguments \(9 given\)$"):
+        kjit.metal_kernel("k", ["a"], ["o"], "o[0] = a[0];", "", True, False, None, 1)
+    # All of them by position, as MLX's own calls may pass them.
+    k = kjit.cuda_kernel("k", ["a"], ["o"], "o[threadIdx.x] = a[threadIdx.x];", "", True, 0, None,
+                         False)
+    assert (k.name, k.input_names, k.output_names) == ("k", ["a"], ["o"])
 
 
 def test_constructor_errors_name_the_api():
