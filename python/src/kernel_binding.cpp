@@ -344,7 +344,9 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
   if (place.verbose) {
     options.print = [](std::string_view text) {
       nb::gil_scoped_acquire gil;
-      nb::module_::import_("sys").attr("stdout").attr("write")(nb::str(text.data(), text.size()));
+      // Where print() would write: nowhere when sys.stdout is None (pythonw, a closed console).
+      const nb::object out = nb::module_::import_("sys").attr("stdout");
+      if (!out.is_none()) out.attr("write")(nb::str(text.data(), text.size()));
     };
   }
   // With arrays on a GPU, work (a kernel, or a copy of a 0-d input to a CPU kernel) runs on the

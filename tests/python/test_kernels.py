@@ -900,6 +900,17 @@ def test_verbose_prints_generated_source(capsys, rng):
     assert capsys.readouterr().out == ""
 
 
+def test_verbose_without_a_stdout_prints_nowhere(monkeypatch, rng):
+    # As print() does when sys.stdout is None (pythonw, a closed console).
+    monkeypatch.setattr(sys, "stdout", None)
+    kernel = kjit.metal_kernel(name="verbose_nowhere", input_names=["inp"], output_names=["out"],
+                               source="uint i = thread_position_in_grid.x; out[i] = inp[i];")
+    a = rng.standard_normal(4).astype(np.float32)
+    (out,) = kernel(inputs=[a], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+                    output_dtypes=[np.float32], verbose=True)
+    np.testing.assert_array_equal(out, a)
+
+
 # --- half and bfloat arithmetic ---------------------------------------------------------------
 
 HALF_SOURCE = """
