@@ -367,9 +367,20 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
       if (used != target.size() - 3) cc = 0;
     } catch (const std::exception&) {
     }
-    if (cc < 30 || cc > 200) throw ValueError(bad_target);
+    if (cc < 30 || cc > 200) {
+      // sm_90a and the like: code for one chip alone, which kjit's launches never ask for.
+      throw ValueError(bad_target + (std::isalpha(static_cast<unsigned char>(target.back()))
+                                         ? " (kjit compiles for sm_XY, not sm_XYa or sm_XYf)"
+                                         : ""));
+    }
     check_atomic_outputs(spec, sig.outputs);
-    cuda::build_offline(spec, codegen::generate(spec, sig, codegen::Target::Cuda), cc);
+    const codegen::GeneratedSource source = codegen::generate(spec, sig, codegen::Target::Cuda);
+    try {
+      cuda::build_offline(spec, source, cc);
+    } catch (const ValueError& e) {
+      // An architecture this NVRTC cannot compile for.
+      throw ValueError(prefix_named(spec) + "target: " + e.what());
+    }
     return;
   }
   Device device;

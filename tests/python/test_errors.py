@@ -533,6 +533,13 @@ BUILD_ERRORS = [
      T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got 'sm_x'"),
     ("build-target-int", dict(target=90), TypeError,
      T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'"),
+    ("build-target-one-chip", dict(target="sm_90a"), ValueError,
+     T + r"target: expected .* got 'sm_90a' \(kjit compiles for sm_XY, not sm_XYa or sm_XYf\)"),
+    pytest.param(
+        "build-target-too-old", dict(target="sm_35"), ValueError,
+        T + r"target: NVRTC \d+\.\d+ cannot compile for compute capability 3\.5",
+        id="build-target-too-old", marks=pytest.mark.skipif(
+            not kjit._kjit.cuda_status()["nvrtc"], reason="needs NVRTC")),
     pytest.param(
         "build-ndim-huge", dict(inputs=[("float32", 2**40)]), ValueError,
         T + r"inputs.*ndim",

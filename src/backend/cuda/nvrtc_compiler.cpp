@@ -36,9 +36,9 @@ std::string arch_flag(int cc) {
     if (a <= cc) best = std::max(best, a);
   }
   if (best == 0) {
-    throw ValueError("kjit: NVRTC " + std::to_string(api.major) + "." +
-                     std::to_string(api.minor) + " cannot compile for compute capability " +
-                     std::to_string(cc / 10) + "." + std::to_string(cc % 10));
+    throw ValueError("NVRTC " + std::to_string(api.major) + "." + std::to_string(api.minor) +
+                     " cannot compile for compute capability " + std::to_string(cc / 10) + "." +
+                     std::to_string(cc % 10));
   }
   return "--gpu-architecture=compute_" + std::to_string(best);
 }
