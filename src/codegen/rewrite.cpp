@@ -3,6 +3,9 @@
 #include <kjit/errors.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
 #include "codegen/loop_marks.h"
 #include "codegen/token_scan.h"
@@ -167,6 +170,21 @@ bool is_unsuffixed_floating(std::string_view num) {
   bool suffixed =
       last == 'f' || last == 'F' || last == 'l' || last == 'L' || last == 'h' || last == 'H';
   return floating && !suffixed;
+}
+
+// The float a Metal floating literal (digits without a suffix) spells, as C++ that every target
+// compiles: the literal with an f, or, beyond float's range, what Metal makes of it (infinity,
+// or zero for one too small), which NVRTC refuses to write as a literal.
+std::string metal_float(std::string_view digits) {
+  std::string plain;
+  for (char c : digits) {
+    if (c != '\'') plain += c;  // digit separators
+  }
+  errno = 0;
+  const float value = std::strtof(plain.c_str(), nullptr);
+  if (errno == ERANGE && std::isinf(value)) return "__builtin_bit_cast(float, 0x7f800000u)";
+  if (errno == ERANGE && value == 0.0f) return "0.0f";
+  return std::string(digits) + "f";
 }
 
 // A Metal half literal: a floating literal with an h or H suffix (0.5h).
@@ -782,14 +800,13 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
     }
     if (dialect == Dialect::Metal && t.kind == TokenKind::Number &&
         is_unsuffixed_floating(t.text)) {
-      out += t.text;
-      out += 'f';
+      out += metal_float(t.text);
       continue;
     }
     if (dialect == Dialect::Metal && t.kind == TokenKind::Number && is_half_literal(t.text)) {
       out += "static_cast<half>(";
-      out += t.text.substr(0, t.text.size() - 1);
-      out += "f)";
+      out += metal_float(t.text.substr(0, t.text.size() - 1));
+      out += ")";
       continue;
     }
     out += t.text;

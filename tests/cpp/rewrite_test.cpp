@@ -67,6 +67,13 @@ TEST(RewriteMetal, UnsuffixedFloatLiteralsBecomeFloat) {
             "x = .25f + 1.5e-3f + 1E+2f + 0x1.8P-1f + 1'000.5f;");
 }
 
+TEST(RewriteMetal, LiteralsBeyondFloatsRangeBecomeWhatMetalMakesOfThem) {
+  // Infinity, or zero below the smallest float: NVRTC refuses such literals.
+  EXPECT_EQ(metal("x = 1e39 + 1e-50 + 1e-40;"),
+            "x = __builtin_bit_cast(float, 0x7f800000u) + 0.0f + 1e-40f;");
+  EXPECT_EQ(metal("h = 1e39h;"), "h = static_cast<half>(__builtin_bit_cast(float, 0x7f800000u));");
+}
+
 TEST(RewriteMetal, SuffixedAndIntegerLiteralsStay) {
   const std::string text =
       "x = 0.5f + 1 + 0x10 + 1e3f + 2.F + 0x1p3f + 0x1e3 + 0xE + 7u + 1'000 + 0b11 + "

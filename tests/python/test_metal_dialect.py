@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import poisoned
+from conftest import DEVICES, poisoned
 
 SWIZZLES = """
 uint i = thread_position_in_grid.x;
@@ -129,6 +129,20 @@ ints[5] = numeric_limits<char>::lowest();
 ints[6] = numeric_limits<uint>::max() == 4294967295u;
 ints[7] = numeric_limits<long>::max() == 9223372036854775807l;
 """
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_literals_beyond_floats_range_are_what_metal_makes_of_them(device):
+    # Metal's literals are floats: 1e39 is infinity and 1e-50 zero, on every target.
+    k = kjit.metal_kernel(name="far_literals", input_names=["a"], output_names=["o"], source="""
+    const uint i = thread_position_in_grid.x;
+    const float values[5] = {1e39, -1e39, 1e-50, 1e-40, float(1e39h)};
+    o[i] = values[i] + a[i];
+""")
+    (out,) = k(inputs=[np.zeros(5, np.float32)], output_shapes=[(5,)], output_dtypes=[np.float32],
+               grid=(5, 1, 1), threadgroup=(5, 1, 1), device=device,
+               outputs=[np.full(5, 7, np.float32)])
+    np.testing.assert_array_equal(out, np.array([np.inf, -np.inf, 0, 1e-40, np.inf], np.float32))
 
 
 def test_numeric_limits_and_constants():
