@@ -348,6 +348,37 @@ bool import_ndarray(nb::handle obj, Nd& nd) {
   return imported;
 }
 
+// Whether torch lets |tensor| be written in place now, asked through torch's Python API (where
+// kjit._torch does not serve).
+TorchWrite torch_write(nb::handle tensor) {
+  nb::module_ torch = nb::module_::import_("torch");
+  if (nb::cast<bool>(tensor.attr("is_inference")()) &&
+      !nb::cast<bool>(torch.attr("is_inference_mode_enabled")())) {
+    return TorchWrite::Inference;
+  }
+  if (nb::cast<bool>(tensor.attr("requires_grad")) && nb::cast<bool>(tensor.attr("is_leaf")) &&
+      nb::cast<bool>(torch.attr("is_grad_enabled")())) {
+    return TorchWrite::GradLeaf;
+  }
+  return TorchWrite::Allowed;
+}
+
+// Refuses to write a tensor in place where torch itself would, as torch says why.
+void check_torch_write(TorchWrite write, const Param& param) {
+  if (write == TorchWrite::GradLeaf) {
+    throw ValueError(param.str() +
+                     ": a leaf tensor that requires grad cannot be written in place "
+                     "while grad mode is on, as torch refuses too; write under torch.no_grad(), "
+                     "or into a tensor that does not require grad");
+  }
+  if (write == TorchWrite::Inference) {
+    throw ValueError(param.str() +
+                     ": an inference tensor cannot be written in place outside "
+                     "inference mode, as torch refuses too; write under torch.inference_mode(), "
+                     "or into a normal tensor");
+  }
+}
+
 // A torch.Tensor, read by kjit._torch where it serves, else described by torch._C._to_dlpack:
 // one call into torch's C++ (the tensor's Python __dlpack__ costs several microseconds, its
 // accessors a call each for the dtype, device, shape, strides and address).
@@ -356,11 +387,13 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
   if (const TorchBridge* bridge = torch_bridge()) {
     TorchTensorView v;
     if (bridge->read(tensor.ptr(), writable, &v)) {
+      check_torch_write(v.write, param);
       const auto n = static_cast<size_t>(v.ndim);
       return Array::borrow(v.data, {v.shape, n}, {v.strides, n}, v.dtype,
                            v.cuda ? Device::cuda(v.device_index) : Device::cpu(), std::move(owner));
     }
   }
+  if (writable) check_torch_write(torch_write(tensor), param);
   static const nb::object& to_dlpack = *new nb::object(attr_or_invalid("torch._C", "_to_dlpack"));
   static PyObject* const kIsNeg = PyUnicode_InternFromString("is_neg");
   nb::object capsule;

@@ -15,7 +15,14 @@
 namespace kjit::python {
 
 /// Changes whenever TorchBridge or TorchTensorView change.
-inline constexpr uint32_t kTorchBridgeAbi = 1;
+inline constexpr uint32_t kTorchBridgeAbi = 2;
+
+/// Whether torch lets a tensor be written in place now, and if not, why (torch's own rules).
+enum class TorchWrite : uint8_t {
+  Allowed,
+  GradLeaf,   // a leaf that requires grad, while grad mode is on
+  Inference,  // an inference tensor, outside inference mode
+};
 
 /// A strided tensor's memory, as kjit describes arrays (strides in elements).
 struct TorchTensorView {
@@ -26,6 +33,7 @@ struct TorchTensorView {
   Dtype dtype = Dtype::Float32;
   bool cuda = false;  // else host memory
   int device_index = 0;
+  TorchWrite write = TorchWrite::Allowed;  // filled when read for writing
 };
 
 struct TorchBridge {
@@ -33,7 +41,8 @@ struct TorchBridge {
   /// True when |obj| is a torch tensor this bridge reads, now in |view|. False (no Python error
   /// set) for anything else, including tensors with torch's lazy conjugation or negation, other
   /// layouts and devices, and tensors without storage: the general path decides what they are.
-  /// |writable| asks for memory the kernel may write (a lazily copied tensor is copied first).
+  /// |writable| asks for memory the kernel may write (a lazily copied tensor is copied first),
+  /// and whether torch allows that (view->write).
   bool (*read)(PyObject* obj, bool writable, TorchTensorView* view);
   /// torch's current stream on CUDA device |index|, as a CUstream, in |stream|. False with a
   /// Python error set on failure.

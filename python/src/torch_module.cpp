@@ -2,6 +2,8 @@
 // CPython module: torch's headers bring pybind11, which is kept apart from kjit's nanobind module.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
@@ -42,6 +44,13 @@ bool read(PyObject* obj, bool writable, TorchTensorView* view) {
     const std::optional<Dtype> dtype = to_kjit(t.scalar_type());
     const c10::Device device = t.device();
     if (!dtype || !(device.is_cpu() || device.is_cuda())) return false;
+    if (writable) {
+      view->write = t.is_inference() && !c10::InferenceMode::is_enabled() ? TorchWrite::Inference
+                    : t.requires_grad() && t.is_leaf() && c10::GradMode::is_enabled()
+                        ? TorchWrite::GradLeaf
+                        : TorchWrite::Allowed;
+      if (view->write != TorchWrite::Allowed) return true;  // not copied for a write refused
+    }
     view->data = writable ? t.mutable_data_ptr() : const_cast<void*>(t.const_data_ptr());
     view->ndim = static_cast<int>(t.dim());
     std::memcpy(view->shape, t.sizes().data(), sizeof(int64_t) * t.dim());
