@@ -70,7 +70,9 @@ class AlternateStack {
     if (sigaltstack(&ours, nullptr) != 0) memory_.reset();
   }
   ~AlternateStack() {
-    if (!memory_) return;
+    stack_t current = {};
+    // Still ours (faulthandler, enabled later, may have put its own in its place).
+    if (!memory_ || sigaltstack(nullptr, &current) != 0 || current.ss_sp != memory_.get()) return;
     stack_t off = {};
     off.ss_flags = SS_DISABLE;
     sigaltstack(&off, nullptr);
