@@ -369,9 +369,11 @@ void Kernel::build(const std::vector<std::pair<Dtype, int>>& input_dtypes_ndims,
     }
     if (cc < 30 || cc > 200) {
       // sm_90a and the like: code for one chip alone, which kjit's launches never ask for.
-      throw ValueError(bad_target + (std::isalpha(static_cast<unsigned char>(target.back()))
-                                         ? " (kjit compiles for sm_XY, not sm_XYa or sm_XYf)"
-                                         : ""));
+      const bool one_chip = target.size() > 4 &&
+                            std::isdigit(static_cast<unsigned char>(target[target.size() - 2])) &&
+                            std::isalpha(static_cast<unsigned char>(target.back()));
+      throw ValueError(bad_target +
+                       (one_chip ? " (kjit compiles for sm_XY, not sm_XYa or sm_XYf)" : ""));
     }
     check_atomic_outputs(spec, sig.outputs);
     const codegen::GeneratedSource source = codegen::generate(spec, sig, codegen::Target::Cuda);

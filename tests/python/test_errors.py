@@ -530,7 +530,7 @@ BUILD_ERRORS = [
     ("build-target-tpu", dict(target="tpu"), ValueError,
      T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got 'tpu'"),
     ("build-target-sm-x", dict(target="sm_x"), ValueError,
-     T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got 'sm_x'"),
+     T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY', got 'sm_x'$"),
     ("build-target-int", dict(target=90), TypeError,
      T + r"target: expected 'cpu', 'cuda', 'cuda:N' or 'sm_XY'"),
     ("build-target-one-chip", dict(target="sm_90a"), ValueError,
