@@ -1,5 +1,6 @@
 #include "backend/cpu/kernel_traps.h"
 
+#include <atomic>
 #include <csetjmp>
 #include <csignal>
 #include <iterator>
@@ -11,16 +12,20 @@ namespace {
 
 constexpr int kWatched[] = {SIGFPE, SIGILL, SIGTRAP, SIGSEGV, SIGBUS};
 
-// Where a trap in this thread's kernel code jumps to; null outside kernel code. Initial-exec:
-// the handler reads it on any thread, where storage made on first use would call malloc (a
-// crash inside malloc would then deadlock rather than end).
-thread_local sigjmp_buf* trap_landing __attribute__((tls_model("initial-exec"))) = nullptr;
+// Where a trap in this thread's kernel code jumps to; null outside kernel code.
+thread_local sigjmp_buf* trap_landing = nullptr;
+// How many threads run kernel code now. The handler reads the thread-local above only while
+// some do: on a thread that never ran a kernel, reading it first would call malloc, and a crash
+// inside malloc would then deadlock rather than end.
+std::atomic<int> kernel_threads{0};
 struct sigaction handlers_before[std::size(kWatched)];
 
 void on_trap(int signal, siginfo_t* info, void* context) {
-  if (sigjmp_buf* landing = trap_landing) {
-    trap_landing = nullptr;
-    siglongjmp(*landing, signal);
+  if (kernel_threads.load(std::memory_order_acquire) > 0) {
+    if (sigjmp_buf* landing = trap_landing) {
+      trap_landing = nullptr;
+      siglongjmp(*landing, signal);
+    }
   }
   // Not kernel code: what happened before kjit was here.
   for (size_t k = 0; k < std::size(kWatched); ++k) {
@@ -93,17 +98,23 @@ int run_trapping(void (*call)(const void*), const void* context) {
   install_handlers();
   thread_local AlternateStack alternate_stack;
   sigjmp_buf landing;
-  if (const int signal = sigsetjmp(landing, 0); signal != 0) return signal;
+  if (const int signal = sigsetjmp(landing, 0); signal != 0) {
+    kernel_threads.fetch_sub(1, std::memory_order_release);
+    return signal;
+  }
   // Unwatched again however call() ends, an exception too: a later trap must not land here.
   // (No object with a destructor lives in this frame, which the jump back leaves.)
+  kernel_threads.fetch_add(1, std::memory_order_acq_rel);
   trap_landing = &landing;
   try {
     call(context);
   } catch (...) {
     trap_landing = nullptr;
+    kernel_threads.fetch_sub(1, std::memory_order_release);
     throw;
   }
   trap_landing = nullptr;
+  kernel_threads.fetch_sub(1, std::memory_order_release);
   return 0;
 }
 
