@@ -463,21 +463,30 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   }
 }
 
-// The arguments of a function: their N names in its order, the first |required| of them
-// required, the first |positional| of them also given by position (none: keywords only, when
-// |keywords_only| says what to pass instead). Arguments are placed into one slot each (null when
-// not given), with errors that name the function and the argument.
+// An argument of a function: its name, and its default (null: required).
+struct Argument {
+  const char* name;
+  PyObject* default_value = nullptr;
+};
+
+// A default str, kept for the process.
+PyObject* text(const char* value) { return PyUnicode_InternFromString(value); }
+
+// The arguments of a function, in its order (the required ones first), the first |positional|
+// of them also given by position (none: keywords only, when |keywords_only| says what to pass
+// instead). Arguments are placed into one slot each, a default where none is given, with errors
+// that name the function and the argument.
 template <size_t N>
 class ArgumentSignature {
  public:
   using Slots = std::array<PyObject*, N>;
-  ArgumentSignature(const char* function, const std::array<const char*, N>& names, size_t required,
+  ArgumentSignature(const char* function, const std::array<Argument, N>& arguments,
                     size_t positional, const char* keywords_only = "")
-      : function_(function),
-        required_(required),
-        positional_(positional),
-        keywords_only_(keywords_only) {
-    for (size_t i = 0; i < N; ++i) names_[i] = PyUnicode_InternFromString(names[i]);
+      : function_(function), positional_(positional), keywords_only_(keywords_only) {
+    for (size_t i = 0; i < N; ++i) {
+      names_[i] = PyUnicode_InternFromString(arguments[i].name);
+      defaults_[i] = arguments[i].default_value;
+    }
   }
 
   // From a vectorcall: |values| then |kwnames|, whose first |positional| have no name.
@@ -487,14 +496,14 @@ class ArgumentSignature {
     for (Py_ssize_t k = 0; k < n; ++k) {
       by_name(slots, PyTuple_GET_ITEM(kwnames, k), values[positional + static_cast<size_t>(k)]);
     }
-    check_required(slots);
+    fill_defaults(slots);
     return slots;
   }
   // From nanobind's *args and **kwargs.
   Slots place(nb::args args, nb::kwargs kwargs) const {
     Slots slots = by_position(PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
     for (auto [key, value] : kwargs) by_name(slots, key.ptr(), value.ptr());
-    check_required(slots);
+    fill_defaults(slots);
     return slots;
   }
 
@@ -530,32 +539,41 @@ class ArgumentSignature {
     }
     slots[slot] = value;
   }
-  void check_required(const Slots& slots) const {
-    for (size_t i = 0; i < required_; ++i) {
-      if (!slots[i]) {
+  void fill_defaults(Slots& slots) const {
+    for (size_t i = 0; i < N; ++i) {
+      if (slots[i]) continue;
+      if (!defaults_[i]) {
         throw TypeError(std::string(function_) +
                         (positional_ == 0 ? " missing keyword argument '" : " missing argument '") +
                         PyUnicode_AsUTF8(names_[i]) + "'");
       }
+      slots[i] = defaults_[i];
     }
   }
 
   const char* function_;
-  std::array<PyObject*, N> names_;  // interned, kept for the process
-  size_t required_, positional_;
+  std::array<PyObject*, N> names_;     // interned, kept for the process
+  std::array<PyObject*, N> defaults_;  // borrowed from objects kept for the process
+  size_t positional_;
   const char* keywords_only_;
 };
 
-// Kernel.__call__'s keyword arguments, in its order: the first five are required.
-constexpr std::array<const char*, 11> kCallArgs = {
-    "inputs",     "output_shapes", "output_dtypes", "grid",   "threadgroup", "template",
-    "init_value", "verbose",       "stream",        "device", "outputs"};
-constexpr size_t kVerbose = 7;
-static_assert(std::string_view(kCallArgs[kVerbose]) == "verbose");
-const ArgumentSignature<kCallArgs.size()>& call_signature() {
-  static const auto& signature = *new ArgumentSignature(
-      "kjit.Kernel.__call__()", kCallArgs, 5, 0,
-      "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
+// Kernel.__call__'s keyword arguments, in its order.
+const ArgumentSignature<11>& call_signature() {
+  static const auto& signature = *new ArgumentSignature<11>(
+      "kjit.Kernel.__call__()",
+      {{{"inputs"},
+        {"output_shapes"},
+        {"output_dtypes"},
+        {"grid"},
+        {"threadgroup"},
+        {"template", Py_None},
+        {"init_value", Py_None},
+        {"verbose", Py_False},
+        {"stream", Py_None},
+        {"device", Py_None},
+        {"outputs", Py_None}}},
+      0, "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
 }
 
@@ -566,10 +584,7 @@ const ArgumentSignature<kCallArgs.size()>& call_signature() {
 PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
   try {
-    auto slots = call_signature().place(args, PyVectorcall_NARGS(nargsf), kwnames);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      if (!slots[i]) slots[i] = i == kVerbose ? Py_False : Py_None;
-    }
+    const auto slots = call_signature().place(args, PyVectorcall_NARGS(nargsf), kwnames);
     return call(*nb::inst_ptr<PyKernel>(self), slots[0], slots[1], slots[2], slots[3], slots[4],
                 slots[5], slots[6], slots[7], slots[8], slots[9], slots[10])
         .release()
@@ -648,14 +663,13 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature(
+        static const auto& signature = *new ArgumentSignature<4>(
             "kjit.Kernel.build()",
-            std::array<const char*, 4>{"inputs", "output_dtypes", "template", "target"}, 2, 0,
+            {{{"inputs"}, {"output_dtypes"}, {"template", Py_None}, {"target", text("cpu")}}}, 0,
             "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
         const auto slots = signature.place(args, kwargs);
-        const nb::handle inputs = slots[0], output_dtypes = slots[1];
-        const nb::handle template_args = slots[2] ? slots[2] : Py_None;
-        const nb::object target = slots[3] ? nb::borrow(slots[3]) : nb::str("cpu");
+        const nb::handle inputs = slots[0], output_dtypes = slots[1], template_args = slots[2],
+                         target = slots[3];
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         std::vector<std::pair<Dtype, int>> sig =
@@ -692,21 +706,24 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "bind",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature(
+        static const auto& signature = *new ArgumentSignature<9>(
             "kjit.Kernel.bind()",
-            std::array<const char*, 9>{"output_shapes", "output_dtypes", "grid", "threadgroup",
-                                       "template", "init_value", "verbose", "stream", "device"},
-            4, 0,
+            {{{"output_shapes"},
+              {"output_dtypes"},
+              {"grid"},
+              {"threadgroup"},
+              {"template", Py_None},
+              {"init_value", Py_None},
+              {"verbose", Py_False},
+              {"stream", Py_None},
+              {"device", Py_None}}},
+            0,
             "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
             "with each call of the bound kernel");
         const auto slots = signature.place(args, kwargs);
-        auto given = [&](size_t i, PyObject* otherwise) {
-          return nb::handle(slots[i] ? slots[i] : otherwise);
-        };
         const nb::handle output_shapes = slots[0], output_dtypes = slots[1], grid = slots[2],
-                         threadgroup = slots[3], template_args = given(4, Py_None),
-                         init_value = given(5, Py_None), verbose = given(6, Py_False),
-                         stream = given(7, Py_None), device = given(8, Py_None);
+                         threadgroup = slots[3], template_args = slots[4], init_value = slots[5],
+                         verbose = slots[6], stream = slots[7], device = slots[8];
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         // Converted in the order of the parameters, so that the first bad one is reported.
@@ -744,22 +761,24 @@ void init_kernel(nb::module_& m) {
   m.def(
       "metal_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature(
-            "kjit.metal_kernel()",
-            std::array<const char*, 8>{"name", "input_names", "output_names", "source", "header",
-                                       "ensure_row_contiguous", "atomic_outputs",
-                                       "compile_options"},
-            4, 8);
+        static const auto& signature =
+            *new ArgumentSignature<8>("kjit.metal_kernel()",
+                                      {{{"name"},
+                                        {"input_names"},
+                                        {"output_names"},
+                                        {"source"},
+                                        {"header", text("")},
+                                        {"ensure_row_contiguous", Py_True},
+                                        {"atomic_outputs", Py_False},
+                                        {"compile_options", Py_None}}},
+                                      8);
         const auto a = signature.place(args, kwargs);
         const char* api = "metal_kernel";
-        const nb::str no_header("");
-        return as_python(
-            PyKernel(metal_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
-                                  to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
-                                  to_text(a[4] ? a[4] : no_header.ptr(), api, "header"),
-                                  to_bool(a[5] ? a[5] : Py_True, api, "ensure_row_contiguous"),
-                                  to_bool(a[6] ? a[6] : Py_False, api, "atomic_outputs"),
-                                  to_compile_options(a[7] ? a[7] : Py_None, api))));
+        return as_python(PyKernel(
+            metal_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
+                         to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
+                         to_text(a[4], api, "header"), to_bool(a[5], api, "ensure_row_contiguous"),
+                         to_bool(a[6], api, "atomic_outputs"), to_compile_options(a[7], api))));
       },
       nb::sig("def metal_kernel(name: str, input_names: collections.abc.Sequence[str], "
               "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
@@ -770,35 +789,37 @@ void init_kernel(nb::module_& m) {
   m.def(
       "cuda_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature(
-            "kjit.cuda_kernel()",
-            std::array<const char*, 9>{"name", "input_names", "output_names", "source", "header",
-                                       "ensure_row_contiguous", "shared_memory", "compile_options",
-                                       "atomic_outputs"},
-            4, 9);
+        static const auto& signature =
+            *new ArgumentSignature<9>("kjit.cuda_kernel()",
+                                      {{{"name"},
+                                        {"input_names"},
+                                        {"output_names"},
+                                        {"source"},
+                                        {"header", text("")},
+                                        {"ensure_row_contiguous", Py_True},
+                                        {"shared_memory", PyLong_FromLong(0)},
+                                        {"compile_options", Py_None},
+                                        {"atomic_outputs", Py_False}}},
+                                      9);
         const auto a = signature.place(args, kwargs);
         const char* api = "cuda_kernel";
-        long long smem = 0;
-        if (const nb::handle shared_memory = a[6]) {
-          if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
-            throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
-          }
-          int overflow = 0;
-          smem = PyLong_AsLongLongAndOverflow(shared_memory.ptr(), &overflow);
-          if (overflow) smem = -1;
-          if (smem < 0 || smem > INT32_MAX) {
-            throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
-                             nb::cast<std::string>(nb::repr(shared_memory)));
-          }
+        const nb::handle shared_memory = a[6];
+        if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
+          throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
         }
-        const nb::str no_header("");
+        int overflow = 0;
+        long long smem = PyLong_AsLongLongAndOverflow(shared_memory.ptr(), &overflow);
+        if (overflow) smem = -1;
+        if (smem < 0 || smem > INT32_MAX) {
+          throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
+                           nb::cast<std::string>(nb::repr(shared_memory)));
+        }
         return as_python(PyKernel(
             cuda_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
                         to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
-                        to_text(a[4] ? a[4] : no_header.ptr(), api, "header"),
-                        to_bool(a[5] ? a[5] : Py_True, api, "ensure_row_contiguous"),
-                        static_cast<int>(smem), to_compile_options(a[7] ? a[7] : Py_None, api),
-                        to_bool(a[8] ? a[8] : Py_False, api, "atomic_outputs"))));
+                        to_text(a[4], api, "header"), to_bool(a[5], api, "ensure_row_contiguous"),
+                        static_cast<int>(smem), to_compile_options(a[7], api),
+                        to_bool(a[8], api, "atomic_outputs"))));
       },
       nb::sig("def cuda_kernel(name: str, input_names: collections.abc.Sequence[str], "
               "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
