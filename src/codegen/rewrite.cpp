@@ -283,6 +283,11 @@ size_t argument_count(const std::vector<Token>& t, size_t open) {
   return top_level(t, open, close, ",").size() + 1;
 }
 
+// Whether |name| is cooperative_groups, cg, or an alias |coop| knows of.
+bool names_cooperative_groups(std::string_view name, const WaitingHelpers& coop) {
+  return name == "cg" || name == "cooperative_groups" || is_listed(coop.cooperative_aliases, name);
+}
+
 // Whether the free function named at token |i| (reduce, sync) is cooperative_groups': called
 // qualified by that namespace (cg::reduce, an alias, ::cooperative_groups::sync, not
 // other::cg::reduce), or unqualified after a using directive or declaration for it with its
@@ -301,9 +306,7 @@ bool calls_cooperative_groups(const std::vector<Token>& t, size_t i, const Waiti
       const size_t before = index_before(t, outer);
       if (before != t.size() && t[before].kind == TokenKind::Identifier) return false;
     }
-    const std::string_view name = t[scope].text;
-    return name == "cg" || name == "cooperative_groups" ||
-           is_listed(coop.cooperative_aliases, name);
+    return names_cooperative_groups(t[scope].text, coop);
   }
   return is_listed(coop.cooperative_unqualified, t[i].text) &&
          !is_member_access(prev_significant(t, i)) &&
@@ -476,12 +479,9 @@ void check_header_macros_do_not_wait(const std::vector<Token>& header,
     while (end < header.size() && header[end].in_directive) ++end;
     macros.push_back({header[name].text, name + 1, end});
   }
-  const WaitingHelpers operations_only = own_names(header);
   for (Macro& m : macros) {
     for (size_t i = m.begin; i < m.end && m.waits == std::string::npos; ++i) {
-      if (awaits(header, i, dialect, operations_only) || awaits(header, i, dialect, helpers)) {
-        m.waits = i;
-      }
+      if (awaits(header, i, dialect, helpers)) m.waits = i;
     }
   }
   // Through other macros: until no macro newly waits.
@@ -500,13 +500,13 @@ void check_header_macros_do_not_wait(const std::vector<Token>& header,
   }
   for (const Macro& m : macros) {
     if (m.waits == std::string::npos) continue;
-    auto used_in = [&](const std::vector<Token>& text, bool directives) {
-      return std::any_of(text.begin(), text.end(), [&](const Token& u) {
-        return u.kind == TokenKind::Identifier && u.text == m.name &&
-               (directives || !u.in_directive);
-      });
-    };
-    if (used_in(body, true) || used_in(header, false)) {
+    // Used by the body (its macros too), or by the header's code.
+    const bool used =
+        has_identifier(body, m.name) ||
+        std::any_of(header.begin(), header.end(), [&](const Token& u) {
+          return u.kind == TokenKind::Identifier && u.text == m.name && !u.in_directive;
+        });
+    if (used) {
       throw ValueError(about(header[m.waits], dialect, TextOrigin::Header) +
                        " waits for other threads inside the header's macro '" +
                        std::string(m.name) +
@@ -550,10 +550,7 @@ void note_cooperative_groups(const std::vector<Token>& t, WaitingHelpers& helper
   auto namespace_after = [&](size_t k) {
     size_t name = index_after(t, k);
     if (name != t.size() && t[name].text == "::") name = index_after(t, name);
-    const bool names =
-        name != t.size() && (t[name].text == "cooperative_groups" || t[name].text == "cg" ||
-                             is_listed(helpers.cooperative_aliases, t[name].text));
-    return names ? name : t.size();
+    return name != t.size() && names_cooperative_groups(t[name].text, helpers) ? name : t.size();
   };
   auto allow_unqualified = [&](std::string_view name) {
     if (!is_listed(helpers.cooperative_unqualified, name))
@@ -680,7 +677,8 @@ std::string rewrite_header(const std::vector<Token>& tokens, Dialect dialect, Ta
 
 std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target target,
                     bool coroutine, int dynamic_shared, const WaitingHelpers* helpers) {
-  const WaitingHelpers own = helpers ? WaitingHelpers{} : own_names(tokens);
+  // The text's own names for cooperative groups are read only where calls are awaited.
+  const WaitingHelpers own = coroutine && !helpers ? own_names(tokens) : WaitingHelpers{};
   if (!helpers) helpers = &own;
   std::string out;
   std::vector<size_t> closers;  // tokens after which a wrapped call's co_await closes

@@ -47,8 +47,9 @@ struct WaitingHelpers {
 void note_cooperative_groups(const std::vector<Token>& tokens, WaitingHelpers& helpers);
 
 /// Throws kjit::ValueError when a macro of |header| that |body| or the header's code uses waits
-/// (a barrier, a SIMD-group or warp operation, or a call of one of |helpers|): on the CPU the
-/// body cannot await what such a macro expands to.
+/// (a barrier, a SIMD-group or warp operation, or a call of one of |helpers|, which are
+/// find_waiting_helpers(header)'s and so know the header's names for cooperative groups): on
+/// the CPU the body cannot await what such a macro expands to.
 void check_header_macros_do_not_wait(const std::vector<Token>& header,
                                      const std::vector<Token>& body, Dialect dialect,
                                      const WaitingHelpers& helpers);

@@ -395,9 +395,10 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   // The header's names for cooperative_groups: region planning reads the body alone.
   const bool header_names_groups =
       !helpers.cooperative_aliases.empty() || !helpers.cooperative_unqualified.empty();
-  note_cooperative_groups(spec.source_tokens, helpers);
+  // What follows decides how the CPU waits; a GPU kernel needs none of it.
+  if (target == Target::Cpu) note_cooperative_groups(spec.source_tokens, helpers);
   const bool matrices =
-      spec.dialect == Dialect::Metal &&
+      target == Target::Cpu && spec.dialect == Dialect::Metal &&
       (uses_simdgroup_matrices(spec.source_tokens) || uses_simdgroup_matrices(spec.header_tokens));
   const bool waits =
       target == Target::Cpu && (matrices || !helpers.names.empty() ||
