@@ -68,7 +68,5 @@ KJIT_INLINE uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return uint3(
 KJIT_INLINE uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return {x, y, z, w};
 }
-// CUDA's uint3 of kjit's (what the body's and the header's index variables are).
-KJIT_INLINE uint3 to_uint3(const ::kjit::uint3& v) { return uint3(v); }
 
 }  // namespace kjit::cuda_dialect

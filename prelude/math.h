@@ -279,7 +279,6 @@ KJIT_INLINE double sinpi(double x) {
 // cos(pi x): cos(pi a) itself for |a| < 1/4, else sin(pi (1/2 - a)) (1/2 - a exact there).
 KJIT_INLINE double cospi(double x) {
   const double a = __builtin_fabs(__builtin_remainder(x, 2.0));
-  if (a == 0.5) return 0.0;
   if (a < 0.25) return __builtin_cos(kPi * a);
   return sinpi(0.5 - a);
 }

@@ -178,9 +178,8 @@ KJIT_VEC_BINARY(rotate)
 template <class T, int N>
 KJIT_INLINE ::kjit::vec<::kjit::bits::unsigned_t<T>, N> absdiff(const ::kjit::vec<T, N>& a,
                                                                 const ::kjit::vec<T, N>& b) {
-  ::kjit::vec<::kjit::bits::unsigned_t<T>, N> r;
-  for (int i = 0; i < N; ++i) r[i] = absdiff(a[i], b[i]);
-  return r;
+  return ::kjit::elementwise<::kjit::bits::unsigned_t<T>>(a, b,
+                                                          [](T x, T y) { return absdiff(x, y); });
 }
 KJIT_VEC_BINARY(hadd)
 KJIT_VEC_BINARY(rhadd)

@@ -20,8 +20,8 @@ template <class T>
 struct numeric_limits<T, true> {
   static constexpr bool is_specialized = true;
   static constexpr bool is_integer = true;
-  static constexpr bool is_signed = T(-1) < T(0);
-  static constexpr int digits = int(sizeof(T) * 8) - (is_signed ? 1 : 0);
+  static constexpr bool is_signed = ::kjit::bits::is_signed_v<T>;
+  static constexpr int digits = ::kjit::bits::width<T> - (is_signed ? 1 : 0);
   static constexpr T max() { return ::kjit::bits::highest<T>; }
   static constexpr T min() { return ::kjit::bits::lowest<T>; }
   static constexpr T lowest() { return min(); }

@@ -63,7 +63,7 @@ std::string cuda_typed(const CudaBuiltin& b, Target target, const std::string& v
   if (target == Target::Cuda) {
     return std::string(b.sizes ? "dim3(" : "(") + "::kjit::cuda_uint3(" + value + "))";
   }
-  return std::string(b.sizes ? "::kjit::cuda_dialect::dim3(" : "::kjit::cuda_dialect::to_uint3(") +
+  return std::string(b.sizes ? "::kjit::cuda_dialect::dim3(" : "::kjit::cuda_dialect::uint3(") +
          value + ")";
 }
 
