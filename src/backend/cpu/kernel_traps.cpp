@@ -97,24 +97,26 @@ namespace detail {
 int run_trapping(void (*call)(const void*), const void* context) {
   install_handlers();
   thread_local AlternateStack alternate_stack;
+  // Unwatched again however call() ends, an exception or a trap too: a later trap must not land
+  // here. (No object with a destructor lives in this frame, which the jump back leaves.)
+  auto leave = [] {
+    trap_landing = nullptr;
+    kernel_threads.fetch_sub(1, std::memory_order_release);
+  };
   sigjmp_buf landing;
   if (const int signal = sigsetjmp(landing, 0); signal != 0) {
-    kernel_threads.fetch_sub(1, std::memory_order_release);
+    leave();
     return signal;
   }
-  // Unwatched again however call() ends, an exception too: a later trap must not land here.
-  // (No object with a destructor lives in this frame, which the jump back leaves.)
   kernel_threads.fetch_add(1, std::memory_order_acq_rel);
   trap_landing = &landing;
   try {
     call(context);
   } catch (...) {
-    trap_landing = nullptr;
-    kernel_threads.fetch_sub(1, std::memory_order_release);
+    leave();
     throw;
   }
-  trap_landing = nullptr;
-  kernel_threads.fetch_sub(1, std::memory_order_release);
+  leave();
   return 0;
 }
 
