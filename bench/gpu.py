@@ -71,10 +71,6 @@ def build_cpp_call() -> str | None:
                 libraries=(lib, "-ldl"))
 
 
-def build_floor(path: str | None) -> str:
-    return path or nvcc("launch_floor.cu", "launch_floor")
-
-
 def build_python_floor() -> object:
     """The Python floor (bench/python_floor.cu): a C extension that only launches."""
     import importlib.util
@@ -155,7 +151,8 @@ def main() -> None:
     side = torch.cuda.Stream()
     torch.cuda.set_stream(side)  # every timed launch goes to one non-blocking stream
 
-    floor_exe, cpp_exe = build_floor(floor_path), build_cpp_call()
+    floor_exe = floor_path or nvcc("launch_floor.cu", "launch_floor")
+    cpp_exe = build_cpp_call()
     python_floor = build_python_floor()
 
     x = torch.randn(16, device=dev)
