@@ -67,10 +67,9 @@ struct Declaration {
 
 class Splitter {
  public:
-  Splitter(const KernelSpec& spec, const std::vector<std::string>& uniform)
-      : t_(spec.source_tokens), dialect_(spec.dialect), uniform_(uniform) {
-    note_cooperative_groups(t_, names_);
-  }
+  Splitter(const KernelSpec& spec, const std::vector<std::string>& uniform,
+           const WaitingHelpers& names)
+      : t_(spec.source_tokens), dialect_(spec.dialect), uniform_(uniform), names_(names) {}
 
   std::optional<RegionPlan> plan() {
     for (size_t k = 0; k < t_.size(); ++k) {
@@ -368,7 +367,7 @@ class Splitter {
   const Tokens& t_;
   Dialect dialect_;
   const std::vector<std::string>& uniform_;
-  WaitingHelpers names_;  // how the body names cooperative groups, for its waiting calls
+  const WaitingHelpers& names_;  // how the body names cooperative groups, for its waiting calls
   RegionPlan plan_;
   std::vector<bool> in_loop_;  // per piece: a region inside a loop
 };
@@ -376,8 +375,9 @@ class Splitter {
 }  // namespace
 
 std::optional<RegionPlan> plan_regions(const KernelSpec& spec,
-                                       const std::vector<std::string>& uniform) {
-  return Splitter(spec, uniform).plan();
+                                       const std::vector<std::string>& uniform,
+                                       const WaitingHelpers& names) {
+  return Splitter(spec, uniform, names).plan();
 }
 
 std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/lexer.h"
+#include "codegen/rewrite.h"
 #include "core/kernel_spec.h"
 
 namespace kjit::codegen {
@@ -37,9 +38,11 @@ struct RegionPlan {
 
 /// The plan for |spec|'s body, or nothing when it needs the cooperative mode's coroutines:
 /// SIMD-group or warp operations, waiting helpers, barriers that threads may reach apart, or code
-/// the splitter does not follow.
+/// the splitter does not follow. |names| says how the body names cooperative groups
+/// (note_cooperative_groups of the body).
 std::optional<RegionPlan> plan_regions(const KernelSpec& spec,
-                                       const std::vector<std::string>& uniform);
+                                       const std::vector<std::string>& uniform,
+                                       const WaitingHelpers& names);
 
 /// The tokens of the body as a region sees them: group memory declarations and carried
 /// variables' types blanked, carried variables read from their per-thread slots (indexed by

@@ -408,7 +408,7 @@ GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Targ
   const bool regions_allowed = regions && !(regions_env && std::string_view(regions_env) == "0");
   std::optional<RegionPlan> plan;
   if (waits && regions_allowed && helpers.names.empty() && !matrices && !header_names_groups) {
-    plan = plan_regions(spec, uniform_names(spec, call));
+    plan = plan_regions(spec, uniform_names(spec, call), helpers);
   }
   const bool coroutine = waits && !plan;
   if (target == Target::Cpu) {

@@ -15,6 +15,7 @@
 
 #include "codegen/lexer.h"
 #include "codegen/regions.h"
+#include "codegen/rewrite.h"
 #include "codegen/source.h"
 #include "core/kernel_spec.h"
 
@@ -402,6 +403,13 @@ TEST(CudaEntryPoints, OnlyThoseAskedForWithTheirLayoutAndFullness) {
 
 const std::vector<std::string> kUniform = {"threads_per_threadgroup", "n"};
 
+// How |spec|'s body names cooperative groups, as generation notes it for region planning.
+WaitingHelpers body_names(const KernelSpec& spec) {
+  WaitingHelpers names;
+  note_cooperative_groups(spec.source_tokens, names);
+  return names;
+}
+
 std::vector<RegionPlan::Piece::Kind> kinds(const RegionPlan& plan) {
   std::vector<RegionPlan::Piece::Kind> out;
   for (const RegionPlan::Piece& p : plan.pieces) out.push_back(p.kind);
@@ -422,7 +430,7 @@ TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
     if (t == 0) out[0] = partial[0] + u;
   )")
                   .make();
-  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform);
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec));
   ASSERT_TRUE(plan);
   using K = RegionPlan::Piece::Kind;
   EXPECT_EQ(kinds(*plan),
@@ -453,7 +461,7 @@ TEST(Regions, AThreadThatReturnsLeavesTheLaterRegions) {
     out[0] = twice(inp[0]);
   )")
                   .make();
-  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform);
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec));
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->returns);
   std::deque<std::string> texts;
@@ -483,7 +491,7 @@ TEST(Regions, WaitsThreadsMayReachApartNeedCoroutines) {
            "{ float t; t = 2; out[0] = t; }\nout[1] = t;",
        }) {
     auto spec = Spec().source(body).make();
-    EXPECT_FALSE(plan_regions(*spec, kUniform)) << body;
+    EXPECT_FALSE(plan_regions(*spec, kUniform, body_names(*spec))) << body;
   }
 }
 
