@@ -558,22 +558,40 @@ class ArgumentSignature {
   const char* keywords_only_;
 };
 
-// Kernel.__call__'s keyword arguments, in its order.
+// The arguments of metal_kernel and cuda_kernel: the six they share, then |rest|, each
+// factory's own, in its order.
+template <size_t K>
+std::array<Argument, 6 + K> kernel_arguments(const std::array<Argument, K>& rest) {
+  std::array<Argument, 6 + K> all = {{{"name"},
+                                      {"input_names"},
+                                      {"output_names"},
+                                      {"source"},
+                                      {"header", text("")},
+                                      {"ensure_row_contiguous", Py_True}}};
+  std::copy(rest.begin(), rest.end(), all.begin() + 6);
+  return all;
+}
+
+// Kernel.__call__'s keyword arguments, in its order: the arrays first and last, the settings
+// that bind takes between them.
+std::array<Argument, 11> call_arguments() {
+  return {{{"inputs"},
+           {"output_shapes"},
+           {"output_dtypes"},
+           {"grid"},
+           {"threadgroup"},
+           {"template", Py_None},
+           {"init_value", Py_None},
+           {"verbose", Py_False},
+           {"stream", Py_None},
+           {"device", Py_None},
+           {"outputs", Py_None}}};
+}
+
 const ArgumentSignature<11>& call_signature() {
   static const auto& signature = *new ArgumentSignature<11>(
-      "kjit.Kernel.__call__()",
-      {{{"inputs"},
-        {"output_shapes"},
-        {"output_dtypes"},
-        {"grid"},
-        {"threadgroup"},
-        {"template", Py_None},
-        {"init_value", Py_None},
-        {"verbose", Py_False},
-        {"stream", Py_None},
-        {"device", Py_None},
-        {"outputs", Py_None}}},
-      0, "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
+      "kjit.Kernel.__call__()", call_arguments(), 0,
+      "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
 }
 
@@ -706,17 +724,15 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "bind",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
+        // A call's settings: its arguments but the arrays.
         static const auto& signature = *new ArgumentSignature<9>(
             "kjit.Kernel.bind()",
-            {{{"output_shapes"},
-              {"output_dtypes"},
-              {"grid"},
-              {"threadgroup"},
-              {"template", Py_None},
-              {"init_value", Py_None},
-              {"verbose", Py_False},
-              {"stream", Py_None},
-              {"device", Py_None}}},
+            [] {
+              const std::array<Argument, 11> call = call_arguments();
+              std::array<Argument, 9> settings;
+              std::copy(call.begin() + 1, call.end() - 1, settings.begin());
+              return settings;
+            }(),
             0,
             "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
             "with each call of the bound kernel");
@@ -761,17 +777,9 @@ void init_kernel(nb::module_& m) {
   m.def(
       "metal_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature =
-            *new ArgumentSignature<8>("kjit.metal_kernel()",
-                                      {{{"name"},
-                                        {"input_names"},
-                                        {"output_names"},
-                                        {"source"},
-                                        {"header", text("")},
-                                        {"ensure_row_contiguous", Py_True},
-                                        {"atomic_outputs", Py_False},
-                                        {"compile_options", Py_None}}},
-                                      8);
+        static const auto& signature = *new ArgumentSignature<8>(
+            "kjit.metal_kernel()",
+            kernel_arguments<2>({{{"atomic_outputs", Py_False}, {"compile_options", Py_None}}}), 8);
         const auto a = signature.place(args, kwargs);
         const char* api = "metal_kernel";
         return as_python(PyKernel(
@@ -791,15 +799,9 @@ void init_kernel(nb::module_& m) {
       [](nb::args args, nb::kwargs kwargs) {
         static const auto& signature =
             *new ArgumentSignature<9>("kjit.cuda_kernel()",
-                                      {{{"name"},
-                                        {"input_names"},
-                                        {"output_names"},
-                                        {"source"},
-                                        {"header", text("")},
-                                        {"ensure_row_contiguous", Py_True},
-                                        {"shared_memory", PyLong_FromLong(0)},
-                                        {"compile_options", Py_None},
-                                        {"atomic_outputs", Py_False}}},
+                                      kernel_arguments<3>({{{"shared_memory", PyLong_FromLong(0)},
+                                                            {"compile_options", Py_None},
+                                                            {"atomic_outputs", Py_False}}}),
                                       9);
         const auto a = signature.place(args, kwargs);
         const char* api = "cuda_kernel";
