@@ -356,20 +356,28 @@ TorchWrite torch_write(nb::handle tensor) {
       !nb::cast<bool>(torch.attr("is_inference_mode_enabled")())) {
     return TorchWrite::Inference;
   }
-  if (nb::cast<bool>(tensor.attr("requires_grad")) && nb::cast<bool>(tensor.attr("is_leaf")) &&
-      nb::cast<bool>(torch.attr("is_grad_enabled")())) {
-    return TorchWrite::GradLeaf;
+  if (!nb::cast<bool>(tensor.attr("requires_grad")) ||
+      !nb::cast<bool>(torch.attr("is_grad_enabled")())) {
+    return TorchWrite::Allowed;
   }
-  return TorchWrite::Allowed;
+  return nb::cast<bool>(tensor.attr("is_leaf")) ? TorchWrite::GradLeaf : TorchWrite::InGraph;
 }
 
-// Refuses to write a tensor in place where torch itself would, as torch says why.
+// Refuses to write a tensor in place where torch itself would, as torch says why, and where
+// autograd would not see the write.
 void check_torch_write(TorchWrite write, const Param& param) {
   if (write == TorchWrite::GradLeaf) {
     throw ValueError(param.str() +
                      ": a leaf tensor that requires grad cannot be written in place "
                      "while grad mode is on, as torch refuses too; write under torch.no_grad(), "
                      "or into a tensor that does not require grad");
+  }
+  if (write == TorchWrite::InGraph) {
+    throw ValueError(param.str() +
+                     ": a tensor that requires grad cannot be written while grad mode is on: "
+                     "autograd records torch's in-place writes, but would not see a kernel's, "
+                     "and its gradients would be wrong; write under torch.no_grad(), or into a "
+                     "tensor that does not require grad");
   }
   if (write == TorchWrite::Inference) {
     throw ValueError(param.str() +

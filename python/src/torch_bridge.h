@@ -15,12 +15,15 @@
 namespace kjit::python {
 
 /// Changes whenever TorchBridge or TorchTensorView change.
-inline constexpr uint32_t kTorchBridgeAbi = 2;
+inline constexpr uint32_t kTorchBridgeAbi = 3;
 
-/// Whether torch lets a tensor be written in place now, and if not, why (torch's own rules).
+/// Whether a kernel may write a tensor in place now, and if not, why: torch's own rules, and
+/// autograd's, which would not see a kernel's write.
 enum class TorchWrite : uint8_t {
   Allowed,
-  GradLeaf,   // a leaf that requires grad, while grad mode is on
+  GradLeaf,   // a leaf that requires grad, while grad mode is on (torch refuses in place too)
+  InGraph,    // any other tensor that requires grad, while grad mode is on (torch records its
+              // in-place writes for autograd; a kernel's would go unseen)
   Inference,  // an inference tensor, outside inference mode
 };
 

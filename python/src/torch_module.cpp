@@ -46,9 +46,9 @@ bool read(PyObject* obj, bool writable, TorchTensorView* view) {
     if (!dtype || !(device.is_cpu() || device.is_cuda())) return false;
     if (writable) {
       view->write = t.is_inference() && !c10::InferenceMode::is_enabled() ? TorchWrite::Inference
-                    : t.requires_grad() && t.is_leaf() && c10::GradMode::is_enabled()
-                        ? TorchWrite::GradLeaf
-                        : TorchWrite::Allowed;
+                    : !t.requires_grad() || !c10::GradMode::is_enabled()  ? TorchWrite::Allowed
+                    : t.is_leaf()                                         ? TorchWrite::GradLeaf
+                                                                          : TorchWrite::InGraph;
       if (view->write != TorchWrite::Allowed) return true;  // not copied for a write refused
     }
     view->data = writable ? t.mutable_data_ptr() : const_cast<void*>(t.const_data_ptr());

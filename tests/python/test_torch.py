@@ -214,13 +214,17 @@ def test_torch_tensors_of_every_kind(device, rng):
 def test_tensors_torch_would_not_write_in_place_are_refused_as_outputs(device, rng):
     x = torch.from_numpy(rng.standard_normal(8).astype(np.float32)).to(device)
     weight = torch.zeros(8, device=device, requires_grad=True)
+    # Not a leaf: torch would record an in-place write for autograd, which cannot see a kernel's.
+    scaled = torch.zeros(8, device=device, requires_grad=True) * 2
     with torch.inference_mode():
         frozen = torch.zeros(8, device=device)
     call = dict(inputs=[x], output_shapes=[(8,)], output_dtypes=[x.dtype], grid=(8, 1, 1),
                 threadgroup=(8, 1, 1), device=device)
     copy = copy_kernel()
     bound = copy.bind(**{k: v for k, v in call.items() if k != "inputs"})
-    for out, words in [(weight, "a leaf tensor that requires grad"), (frozen, "an inference tensor")]:
+    for out, words in [(weight, "a leaf tensor that requires grad"),
+                       (scaled, "a tensor that requires grad cannot be written while grad mode"),
+                       (frozen, "an inference tensor")]:
         with pytest.raises(ValueError, match=r"outputs\[0\]: " + words):
             copy(**call, outputs=[out])
         with pytest.raises(ValueError, match=words):
@@ -229,9 +233,11 @@ def test_tensors_torch_would_not_write_in_place_are_refused_as_outputs(device, r
     # Where torch allows it, so does kjit: under no_grad, in inference mode, and as inputs.
     with torch.no_grad():
         copy(**call, outputs=[weight])
+        bound(x, scaled)
     with torch.inference_mode():
         bound(x, frozen)
-    assert torch.equal(weight.detach(), x) and torch.equal(frozen, x)
+    assert torch.equal(weight.detach(), x) and torch.equal(scaled.detach(), x)
+    assert torch.equal(frozen, x)
     (out,) = copy(**{**call, "inputs": [weight]})
     assert torch.equal(out, x)
 
