@@ -5,7 +5,9 @@ measured side by side in one run.
      kjit, and with outputs=), against a bare C++ cuLaunchKernel loop (bench/launch_floor.cu,
      built by this script with nvcc), kjit's C++ API in the same loop (bench/cpp_call.cpp, when
      build/libkjit.a exists), a C extension that only launches, called from Python
-     (bench/python_floor.cu: the least any Python API can cost), torch.exp, CuPy RawKernel with
+     (bench/python_floor.cu: the least any Python API can cost; and the same reading two torch
+     tensors as kjit reads them, on torch's current stream: the least a bound call can cost),
+     torch.exp, CuPy RawKernel with
      the same body, and Triton; and the same calls with torch tensors read and made through
      DLPack instead of kjit._torch;
   2. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
@@ -76,8 +78,10 @@ def build_python_floor() -> object:
     import importlib.util
     import sysconfig
 
+    root = os.path.join(HERE, "..")
     so = nvcc("python_floor.cu", "python_floor" + sysconfig.get_config_var("EXT_SUFFIX"),
-              "-shared", "-Xcompiler", "-fPIC", "-I", sysconfig.get_paths()["include"])
+              "-std=c++20", "-shared", "-Xcompiler", "-fPIC", "-I", sysconfig.get_paths()["include"],
+              "-I", os.path.join(root, "include"), "-I", os.path.join(root, "python", "src"))
     spec = importlib.util.spec_from_file_location("python_floor", so)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -192,6 +196,9 @@ def main() -> None:
     def python_floor_bare():
         return python_floor.launch()
 
+    def python_floor_torch():
+        return python_floor.launch_torch(x, out)
+
     def python_floor_call_form():
         return python_floor.launch_kw(inputs=[x], template=[("T", f32)], grid=(16, 1, 1),
                                       threadgroup=(16, 1, 1), output_shapes=[(16,)],
@@ -213,6 +220,7 @@ def main() -> None:
         ("kjit bound, torch in/out, outputs", kjit_bound_outputs, 20000),
         ("Python floor: a C function that launches, no arguments", python_floor_bare, 20000),
         ("Python floor: the same, kjit's call's arguments", python_floor_call_form, 20000),
+        ("Python floor: two torch tensors read, torch's stream", python_floor_torch, 20000),
         ("torch.exp (new output)", lambda: torch.exp(x), 20000),
         ("torch.exp(out=)", lambda: torch.exp(x, out=out), 20000),
     ]
@@ -296,6 +304,7 @@ def main() -> None:
     host_timed = [
         ("Python floor, no arguments", python_floor_bare),
         ("Python floor, kjit's call's arguments", python_floor_call_form),
+        ("Python floor, two torch tensors read, torch's stream", python_floor_torch),
         ("kjit, torch in/out, outputs=", kjit_outputs),
         ("kjit, torch in/out, new output", kjit_new_output),
         ("kjit bound, torch in/out, outputs", kjit_bound_outputs),
