@@ -332,6 +332,42 @@ TEST(Kernel, BoundCallsFixTheSettingsAndTakeEachCallsArrays) {
                ValueError);
 }
 
+TEST(Kernel, BoundCallsCheckEachCallsArraysAfterOnesThatPassed) {
+  Kernel k = metal_kernel("bound_copy", {"inp"}, {"out"}, R"(
+    uint i = thread_position_in_grid.x;
+    out[i] = float(inp[i]) + 0.5f;
+)");
+  const BoundKernel bound = k.bind({{64}}, {Dtype::Float32}, {64, 1, 1}, {32, 1, 1});
+  const Array a = random_floats({64}, 3);
+  Array dst = Array::empty({64}, Dtype::Float32);
+  LaunchOptions options;
+  options.outputs = {dst};
+  for (int round = 0; round < 2; ++round) {
+    dst.fill(std::nan(""));
+    bound({a}, options);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(floats(dst)[i], floats(a)[i] + 0.5f) << i;
+    // Outputs laid out otherwise, after a call that passed: refused as in a first call.
+    Array wide = Array::empty({128}, Dtype::Float32);
+    options.outputs = {
+        Array::borrow(wide.data(), {64}, {2}, Dtype::Float32, Device::cpu(), wide.owner())};
+    EXPECT_THROW(bound({a}, options), ValueError);  // not row-contiguous
+    options.outputs = {dst.as_read_only()};
+    EXPECT_THROW(bound({a}, options), ValueError);
+    options.outputs = {Array::empty({64}, Dtype::Float64)};
+    EXPECT_THROW(bound({a}, options), ValueError);
+    options.outputs = {Array()};
+    EXPECT_THROW(bound({a}, options), ValueError);  // an empty Array
+    EXPECT_THROW(bound({Array()}), ValueError);
+    options.outputs = {dst};
+    // An input laid out otherwise runs as a first call would: copied to row-contiguous.
+    Array twice = random_floats({128}, 4);
+    const Array strided =
+        Array::borrow(twice.data(), {64}, {2}, Dtype::Float32, Device::cpu(), twice.owner());
+    auto out = bound({strided});
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(floats(out[0])[i], floats(twice)[2 * i] + 0.5f) << i;
+  }
+}
+
 TEST(Kernel, SafeMathRoundsEveryOperation) {
   // In the default (safe, IEEE) math mode a * b - p is evaluated as two rounded operations; with
   // p the rounded product, the result is exactly zero. A fused multiply-add would instead give

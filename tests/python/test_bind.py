@@ -97,6 +97,33 @@ def test_bound_init_value_and_template(device, rng):
         assert np.all(out[1::2] == -3.5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_bound_calls_check_each_calls_arrays_after_ones_that_passed(device, rng):
+    n = 64
+    bound = bind_axpy(n, device)
+    alpha = np.float32(rng.uniform(-2, 2))
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    for _ in range(2):
+        out = poisoned((n,), np.float32)
+        bound(alpha, x, y, out)
+        np.testing.assert_allclose(out, axpy_reference(alpha, x, y), rtol=1e-6, atol=1e-6)
+        # Outputs laid out otherwise, after calls that passed: refused as in a first call.
+        read_only = np.zeros(n, np.float32)
+        read_only.flags.writeable = False
+        for bad, words in [(np.zeros(2 * n, np.float32)[::2], "row-contiguous"),
+                           (read_only, "read-only"), (np.zeros(n, np.float64), "dtype float64"),
+                           (np.zeros(n + 1, np.float32), "does not have the shape")]:
+            with pytest.raises(ValueError, match=words):
+                bound(alpha, x, y, bad)
+        # Inputs laid out otherwise run as a first call would: strided ones copied, another
+        # dtype compiled for, a longer one read where the grid reads.
+        wide = rng.standard_normal(3 * n)
+        for xs in (wide.astype(np.float32)[::3], wide[:n], wide.astype(np.float32)):
+            (got,) = bound(alpha, xs, y)
+            np.testing.assert_allclose(got, axpy_reference(alpha, xs[:n], y), rtol=1e-6,
+                                       atol=1e-6)
+
+
 def test_bound_verbose_prints_the_source(capsys, rng):
     bound = bind_axpy(8, "cpu", verbose=True)
     bound(np.float32(1), rng.standard_normal(8).astype(np.float32),

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -358,6 +359,58 @@ def test_one_kernel_called_from_two_threads_with_different_arguments(rng):
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_other_python_threads_run_while_a_call_compiles_and_runs_on_the_cpu(rng):
+    # The GIL is released while a call compiles, and while its kernel runs on the CPU.
+    offset = int(rng.integers(1, 2**31))  # a source of its own: compiled by the call
+    kernel = kjit.metal_kernel(name="gil_spin", input_names=["n", "x"], output_names=["out"],
+                               source=f"""
+        uint acc = x[0];
+        for (uint k = 0; k < n; ++k) acc = acc * 1664525u + 1013904223u;
+        out[0] = acc + {offset}u;
+    """)
+    x = rng.integers(0, 2**32, 1, dtype=np.uint32)
+    call_kw = dict(output_shapes=[(1,)], output_dtypes=[np.uint32], grid=(1, 1, 1),
+                   threadgroup=(1, 1, 1), device="cpu")
+    # Timed without the suite's wrapper, which also builds each kernel for a GPU in the call.
+    unwrapped = getattr(kernel, "_kernel", kernel)
+
+    def reference(n):  # n steps of the generator, in closed form, modulo 2^32
+        a, c, m = 1664525, 1013904223, 2**32
+        return (pow(a, n, m) * int(x[0]) + c * (pow(a, n, (a - 1) * m) - 1) // (a - 1)
+                + offset) % m
+
+    def ticks_while_called(n):
+        window = {}
+
+        def call():
+            window["start"] = time.perf_counter()
+            window["out"] = unwrapped(inputs=[np.uint32(n), x], **call_kw)[0]
+            window["end"] = time.perf_counter()
+
+        thread = threading.Thread(target=call)
+        ticks = []
+        thread.start()
+        while thread.is_alive():
+            ticks.append(time.perf_counter())
+        thread.join()
+        start, end = window["start"], window["end"]
+        assert end - start > 0.03, "the call was too short to tell"
+        assert int(window["out"][0]) == reference(n), n
+        # The threads take turns at most every millisecond in Python code: beyond its first and
+        # last ones, the call's time is the kernel's.
+        return sum(start + 0.01 < t < end - 0.01 for t in ticks)
+
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-3)
+    try:
+        compiling = ticks_while_called(10)
+        running = ticks_while_called(300_000_000)  # a plan already built: the kernel alone
+    finally:
+        sys.setswitchinterval(switch_interval)
+    assert compiling > 100 and running > 100, (compiling, running)
+    assert int(kernel(inputs=[np.uint32(5), x], **call_kw)[0][0]) == reference(5)
 
 
 # --- arguments that change, or go away, while a call uses them ------------------------------
