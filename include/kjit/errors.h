@@ -40,6 +40,13 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A kernel on the CPU was stopped by SIGINT (Ctrl-C) while it ran; its outputs are incomplete.
+/// (Python: the KeyboardInterrupt that the signal's handler raises.)
+class Interrupted : public LaunchError {
+ public:
+  using LaunchError::LaunchError;
+};
+
 /// Memory for an array could not be had (Python: MemoryError); the message names the array.
 class OutOfMemory : public std::bad_alloc {
  public:

@@ -54,6 +54,10 @@ void raise_kjit_error(const std::exception_ptr& p) {
     nb::setattr(err, "log", nb::str(e.log().c_str(), e.log().size()));
     nb::setattr(err, "source", nb::str(e.source().c_str(), e.source().size()));
     PyErr_SetObject(compile_error_type, err.ptr());
+  } catch (const Interrupted& e) {
+    // SIGINT ran Python's handler too, which raises KeyboardInterrupt here (on the main thread);
+    // elsewhere the kernel's end is an error of this call.
+    if (PyErr_CheckSignals() == 0) PyErr_SetString(launch_error_type, e.what());
   } catch (const LaunchError& e) {
     PyErr_SetString(launch_error_type, e.what());
   } catch (const InternalError& e) {

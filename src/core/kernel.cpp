@@ -661,6 +661,8 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
   if (device.type == DeviceType::CPU) {
     try {
       cpu::launch(*plan->cpu_module, kernel_inputs, kernel_outputs, dims);
+    } catch (const Interrupted& e) {
+      throw Interrupted(prefix_named(spec) + e.what());
     } catch (const LaunchError& e) {
       throw LaunchError(prefix_named(spec) + e.what());
     }

@@ -2,13 +2,19 @@
 // per cache directory).
 #include <gtest/gtest.h>
 #include <kjit/kjit.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -233,6 +239,52 @@ TEST(Kernel, BadMemoryAccessOnTheCpuIsALaunchError) {
     auto out = k({a, which}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {16, 1, 1});
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(floats(out[0])[i], floats(a)[i] + 1.0f);
   }
+}
+
+// SIGINT stops a CPU kernel that would never end, where the program handles SIGINT (as Python
+// does): the call throws Interrupted, and the program's handler still runs. In a process of its
+// own, which sets its handler before its first kernel.
+std::atomic<int> interrupts_seen{0};
+
+TEST(KernelDeathTest, SigintStopsACpuKernelWhereTheProgramHandlesIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto run = [] {
+    alarm(60);  // a kernel SIGINT could not stop ends the process, and the test, here
+    struct sigaction handler = {};
+    handler.sa_handler = [](int) { interrupts_seen.fetch_add(1); };
+    sigaction(SIGINT, &handler, nullptr);
+    Kernel forever = cuda_kernel("forever", {"inp"}, {"out"}, R"(
+      const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+      volatile float* o = out;
+      for (;;) o[i] = o[i] + inp[i];
+    )");
+    Kernel twice = cuda_kernel("twice", {"inp"}, {"out"}, R"(
+      const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+      out[i] = 2.0f * inp[i];
+    )");
+    int failures = 0;
+    for (int64_t n : {int64_t{1}, int64_t{1} << 14}) {  // the calling thread, and the pool
+      Array a = random_floats({n}, 8);
+      forever.build({{Dtype::Float32, 1}}, {Dtype::Float32});
+      const int before = interrupts_seen.load();
+      std::thread user([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGINT);
+      });
+      try {
+        forever({a}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
+        ++failures;
+      } catch (const Interrupted& e) {
+        failures += std::string(e.what()).find("kernel 'forever': SIGINT") == std::string::npos;
+      }
+      user.join();
+      failures += interrupts_seen.load() != before + 1;
+      auto out = twice({a}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
+      for (int64_t i = 0; i < n; ++i) failures += floats(out[0])[i] != 2.0f * floats(a)[i];
+    }
+    std::exit(failures == 0 ? 0 : 1);
+  };
+  EXPECT_EXIT(run(), testing::ExitedWithCode(0), "");
 }
 
 TEST(Kernel, NonContiguousInputIsCopiedFirst) {

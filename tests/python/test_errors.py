@@ -1156,6 +1156,75 @@ def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
     np.testing.assert_array_equal(out, x * 2)
 
 
+def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
+    # SIGINT stops the kernel, on the calling thread, on the pool and in cooperative mode, and
+    # Python raises KeyboardInterrupt as it would; a call on another thread raises LaunchError.
+    program = textwrap.dedent('''
+        import os, signal, threading, time
+        import numpy as np, kjit
+        forever = kjit.cuda_kernel(name="forever", input_names=["x"], output_names=["out"],
+                                   source="""
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            volatile float* o = out;
+            for (;;) o[i] = o[i] + x[i];""")
+        synced = kjit.cuda_kernel(name="forever_synced", input_names=["x"], output_names=["out"],
+                                  source="""
+            __shared__ float s[64];
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            volatile float* o = out;
+            for (;;) {
+                s[threadIdx.x] = x[i];
+                __syncthreads();
+                o[i] = o[i] + s[(threadIdx.x + 1) % 64];
+                __syncthreads();
+            }""")
+        def call(kernel, n):
+            x = np.ones(n, np.float32)
+            kernel(inputs=[x], output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+                   threadgroup=(64, 1, 1), device="cpu")
+        for kernel, n in [(forever, 1), (forever, 1 << 14), (synced, 64), (synced, 1 << 14)]:
+            kernel.build(inputs=[(np.float32, 1)], output_dtypes=[np.float32])
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            try:
+                call(kernel, n)
+                print("returned", n)
+            except KeyboardInterrupt:
+                print("interrupted", kernel.name, n)
+        raised = []
+        def elsewhere():
+            try:
+                call(forever, 1 << 14)
+            except kjit.LaunchError as e:
+                raised.append(str(e).split(": ", 1)[1])
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        try:
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        except KeyboardInterrupt:
+            print("main interrupted")
+        thread.join()
+        print("thread:", *raised)
+        x = np.arange(1000, dtype=np.float32)
+        twice = kjit.metal_kernel(name="twice", input_names=["x"], output_names=["out"],
+                                  source="uint i = thread_position_in_grid.x; out[i] = 2 * x[i];")
+        (out,) = twice(inputs=[x], output_shapes=[(1000,)], output_dtypes=[np.float32],
+                       grid=(1000, 1, 1), threadgroup=(64, 1, 1), device="cpu")
+        print("then", np.array_equal(out, 2 * x))
+    ''')
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[:4] == ["interrupted forever 1", "interrupted forever 16384",
+                         "interrupted forever_synced 64", "interrupted forever_synced 16384"], lines
+    assert lines[4:] == [
+        "main interrupted",
+        "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
+        "then True"], lines
+
+
 def test_a_fault_outside_kernels_still_ends_the_process_as_it_would():
     # Once kernels have run (and kjit watches for their faults), a fault elsewhere is not kjit's.
     program = textwrap.dedent("""

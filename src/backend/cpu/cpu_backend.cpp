@@ -78,6 +78,7 @@ void launch(const Module& module, const std::vector<Array>& inputs,
   const uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
   if (threads == 0) return;
   kjit_cpu_entry_fn entry = module.entry();
+  clear_interrupt();
   std::atomic<int> trapped{0};  // the first trap's signal
   auto run = [&](uint64_t begin, uint64_t end) {
     if (trapped.load(std::memory_order_relaxed)) return;
@@ -101,6 +102,8 @@ void launch(const Module& module, const std::vector<Array>& inputs,
         "bounds, a null pointer, or its stack overflowing; a GPU reports an illegal address). "
         "The outputs are incomplete, and memory the kernel wrote out of bounds before that may "
         "be damaged");
+  } else if (signal == SIGINT) {
+    throw Interrupted("SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete");
   } else if (signal != 0) {
     throw LaunchError(
         "the kernel stopped at a trap: an assert failed (its message is on standard error) or "

@@ -3,7 +3,8 @@
 // unspecified value), a trap instruction, which a failed assert or __trap() executes (SIGILL or
 // SIGTRAP; a GPU stops the kernel too), and an access to memory the process does not have, an
 // index far out of bounds or the kernel's stack overflowing (SIGSEGV or SIGBUS; a GPU reports
-// an illegal address).
+// an illegal address). And SIGINT (Ctrl-C), where the program handles it, which stops every
+// thread in kernel code (its handler, Python's, still runs).
 #pragma once
 
 namespace kjit::cpu {
@@ -19,5 +20,8 @@ template <class F>
 int run_trapping(const F& fn) {
   return detail::run_trapping([](const void* f) { (*static_cast<const F*>(f))(); }, &fn);
 }
+
+/// Forgets a SIGINT that stopped earlier kernels: called as a launch starts.
+void clear_interrupt();
 
 }  // namespace kjit::cpu
