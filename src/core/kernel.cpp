@@ -563,7 +563,11 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
     for (const Array& a : inputs) sig.inputs.emplace_back(a.dtype(), a.ndim());
     sig.outputs = output_dtypes;
     sig.template_args = template_args;
-    plan = state_->add(build_plan(spec, std::move(sig), device));
+    try {
+      plan = state_->add(build_plan(spec, std::move(sig), device));
+    } catch (const Interrupted& e) {
+      throw Interrupted(prefix_named(spec) + e.what());
+    }
   }
   if (verbose) {
     std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +

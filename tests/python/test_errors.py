@@ -2,6 +2,7 @@
 what is wrong with it, compile errors that point at the user's own lines, unsupported features
 rejected before compiling, and a library (and kernel) that keeps working afterwards."""
 
+import os
 import re
 import signal
 import subprocess
@@ -1223,6 +1224,32 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
         "main interrupted",
         "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
         "then True"], lines
+
+
+def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
+    # The terminal's Ctrl-C signals the whole process group, the compiler with it. A compiler
+    # slow to start (a wrapper that sleeps first) makes the compile long enough to signal.
+    slow = tmp_path / "slow-c++"
+    real = kjit._kjit.host_compiler()[0]
+    slow.write_text(f"#!/bin/sh\nsleep 20\nexec {real} \"$@\"\n")
+    slow.chmod(0o755)
+    program = textwrap.dedent('''
+        import os, signal, threading
+        import numpy as np, kjit
+        k = kjit.metal_kernel(name="never_built", input_names=["x"], output_names=["out"],
+                              source="out[thread_position_in_grid.x] = 1.0f;")
+        threading.Timer(1.0, os.killpg, (0, signal.SIGINT)).start()
+        try:
+            k(inputs=[np.ones(4, np.float32)], output_shapes=[(4,)], output_dtypes=[np.float32],
+              grid=(4, 1, 1), threadgroup=(4, 1, 1), device="cpu")
+        except KeyboardInterrupt:
+            print("interrupted")
+    ''')
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, start_new_session=True,
+                          env=dict(os.environ, KJIT_CXX=str(slow)))
+    assert done.returncode == 0 and done.stdout == "interrupted\n", (done.stdout,
+                                                                      done.stderr[-2000:])
 
 
 def test_a_fault_outside_kernels_still_ends_the_process_as_it_would():

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -119,7 +120,7 @@ std::vector<std::string> flags(MathMode mode) {
   return f;
 }
 
-// Runs argv, returning its exit status; stdout and stderr go to |output|.
+// Runs argv, returning its wait status; stdout and stderr go to |output|.
 int run(const std::vector<std::string>& argv, std::string& output) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("kjit: pipe() failed");
@@ -152,7 +153,7 @@ int run(const std::vector<std::string>& argv, std::string& output) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return status;
 }
 
 std::string read_file(const std::string& path) {
@@ -197,14 +198,19 @@ std::string compile_shared_object(const std::string& source, const KernelSpec& s
   for (const std::string& f : flags(mode)) argv.push_back(f);
   argv.insert(argv.end(), {src, "-o", obj});
   std::string log;
-  int status = run(argv, log);
-  std::string shared_object = status == 0 ? read_file(obj) : std::string();
+  const int status = run(argv, log);
+  const bool compiled = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::string shared_object = compiled ? read_file(obj) : std::string();
   if (const char* keep = std::getenv("KJIT_KEEP_BUILD"); !keep || std::strcmp(keep, "1") != 0) {
     ::unlink(src.c_str());
     ::unlink(obj.c_str());
     ::rmdir(dir.c_str());
   }
-  if (status != 0 || shared_object.empty()) {
+  // Ctrl-C reaches the compiler too (the terminal signals the whole process group).
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) {
+    throw Interrupted("SIGINT (Ctrl-C) stopped the compile for the CPU");
+  }
+  if (!compiled || shared_object.empty()) {
     codegen::throw_compile_error(spec, "the CPU", log, source);
   }
   return shared_object;
