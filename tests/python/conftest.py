@@ -5,6 +5,9 @@ import tempfile
 
 # Before kjit is imported: tests never read or write a user's cache.
 os.environ.setdefault("KJIT_CACHE_DIR", tempfile.mkdtemp(prefix="kjit-test-cache-"))
+# Before JAX is imported: JAX takes three quarters of a GPU's memory at its first use, which left
+# the test processes sharing the GPU (and the fresh ones some tests start) out of memory.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import pathlib  # noqa: E402
 import sys  # noqa: E402
