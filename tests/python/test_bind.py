@@ -40,6 +40,12 @@ def bound_kernel_call(alpha, x, y):
                          grid=(n, 1, 1), threadgroup=(128, 1, 1), template=[("T", np.float32)])
 
 
+def axpy_data(n, rng):
+    """alpha, x and y for a call on n elements: fresh random float32."""
+    return (np.float32(rng.uniform(-2, 2)),
+            *(rng.standard_normal(n).astype(np.float32) for _ in range(2)))
+
+
 def axpy_reference(alpha, x, y):
     return alpha * x.astype(np.float64) + y.astype(np.float64)
 
@@ -49,8 +55,7 @@ def test_bound_calls_match_the_reference(device, rng):
     n = 1000  # groups of 128: the last one partial
     bound = bind_axpy(n, device)
     for _ in range(3):  # the same bound kernel, fresh data each call
-        alpha = np.float32(rng.uniform(-2, 2))
-        x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+        alpha, x, y = axpy_data(n, rng)
         result = bound(alpha, x, y)
         assert isinstance(result, list) and len(result) == 1
         assert isinstance(result[0], np.ndarray) and result[0].dtype == np.float32
@@ -61,8 +66,7 @@ def test_bound_calls_match_the_reference(device, rng):
 def test_bound_calls_write_given_outputs(device, rng):
     n = 777
     bound = bind_axpy(n, device)
-    alpha = np.float32(rng.uniform(-2, 2))
-    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    alpha, x, y = axpy_data(n, rng)
     out = poisoned((n,), np.float32)
     result = bound(alpha, x, y, out)
     assert len(result) == 1 and result[0] is out
@@ -101,8 +105,7 @@ def test_bound_init_value_and_template(device, rng):
 def test_bound_calls_check_each_calls_arrays_after_ones_that_passed(device, rng):
     n = 64
     bound = bind_axpy(n, device)
-    alpha = np.float32(rng.uniform(-2, 2))
-    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    alpha, x, y = axpy_data(n, rng)
     for _ in range(2):
         out = poisoned((n,), np.float32)
         bound(alpha, x, y, out)
