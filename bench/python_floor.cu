@@ -54,6 +54,7 @@ PyObject* setup(PyObject*, PyObject* args) {
     Py_DECREF(m);
     bridge = static_cast<const kjit::python::TorchBridge*>(
         PyCapsule_Import(kjit::python::kTorchBridgeCapsule, 0));
+    if (bridge && bridge->abi != kjit::python::kTorchBridgeAbi) bridge = nullptr;
   }
   PyErr_Clear();
   Py_RETURN_NONE;
@@ -66,8 +67,11 @@ PyObject* launch_torch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   kjit::python::TorchTensorView x, y;
   uintptr_t s = 0;
   if (!bridge || nargs != 2 || !bridge->read(args[0], false, &x) ||
-      !bridge->read(args[1], true, &y) || !bridge->current_stream(x.device_index, &s)) {
-    return PyErr_Occurred() ? nullptr : PyErr_Format(PyExc_TypeError, "two CUDA tensors, please");
+      !bridge->read(args[1], true, &y) || !x.cuda || !y.cuda ||
+      y.write != kjit::python::TorchWrite::Allowed || !bridge->current_stream(x.device_index, &s)) {
+    return PyErr_Occurred()
+               ? nullptr
+               : PyErr_Format(PyExc_TypeError, "two CUDA tensors, the second writable");
   }
   return launch_on(reinterpret_cast<CUdeviceptr>(x.data), reinterpret_cast<CUdeviceptr>(y.data),
                    reinterpret_cast<CUstream>(s));

@@ -40,8 +40,8 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A kernel on the CPU was stopped by SIGINT (Ctrl-C) while it ran; its outputs are incomplete.
-/// (Python: the KeyboardInterrupt that the signal's handler raises.)
+/// SIGINT (Ctrl-C) stopped a kernel on the CPU, whose outputs are incomplete, or the compile of
+/// one. (Python: the KeyboardInterrupt that the signal's handler raises.)
 class Interrupted : public LaunchError {
  public:
   using LaunchError::LaunchError;

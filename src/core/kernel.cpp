@@ -292,6 +292,18 @@ void check_cuda_device(const KernelSpec& spec, const Device& device) {
   }
 }
 
+// The launch error being handled, thrown again with the kernel's name before its message, and
+// of the same type.
+[[noreturn]] void rethrow_named(const KernelSpec& spec) {
+  try {
+    throw;
+  } catch (const Interrupted& e) {
+    throw Interrupted(prefix_named(spec) + e.what());
+  } catch (const LaunchError& e) {
+    throw LaunchError(prefix_named(spec) + e.what());
+  }
+}
+
 std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSignature sig,
                                        const Device& device) {
   const bool gpu = device.type == DeviceType::CUDA;
@@ -302,13 +314,17 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
   plan->source = codegen::generate(spec, sig, target);
   if (!gpu) {
     try {
-      plan->cpu_module = cpu::build(spec, plan->source.text);
-    } catch (const CompileError&) {
-      if (!plan->source.regions) throw;
-      // Region mode's rewriting of a body with barriers may not suit every body: cooperative
-      // mode runs it, and reports its errors against the user's lines.
-      plan->source = codegen::generate(spec, sig, target, /*regions=*/false);
-      plan->cpu_module = cpu::build(spec, plan->source.text);
+      try {
+        plan->cpu_module = cpu::build(spec, plan->source.text);
+      } catch (const CompileError&) {
+        if (!plan->source.regions) throw;
+        // Region mode's rewriting of a body with barriers may not suit every body: cooperative
+        // mode runs it, and reports its errors against the user's lines.
+        plan->source = codegen::generate(spec, sig, target, /*regions=*/false);
+        plan->cpu_module = cpu::build(spec, plan->source.text);
+      }
+    } catch (const Interrupted&) {  // a compile SIGINT ended
+      rethrow_named(spec);
     }
   }
   plan->signature = std::move(sig);
@@ -563,11 +579,7 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
     for (const Array& a : inputs) sig.inputs.emplace_back(a.dtype(), a.ndim());
     sig.outputs = output_dtypes;
     sig.template_args = template_args;
-    try {
-      plan = state_->add(build_plan(spec, std::move(sig), device));
-    } catch (const Interrupted& e) {
-      throw Interrupted(prefix_named(spec) + e.what());
-    }
+    plan = state_->add(build_plan(spec, std::move(sig), device));
   }
   if (verbose) {
     std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +
@@ -665,10 +677,8 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
   if (device.type == DeviceType::CPU) {
     try {
       cpu::launch(*plan->cpu_module, kernel_inputs, kernel_outputs, dims);
-    } catch (const Interrupted& e) {
-      throw Interrupted(prefix_named(spec) + e.what());
-    } catch (const LaunchError& e) {
-      throw LaunchError(prefix_named(spec) + e.what());
+    } catch (const LaunchError&) {
+      rethrow_named(spec);
     }
   } else {
     cuda::launch(plan->cuda_entry_points, spec,

@@ -242,16 +242,23 @@ TEST(Kernel, BadMemoryAccessOnTheCpuIsALaunchError) {
 }
 
 // SIGINT stops a CPU kernel that would never end, where the program handles SIGINT (as Python
-// does): the call throws Interrupted, and the program's handler still runs. In a process of its
-// own, which sets its handler before its first kernel.
+// does): the call throws Interrupted, and the program's handler still runs, as often as SIGINT
+// comes. Here the handler blocks every signal while it runs: the kernel threads get their masks
+// back. In a process of its own, which sets its handler before its first kernel.
 std::atomic<int> interrupts_seen{0};
 
 TEST(KernelDeathTest, SigintStopsACpuKernelWhereTheProgramHandlesIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto run = [] {
-    alarm(60);  // a kernel SIGINT could not stop ends the process, and the test, here
+    // A kernel SIGINT could not stop ends the process, and the test, here. (A thread of its own:
+    // a thread left with every signal blocked would never take alarm()'s.)
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      std::_Exit(2);
+    }).detach();
     struct sigaction handler = {};
     handler.sa_handler = [](int) { interrupts_seen.fetch_add(1); };
+    sigfillset(&handler.sa_mask);
     sigaction(SIGINT, &handler, nullptr);
     Kernel forever = cuda_kernel("forever", {"inp"}, {"out"}, R"(
       const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -262,25 +269,32 @@ TEST(KernelDeathTest, SigintStopsACpuKernelWhereTheProgramHandlesIt) {
       const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
       out[i] = 2.0f * inp[i];
     )");
+    forever.build({{Dtype::Float32, 1}}, {Dtype::Float32});
     int failures = 0;
-    for (int64_t n : {int64_t{1}, int64_t{1} << 14}) {  // the calling thread, and the pool
-      Array a = random_floats({n}, 8);
-      forever.build({{Dtype::Float32, 1}}, {Dtype::Float32});
+    // The calling thread, then the pool, then both again.
+    for (int64_t n : {int64_t{1}, int64_t{1} << 15, int64_t{1}, int64_t{1} << 15}) {
+      const Array a = random_floats({n}, 8);
+      const Array out = Array::zeros({n}, Dtype::Float32);
+      LaunchOptions options;
+      options.outputs = {out};
       const int before = interrupts_seen.load();
-      std::thread user([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::thread user([&] {  // once the kernel runs (it has written its output)
+        while (static_cast<volatile float*>(out.data())[0] == 0.0f) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
         kill(getpid(), SIGINT);
       });
       try {
-        forever({a}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
+        forever({a}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1}, {}, std::nullopt, false,
+                options);
         ++failures;
       } catch (const Interrupted& e) {
         failures += std::string(e.what()).find("kernel 'forever': SIGINT") == std::string::npos;
       }
       user.join();
       failures += interrupts_seen.load() != before + 1;
-      auto out = twice({a}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
-      for (int64_t i = 0; i < n; ++i) failures += floats(out[0])[i] != 2.0f * floats(a)[i];
+      auto doubled = twice({a}, {{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
+      for (int64_t i = 0; i < n; ++i) failures += floats(doubled[0])[i] != 2.0f * floats(a)[i];
     }
     std::exit(failures == 0 ? 0 : 1);
   };

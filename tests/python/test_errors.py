@@ -1158,55 +1158,73 @@ def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
 
 
 def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
-    # SIGINT stops the kernel, on the calling thread, on the pool and in cooperative mode, and
-    # Python raises KeyboardInterrupt as it would; a call on another thread raises LaunchError.
+    # SIGINT stops the kernel, on the calling thread, on the pool, in region and in cooperative
+    # mode, whether from outside the process or raised by the program, and Python raises
+    # KeyboardInterrupt as it would; a call on another thread raises LaunchError. Each signal is
+    # sent once the kernel has written its output, so it surely runs.
     program = textwrap.dedent('''
         import os, signal, threading, time
         import numpy as np, kjit
-        forever = kjit.cuda_kernel(name="forever", input_names=["x"], output_names=["out"],
-                                   source="""
-            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-            volatile float* o = out;
-            for (;;) o[i] = o[i] + x[i];""")
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever the parent had
+        LOOP = "unsigned i = blockIdx.x * blockDim.x + threadIdx.x; volatile float* o = out;"
+        plain = kjit.cuda_kernel(name="forever", input_names=["x"], output_names=["out"],
+                                 source=LOOP + "for (;;) o[i] = o[i] + x[i];")
         synced = kjit.cuda_kernel(name="forever_synced", input_names=["x"], output_names=["out"],
-                                  source="""
+                                  source=LOOP + """
             __shared__ float s[64];
-            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-            volatile float* o = out;
             for (;;) {
                 s[threadIdx.x] = x[i];
                 __syncthreads();
                 o[i] = o[i] + s[(threadIdx.x + 1) % 64];
                 __syncthreads();
             }""")
-        def call(kernel, n):
-            x = np.ones(n, np.float32)
-            kernel(inputs=[x], output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
-                   threadgroup=(64, 1, 1), device="cpu")
-        for kernel, n in [(forever, 1), (forever, 1 << 14), (synced, 64), (synced, 1 << 14)]:
+        shuffled = kjit.cuda_kernel(name="forever_shuffled", input_names=["x"],
+                                    output_names=["out"], source=LOOP + """
+            for (;;) o[i] = o[i] + __shfl_down_sync(0xffffffffu, x[i], 1);""")
+        def call(kernel, out):
+            kernel(inputs=[np.ones(out.size, np.float32)], output_shapes=[out.shape],
+                   output_dtypes=[np.float32], grid=(out.size, 1, 1), threadgroup=(64, 1, 1),
+                   device="cpu", outputs=[out])
+        def interrupt_once_running(out, send):
+            while not out.any():
+                time.sleep(0.001)
+            send()
+        from_outside = lambda: os.kill(os.getpid(), signal.SIGINT)
+        raised = lambda: signal.raise_signal(signal.SIGINT)
+        for kernel in (plain, synced, shuffled):
             kernel.build(inputs=[(np.float32, 1)], output_dtypes=[np.float32])
-            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        for kernel, n, send in [(plain, 1, from_outside), (plain, 1 << 15, from_outside),
+                                (synced, 64, from_outside), (synced, 1 << 15, from_outside),
+                                (shuffled, 1 << 15, from_outside), (plain, 1 << 15, raised)]:
+            out = np.zeros(n, np.float32)
+            threading.Thread(target=interrupt_once_running, args=(out, send)).start()
             try:
-                call(kernel, n)
-                print("returned", n)
+                call(kernel, out)
+                print("returned", kernel.name, n)
             except KeyboardInterrupt:
                 print("interrupted", kernel.name, n)
-        raised = []
+        failed = []
+        out = np.zeros(1 << 15, np.float32)
         def elsewhere():
             try:
-                call(forever, 1 << 14)
+                call(plain, out)
             except kjit.LaunchError as e:
-                raised.append(str(e).split(": ", 1)[1])
+                failed.append(str(e).split(": ", 1)[1])
         thread = threading.Thread(target=elsewhere)
         thread.start()
         try:
-            time.sleep(0.3)
-            os.kill(os.getpid(), signal.SIGINT)
+            interrupt_once_running(out, from_outside)
+            thread.join()
             time.sleep(30)
         except KeyboardInterrupt:
             print("main interrupted")
         thread.join()
-        print("thread:", *raised)
+        print("thread:", *failed)
+        try:
+            signal.raise_signal(signal.SIGINT)  # no kernel running: Python's handler as ever
+            time.sleep(30)
+        except KeyboardInterrupt:
+            print("then interrupted")
         x = np.arange(1000, dtype=np.float32)
         twice = kjit.metal_kernel(name="twice", input_names=["x"], output_names=["out"],
                                   source="uint i = thread_position_in_grid.x; out[i] = 2 * x[i];")
@@ -1217,13 +1235,12 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()
-    assert lines[:4] == ["interrupted forever 1", "interrupted forever 16384",
-                         "interrupted forever_synced 64", "interrupted forever_synced 16384"], lines
-    assert lines[4:] == [
-        "main interrupted",
+    assert done.stdout.splitlines() == [
+        "interrupted forever 1", "interrupted forever 32768", "interrupted forever_synced 64",
+        "interrupted forever_synced 32768", "interrupted forever_shuffled 32768",
+        "interrupted forever 32768", "main interrupted",
         "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
-        "then True"], lines
+        "then interrupted", "then True"], done.stdout
 
 
 def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
@@ -1236,6 +1253,7 @@ def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
     program = textwrap.dedent('''
         import os, signal, threading
         import numpy as np, kjit
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever the parent had
         k = kjit.metal_kernel(name="never_built", input_names=["x"], output_names=["out"],
                               source="out[thread_position_in_grid.x] = 1.0f;")
         threading.Timer(1.0, os.killpg, (0, signal.SIGINT)).start()

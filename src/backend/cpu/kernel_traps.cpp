@@ -1,12 +1,15 @@
 #include "backend/cpu/kernel_traps.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <csetjmp>
 #include <csignal>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -25,36 +28,53 @@ std::atomic<int> kernel_threads{0};
 struct sigaction handlers_before[std::size(kWatched)];
 
 // SIGINT stops the kernels running on the CPU, where a program has a handler for it (Python's
-// raises KeyboardInterrupt): the thread it reaches sends it on to each thread in kernel code,
-// listed here by id (0: a free slot), whose handler leaves the kernel as a trap's does.
+// raises KeyboardInterrupt). The thread it reaches sends it on to each thread in kernel code,
+// whose handler leaves the kernel as a trap's does. Each thread that runs kernels has a slot for
+// its life, holding its id while it runs kernel code (0 otherwise): a handler can read it.
+struct ThreadSlot {
+  std::atomic<bool> claimed{false};
+  std::atomic<pid_t> running{0};
+};
 constexpr size_t kMostKernelThreads = 1024;
-std::atomic<pid_t> kernel_thread_ids[kMostKernelThreads];
-// Set while kernels run when SIGINT came; a thread entering kernel code then leaves at once.
-// Cleared by the next launch.
-std::atomic<bool> interrupt_pending{false};
+ThreadSlot thread_slots[kMostKernelThreads];
+// SIGINTs from outside kjit so far. A launch notes the count as it starts; a thread entering
+// kernel code after a newer one leaves at once. (A count, not a flag that launches clear: a
+// concurrent launch could clear it before a thread of the interrupted one saw it.)
+std::atomic<uint64_t> interrupts{0};
 struct sigaction interrupt_before;
+// Marks the SIGINTs kjit sends on (sigqueue's value), which the program itself never sends.
+constexpr int kSentOn = 0x6b6a6974;
 
 pid_t thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
+void send_on(pid_t thread) {
+  siginfo_t info = {};
+  info.si_signo = SIGINT;
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid();
+  info.si_uid = getuid();
+  info.si_value.sival_int = kSentOn;
+  syscall(SYS_rt_tgsigqueueinfo, getpid(), thread, SIGINT, &info);
+}
+
 void on_interrupt(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;  // the code interrupted may be about to read it
-  // Sent on by another thread of this process (below), not by the program's user.
-  const bool passed_on = info->si_code == SI_TKILL && info->si_pid == getpid();
-  const bool kernels = kernel_threads.load(std::memory_order_acquire) > 0;
-  // Pending first: a thread listed but not yet in its kernel when the signal reaches it sees
-  // this as it enters.
-  if (kernels && !passed_on) interrupt_pending.store(true, std::memory_order_release);
+  const bool sent_on =
+      info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_int == kSentOn;
+  // Counted before the slots are read, and a thread entering kernel code fills its slot before
+  // reading the count (both in this order everywhere): each sees the other, at least one.
+  if (!sent_on) interrupts.fetch_add(1, std::memory_order_seq_cst);
   const pid_t self = thread_id();
-  bool listed = false;  // only a listed thread has its trap landing set up (reading it may not)
-  for (std::atomic<pid_t>& slot : kernel_thread_ids) {
-    const pid_t id = kernels ? slot.load(std::memory_order_acquire) : 0;
+  bool running = false;  // only then is this thread's trap landing set up (reading it may not)
+  for (ThreadSlot& slot : thread_slots) {
+    const pid_t id = slot.running.load(std::memory_order_seq_cst);
     if (id != 0 && id == self) {
-      listed = true;
-    } else if (id != 0 && !passed_on) {
-      syscall(SYS_tgkill, getpid(), id, SIGINT);
+      running = true;
+    } else if (id != 0 && !sent_on) {
+      send_on(id);
     }
   }
-  if (!passed_on) {
+  if (!sent_on) {
     // The program's own handler (Python's notes the signal, to raise KeyboardInterrupt).
     if (interrupt_before.sa_flags & SA_SIGINFO) {
       interrupt_before.sa_sigaction(signal, info, context);
@@ -62,9 +82,12 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
       interrupt_before.sa_handler(signal);
     }
   }
-  if (listed) {
+  if (running) {
     if (sigjmp_buf* landing = trap_landing) {
       trap_landing = nullptr;
+      // The jump keeps the handler's signal mask (the program's handler may block signals):
+      // the one from before the signal is put back first.
+      pthread_sigmask(SIG_SETMASK, &static_cast<ucontext_t*>(context)->uc_sigmask, nullptr);
       siglongjmp(*landing, signal);
     }
   }
@@ -120,32 +143,42 @@ void install_handlers() {
     interrupt_before = current;
     struct sigaction interrupt = current;
     interrupt.sa_sigaction = on_interrupt;
-    interrupt.sa_flags = (current.sa_flags & ~SA_RESETHAND) | SA_SIGINFO | SA_NODEFER;
+    interrupt.sa_flags = current.sa_flags | SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigaction(SIGINT, &interrupt, nullptr);
   });
 }
 
-// This thread's place in kernel_thread_ids while it runs kernel code (none if all are taken:
-// SIGINT then stops the other threads, and this one at its next launch).
+// This thread's slot in thread_slots, claimed for the thread's life (none if all are taken: the
+// thread then runs its kernels to their end).
 class ListedThread {
  public:
-  ListedThread() {
-    for (std::atomic<pid_t>& slot : kernel_thread_ids) {
-      pid_t free = 0;
-      if (slot.compare_exchange_strong(free, thread_id(), std::memory_order_acq_rel)) {
+  ListedThread() : id_(thread_id()) {
+    for (ThreadSlot& slot : thread_slots) {
+      bool claimed = false;
+      if (slot.claimed.compare_exchange_strong(claimed, true, std::memory_order_acq_rel)) {
         slot_ = &slot;
         return;
       }
     }
   }
   ~ListedThread() {
-    if (slot_) slot_->store(0, std::memory_order_release);
+    if (!slot_) return;
+    slot_->running.store(0, std::memory_order_seq_cst);
+    slot_->claimed.store(false, std::memory_order_release);
   }
   ListedThread(const ListedThread&) = delete;
   ListedThread& operator=(const ListedThread&) = delete;
 
+  void enter() {
+    if (slot_) slot_->running.store(id_, std::memory_order_seq_cst);
+  }
+  void leave() {
+    if (slot_) slot_->running.store(0, std::memory_order_seq_cst);
+  }
+
  private:
-  std::atomic<pid_t>* slot_ = nullptr;
+  const pid_t id_;
+  ThreadSlot* slot_ = nullptr;
 };
 
 // A thread's alternate signal stack, given unless it has one (Python's faulthandler gives the
@@ -181,14 +214,15 @@ class AlternateStack {
 
 namespace detail {
 
-int run_trapping(void (*call)(const void*), const void* context) {
+int run_trapping(void (*call)(const void*), const void* context, uint64_t since) {
   install_handlers();
   thread_local AlternateStack alternate_stack;
-  const ListedThread listed;  // before the landing: the jump back does not leave this frame
+  thread_local ListedThread listed;
   // Unwatched again however call() ends, an exception or a trap too: a later trap must not land
-  // here.
+  // here. (No object with a destructor lives in this frame, which the jump back leaves.)
   auto leave = [] {
     trap_landing = nullptr;
+    listed.leave();
     kernel_threads.fetch_sub(1, std::memory_order_release);
   };
   sigjmp_buf landing;
@@ -198,7 +232,8 @@ int run_trapping(void (*call)(const void*), const void* context) {
   }
   kernel_threads.fetch_add(1, std::memory_order_acq_rel);
   trap_landing = &landing;
-  if (interrupt_pending.load(std::memory_order_acquire)) {
+  listed.enter();
+  if (interrupts.load(std::memory_order_seq_cst) != since) {
     leave();
     return SIGINT;
   }
@@ -214,6 +249,6 @@ int run_trapping(void (*call)(const void*), const void* context) {
 
 }  // namespace detail
 
-void clear_interrupt() { interrupt_pending.store(false, std::memory_order_release); }
+uint64_t interrupt_count() { return interrupts.load(std::memory_order_seq_cst); }
 
 }  // namespace kjit::cpu

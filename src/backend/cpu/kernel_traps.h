@@ -7,21 +7,24 @@
 // thread in kernel code (its handler, Python's, still runs).
 #pragma once
 
+#include <cstdint>
+
 namespace kjit::cpu {
 
 namespace detail {
 /// Runs call(context) under the watch.
-int run_trapping(void (*call)(const void*), const void* context);
+int run_trapping(void (*call)(const void*), const void* context, uint64_t since);
 }  // namespace detail
 
-/// Runs fn(); 0, or the signal of a trap in it, which ends fn() there. Only fn()'s own thread is
-/// watched; other threads' signals go to the handlers that were there before.
-template <class F>
-int run_trapping(const F& fn) {
-  return detail::run_trapping([](const void* f) { (*static_cast<const F*>(f))(); }, &fn);
-}
+/// How many SIGINTs have come from outside kjit: a launch notes it as it starts.
+uint64_t interrupt_count();
 
-/// Forgets a SIGINT that stopped earlier kernels: called as a launch starts.
-void clear_interrupt();
+/// Runs fn(); 0, or the signal of a trap in it, which ends fn() there, or SIGINT when one came
+/// after interrupt_count() was |since| (at once, if it came before fn() began). Only fn()'s own
+/// thread is watched; other threads' signals go to the handlers that were there before.
+template <class F>
+int run_trapping(const F& fn, uint64_t since) {
+  return detail::run_trapping([](const void* f) { (*static_cast<const F*>(f))(); }, &fn, since);
+}
 
 }  // namespace kjit::cpu
