@@ -1186,7 +1186,8 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
                    output_dtypes=[np.float32], grid=(out.size, 1, 1), threadgroup=(64, 1, 1),
                    device="cpu", outputs=[out])
         def interrupt_once_running(out, send):
-            while not out.any():
+            deadline = time.monotonic() + 60
+            while not out.any() and time.monotonic() < deadline:
                 time.sleep(0.001)
             send()
         from_outside = lambda: os.kill(os.getpid(), signal.SIGINT)
@@ -1197,7 +1198,7 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
                                 (synced, 64, from_outside), (synced, 1 << 15, from_outside),
                                 (shuffled, 1 << 15, from_outside), (plain, 1 << 15, raised)]:
             out = np.zeros(n, np.float32)
-            threading.Thread(target=interrupt_once_running, args=(out, send)).start()
+            threading.Thread(target=interrupt_once_running, args=(out, send), daemon=True).start()
             try:
                 call(kernel, out)
                 print("returned", kernel.name, n)
@@ -1210,7 +1211,7 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
                 call(plain, out)
             except kjit.LaunchError as e:
                 failed.append(str(e).split(": ", 1)[1])
-        thread = threading.Thread(target=elsewhere)
+        thread = threading.Thread(target=elsewhere, daemon=True)
         thread.start()
         try:
             interrupt_once_running(out, from_outside)

@@ -30,17 +30,23 @@ struct sigaction handlers_before[std::size(kWatched)];
 // SIGINT stops the kernels running on the CPU, where a program has a handler for it (Python's
 // raises KeyboardInterrupt). The thread it reaches sends it on to each thread in kernel code,
 // whose handler leaves the kernel as a trap's does. Each thread that runs kernels has a slot for
-// its life, holding its id while it runs kernel code (0 otherwise): a handler can read it.
+// its life, holding its id while it runs kernel code (0 otherwise), which a handler can read,
+// and the count of interrupts its launch started at.
 struct ThreadSlot {
   std::atomic<bool> claimed{false};
   std::atomic<pid_t> running{0};
+  std::atomic<uint64_t> since{0};
 };
+static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
+              "a signal handler reads them");
 constexpr size_t kMostKernelThreads = 1024;
 ThreadSlot thread_slots[kMostKernelThreads];
 // SIGINTs from outside kjit so far. A launch notes the count as it starts; a thread entering
 // kernel code after a newer one leaves at once. (A count, not a flag that launches clear: a
 // concurrent launch could clear it before a thread of the interrupted one saw it.)
 std::atomic<uint64_t> interrupts{0};
+// Children forked since kjit's handler went in (as seen by each: the count is the parent's).
+std::atomic<uint64_t> forks{0};
 struct sigaction interrupt_before;
 // Marks the SIGINTs kjit sends on (sigqueue's value), which the program itself never sends.
 constexpr int kSentOn = 0x6b6a6974;
@@ -61,28 +67,32 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;  // the code interrupted may be about to read it
   const bool sent_on =
       info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_int == kSentOn;
-  // Counted before the slots are read, and a thread entering kernel code fills its slot before
-  // reading the count (both in this order everywhere): each sees the other, at least one.
-  if (!sent_on) interrupts.fetch_add(1, std::memory_order_seq_cst);
-  const pid_t self = thread_id();
-  bool running = false;  // only then is this thread's trap landing set up (reading it may not)
-  for (ThreadSlot& slot : thread_slots) {
-    const pid_t id = slot.running.load(std::memory_order_seq_cst);
-    if (id != 0 && id == self) {
-      running = true;
-    } else if (id != 0 && !sent_on) {
-      send_on(id);
-    }
-  }
   if (!sent_on) {
-    // The program's own handler (Python's notes the signal, to raise KeyboardInterrupt).
+    // The program's own handler first (Python's notes the signal, to raise KeyboardInterrupt),
+    // so that it has run by the time a stopped launch returns.
     if (interrupt_before.sa_flags & SA_SIGINFO) {
       interrupt_before.sa_sigaction(signal, info, context);
     } else {
       interrupt_before.sa_handler(signal);
     }
+    // Counted before the slots are read, and a thread entering kernel code fills its slot
+    // before reading the count (both in this order everywhere): each sees the other.
+    interrupts.fetch_add(1, std::memory_order_seq_cst);
   }
-  if (running) {
+  const pid_t self = thread_id();
+  const ThreadSlot* mine = nullptr;  // only with one is this thread's trap landing set up
+  for (const ThreadSlot& slot : thread_slots) {
+    const pid_t id = slot.running.load(std::memory_order_seq_cst);
+    if (id != 0 && id == self) {
+      mine = &slot;
+    } else if (id != 0 && !sent_on) {
+      send_on(id);
+    }
+  }
+  // A signal sent on late, after this thread's launch ended and another began, stops nothing.
+  const bool stops = mine && interrupts.load(std::memory_order_seq_cst) !=
+                                 mine->since.load(std::memory_order_relaxed);
+  if (stops) {
     if (sigjmp_buf* landing = trap_landing) {
       trap_landing = nullptr;
       // The jump keeps the handler's signal mask (the program's handler may block signals):
@@ -132,19 +142,28 @@ void install_handlers() {
     for (size_t k = 0; k < std::size(kWatched); ++k) {
       sigaction(kWatched[k], &action, &handlers_before[k]);
     }
-    // SIGINT only where the program handles it: its default ends the process, as before, and a
-    // program that ignores it keeps ignoring it. The program's flags are kept (Python's leave
-    // out SA_RESTART, so that a blocking call returns to run its handler).
+    // SIGINT only where the program handles it, and for good (not with SA_RESETHAND: the
+    // default the first one puts back would end the process at the signals kjit sends on). Its
+    // default ends the process, as before, and a program that ignores it keeps ignoring it.
+    // The program's flags are kept (Python's leave out SA_RESTART, so that a blocking call
+    // returns to run its handler), and its mask, with SIGINT in it: a second SIGINT waits for
+    // the handler to end.
     struct sigaction current = {};
     if (sigaction(SIGINT, nullptr, &current) != 0 || current.sa_handler == SIG_DFL ||
-        current.sa_handler == SIG_IGN) {
+        current.sa_handler == SIG_IGN || (current.sa_flags & SA_RESETHAND)) {
       return;
     }
     interrupt_before = current;
     struct sigaction interrupt = current;
     interrupt.sa_sigaction = on_interrupt;
-    interrupt.sa_flags = current.sa_flags | SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    interrupt.sa_flags = (current.sa_flags & ~SA_NODEFER) | SA_SIGINFO | SA_ONSTACK;
+    sigaddset(&interrupt.sa_mask, SIGINT);
     sigaction(SIGINT, &interrupt, nullptr);
+    // In a child forked after this, only the forking thread lives, with a new id.
+    pthread_atfork(nullptr, nullptr, [] {
+      for (ThreadSlot& slot : thread_slots) slot.running.store(0, std::memory_order_relaxed);
+      forks.fetch_add(1, std::memory_order_relaxed);
+    });
   });
 }
 
@@ -152,7 +171,7 @@ void install_handlers() {
 // thread then runs its kernels to their end).
 class ListedThread {
  public:
-  ListedThread() : id_(thread_id()) {
+  ListedThread() {
     for (ThreadSlot& slot : thread_slots) {
       bool claimed = false;
       if (slot.claimed.compare_exchange_strong(claimed, true, std::memory_order_acq_rel)) {
@@ -169,15 +188,23 @@ class ListedThread {
   ListedThread(const ListedThread&) = delete;
   ListedThread& operator=(const ListedThread&) = delete;
 
-  void enter() {
-    if (slot_) slot_->running.store(id_, std::memory_order_seq_cst);
+  // Kernel code from here, for a launch that began at |since| interrupts.
+  void enter(uint64_t since) {
+    if (!slot_) return;
+    if (const uint64_t now = forks.load(std::memory_order_relaxed); now != forks_seen_) {
+      id_ = thread_id();  // a forked child's
+      forks_seen_ = now;
+    }
+    slot_->since.store(since, std::memory_order_relaxed);
+    slot_->running.store(id_, std::memory_order_seq_cst);
   }
   void leave() {
     if (slot_) slot_->running.store(0, std::memory_order_seq_cst);
   }
 
  private:
-  const pid_t id_;
+  pid_t id_ = thread_id();
+  uint64_t forks_seen_ = forks.load(std::memory_order_relaxed);
   ThreadSlot* slot_ = nullptr;
 };
 
@@ -219,7 +246,7 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since)
   thread_local AlternateStack alternate_stack;
   thread_local ListedThread listed;
   // Unwatched again however call() ends, an exception or a trap too: a later trap must not land
-  // here. (No object with a destructor lives in this frame, which the jump back leaves.)
+  // here. (No object with a destructor lives in the frames of call(), which the jump leaves.)
   auto leave = [] {
     trap_landing = nullptr;
     listed.leave();
@@ -232,7 +259,7 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since)
   }
   kernel_threads.fetch_add(1, std::memory_order_acq_rel);
   trap_landing = &landing;
-  listed.enter();
+  listed.enter(since);
   if (interrupts.load(std::memory_order_seq_cst) != since) {
     leave();
     return SIGINT;
