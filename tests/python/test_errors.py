@@ -1160,8 +1160,9 @@ def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
 def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
     # SIGINT stops the kernel, on the calling thread, on the pool, in region and in cooperative
     # mode, whether from outside the process or raised by the program, and Python raises
-    # KeyboardInterrupt as it would; a call on another thread raises LaunchError. Each signal is
-    # sent once the kernel has written its output, so it surely runs.
+    # KeyboardInterrupt as it would; a call on another thread raises LaunchError; and in a child
+    # forked after kernels ran. Each signal is sent once the kernel has written its output, so
+    # it surely runs.
     program = textwrap.dedent('''
         import os, signal, threading, time
         import numpy as np, kjit
@@ -1226,6 +1227,17 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
             time.sleep(30)
         except KeyboardInterrupt:
             print("then interrupted")
+        child = os.fork()  # the forking thread lives on in the child, with a new id
+        if child == 0:
+            out = np.zeros(1, np.float32)
+            threading.Thread(target=interrupt_once_running, args=(out, from_outside),
+                             daemon=True).start()
+            try:
+                call(plain, out)
+            except KeyboardInterrupt:
+                os._exit(0)
+            os._exit(1)
+        print("forked child interrupted", os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0)
         x = np.arange(1000, dtype=np.float32)
         twice = kjit.metal_kernel(name="twice", input_names=["x"], output_names=["out"],
                                   source="uint i = thread_position_in_grid.x; out[i] = 2 * x[i];")
@@ -1241,7 +1253,7 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
         "interrupted forever_synced 32768", "interrupted forever_shuffled 32768",
         "interrupted forever 32768", "main interrupted",
         "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
-        "then interrupted", "then True"], done.stdout
+        "then interrupted", "forked child interrupted True", "then True"], done.stdout
 
 
 def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
