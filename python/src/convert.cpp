@@ -366,25 +366,30 @@ TorchWrite torch_write(nb::handle tensor) {
 // Refuses to write a tensor in place where torch itself would, as torch says why, and where
 // autograd would not see the write.
 void check_torch_write(TorchWrite write, const Param& param) {
-  if (write == TorchWrite::GradLeaf) {
-    throw ValueError(param.str() +
-                     ": a leaf tensor that requires grad cannot be written in place "
-                     "while grad mode is on, as torch refuses too; write under torch.no_grad(), "
-                     "or into a tensor that does not require grad");
+  const char* why = nullptr;
+  switch (write) {
+    case TorchWrite::Allowed:
+      return;
+    case TorchWrite::GradLeaf:
+      why =
+          "a leaf tensor that requires grad cannot be written in place while grad mode is on, "
+          "as torch refuses too; write under torch.no_grad(), or into a tensor that does not "
+          "require grad";
+      break;
+    case TorchWrite::InGraph:
+      why =
+          "a tensor that requires grad cannot be written while grad mode is on: autograd "
+          "records torch's in-place writes, but would not see a kernel's, and its gradients "
+          "would be wrong; write under torch.no_grad(), or into a tensor that does not require "
+          "grad";
+      break;
+    case TorchWrite::Inference:
+      why =
+          "an inference tensor cannot be written in place outside inference mode, as torch "
+          "refuses too; write under torch.inference_mode(), or into a normal tensor";
+      break;
   }
-  if (write == TorchWrite::InGraph) {
-    throw ValueError(param.str() +
-                     ": a tensor that requires grad cannot be written while grad mode is on: "
-                     "autograd records torch's in-place writes, but would not see a kernel's, "
-                     "and its gradients would be wrong; write under torch.no_grad(), or into a "
-                     "tensor that does not require grad");
-  }
-  if (write == TorchWrite::Inference) {
-    throw ValueError(param.str() +
-                     ": an inference tensor cannot be written in place outside "
-                     "inference mode, as torch refuses too; write under torch.inference_mode(), "
-                     "or into a normal tensor");
-  }
+  throw ValueError(param.str() + ": " + why);
 }
 
 // A torch.Tensor, read by kjit._torch where it serves, else described by torch._C._to_dlpack:
