@@ -53,6 +53,15 @@ constexpr int kSentOn = 0x6b6a6974;
 
 pid_t thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
+// Runs the handler function that |handler| holds (not SIG_DFL or SIG_IGN).
+void run_handler(const struct sigaction& handler, int signal, siginfo_t* info, void* context) {
+  if (handler.sa_flags & SA_SIGINFO) {
+    handler.sa_sigaction(signal, info, context);
+  } else {
+    handler.sa_handler(signal);
+  }
+}
+
 void send_on(pid_t thread) {
   siginfo_t info = {};
   info.si_signo = SIGINT;
@@ -70,11 +79,7 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
   if (!sent_on) {
     // The program's own handler first (Python's notes the signal, to raise KeyboardInterrupt),
     // so that it has run by the time a stopped launch returns.
-    if (interrupt_before.sa_flags & SA_SIGINFO) {
-      interrupt_before.sa_sigaction(signal, info, context);
-    } else {
-      interrupt_before.sa_handler(signal);
-    }
+    run_handler(interrupt_before, signal, info, context);
     // Counted before the slots are read, and a thread entering kernel code fills its slot
     // before reading the count (both in this order everywhere): each sees the other.
     interrupts.fetch_add(1, std::memory_order_seq_cst);
@@ -115,10 +120,9 @@ void on_trap(int signal, siginfo_t* info, void* context) {
   for (size_t k = 0; k < std::size(kWatched); ++k) {
     if (kWatched[k] != signal) continue;
     const struct sigaction& before = handlers_before[k];
-    if (before.sa_flags & SA_SIGINFO) {
-      before.sa_sigaction(signal, info, context);
-    } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
-      before.sa_handler(signal);
+    if ((before.sa_flags & SA_SIGINFO) ||
+        (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN)) {
+      run_handler(before, signal, info, context);
     } else {
       // The default action: a fault of an instruction (not a trap, which is past it) runs it
       // again, so that the core dump keeps the fault's own address and code.
@@ -246,7 +250,7 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since)
   thread_local AlternateStack alternate_stack;
   thread_local ListedThread listed;
   // Unwatched again however call() ends, an exception or a trap too: a later trap must not land
-  // here. (No object with a destructor lives in the frames of call(), which the jump leaves.)
+  // here. (No object with a destructor lives in this frame, which the jump comes back to.)
   auto leave = [] {
     trap_landing = nullptr;
     listed.leave();
