@@ -26,25 +26,18 @@ auto run_without_gil(Work&& work) {
     nanobind::gil_scoped_release release;
     return work();
   };
-  using Result = decltype(released());
-  if constexpr (std::is_void_v<Result>) {
-    try {
+  try {
+    if constexpr (std::is_void_v<decltype(released())>) {
       released();
-    } catch (...) {
-      flush_warnings(/*raise=*/false);
-      throw;
+      flush_warnings();
+    } else {
+      auto result = released();
+      flush_warnings();
+      return result;
     }
-    flush_warnings();
-  } else {
-    Result result;
-    try {
-      result = released();
-    } catch (...) {
-      flush_warnings(/*raise=*/false);
-      throw;
-    }
-    flush_warnings();
-    return result;
+  } catch (...) {
+    flush_warnings(/*raise=*/false);  // none left if flushing itself raised
+    throw;
   }
 }
 
