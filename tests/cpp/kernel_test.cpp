@@ -260,10 +260,17 @@ TEST(KernelDeathTest, SigintStopsACpuKernelWhereTheProgramHandlesIt) {
     handler.sa_handler = [](int) { interrupts_seen.fetch_add(1); };
     sigfillset(&handler.sa_mask);
     sigaction(SIGINT, &handler, nullptr);
+    // Mostly inside malloc, where a thread stopped at once would leave a lock held, and the
+    // next call's allocations wait for ever.
     Kernel forever = cuda_kernel("forever", {"inp"}, {"out"}, R"(
       const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
       volatile float* o = out;
-      for (;;) o[i] = o[i] + inp[i];
+      for (;;) {
+        volatile char* block = new char[1 << 16];  // beyond malloc's per-thread cache
+        block[0] = 1;
+        o[i] = o[i] + inp[i] * block[0];
+        delete[] block;
+      }
     )");
     Kernel twice = cuda_kernel("twice", {"inp"}, {"out"}, R"(
       const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -1162,7 +1162,10 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
     # mode, whether from outside the process or raised by the program, and Python raises
     # KeyboardInterrupt as it would; a call on another thread raises LaunchError; and in a child
     # forked after kernels ran. Each signal is sent once the kernel has written its output, so
-    # it surely runs.
+    # it surely runs. A thread signalled inside malloc (which a kernel's thread-locals and
+    # coroutine frames call too), stopped there, would leave a lock held, and the fork, which
+    # takes every malloc lock, would wait for ever: one kernel spends most of its time there,
+    # and with more pool threads than cores, twice over, others are likely to be found there.
     program = textwrap.dedent('''
         import os, signal, threading, time
         import numpy as np, kjit
@@ -1182,6 +1185,14 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
         shuffled = kjit.cuda_kernel(name="forever_shuffled", input_names=["x"],
                                     output_names=["out"], source=LOOP + """
             for (;;) o[i] = o[i] + __shfl_down_sync(0xffffffffu, x[i], 1);""")
+        allocating = kjit.cuda_kernel(name="forever_allocating", input_names=["x"],
+                                      output_names=["out"], source=LOOP + """
+            for (;;) {
+                volatile char* block = new char[1 << 16];  // beyond malloc's per-thread cache
+                block[0] = 1;
+                o[i] = o[i] + x[i] * block[0];
+                delete[] block;
+            }""")
         def call(kernel, out):
             kernel(inputs=[np.ones(out.size, np.float32)], output_shapes=[out.shape],
                    output_dtypes=[np.float32], grid=(out.size, 1, 1), threadgroup=(64, 1, 1),
@@ -1193,11 +1204,12 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
             send()
         from_outside = lambda: os.kill(os.getpid(), signal.SIGINT)
         raised = lambda: signal.raise_signal(signal.SIGINT)
-        for kernel in (plain, synced, shuffled):
+        for kernel in (plain, synced, shuffled, allocating):
             kernel.build(inputs=[(np.float32, 1)], output_dtypes=[np.float32])
-        for kernel, n, send in [(plain, 1, from_outside), (plain, 1 << 15, from_outside),
-                                (synced, 64, from_outside), (synced, 1 << 15, from_outside),
-                                (shuffled, 1 << 15, from_outside), (plain, 1 << 15, raised)]:
+        for kernel, n, send in 2 * [(plain, 1, from_outside), (plain, 1 << 15, from_outside),
+                                    (synced, 64, from_outside), (synced, 1 << 15, from_outside),
+                                    (shuffled, 1 << 15, from_outside), (plain, 1 << 15, raised),
+                                    (allocating, 1 << 15, from_outside)]:
             out = np.zeros(n, np.float32)
             threading.Thread(target=interrupt_once_running, args=(out, send), daemon=True).start()
             try:
@@ -1246,12 +1258,13 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
         print("then", np.array_equal(out, 2 * x))
     ''')
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=dict(os.environ, KJIT_NUM_THREADS="16"))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines() == [
+    assert done.stdout.splitlines() == 2 * [
         "interrupted forever 1", "interrupted forever 32768", "interrupted forever_synced 64",
         "interrupted forever_synced 32768", "interrupted forever_shuffled 32768",
-        "interrupted forever 32768", "main interrupted",
+        "interrupted forever 32768", "interrupted forever_allocating 32768"] + [
+        "main interrupted",
         "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
         "then interrupted", "forked child interrupted True", "then True"], done.stdout
 

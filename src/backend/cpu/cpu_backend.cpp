@@ -78,11 +78,12 @@ void launch(const Module& module, const std::vector<Array>& inputs,
   const uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
   if (threads == 0) return;
   kjit_cpu_entry_fn entry = module.entry();
+  const CodeRange& code = module.code();
   const uint64_t interrupts = interrupt_count();  // a SIGINT from here on stops the launch
   std::atomic<int> trapped{0};  // the first trap's signal
   auto run = [&](uint64_t begin, uint64_t end) {
     if (trapped.load(std::memory_order_relaxed)) return;
-    if (const int signal = run_trapping([&] { entry(&L, begin, end); }, interrupts)) {
+    if (const int signal = run_trapping([&] { entry(&L, begin, end); }, interrupts, code)) {
       int none = 0;
       trapped.compare_exchange_strong(none, signal, std::memory_order_relaxed);
     }

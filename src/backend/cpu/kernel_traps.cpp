@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -29,15 +30,23 @@ struct sigaction handlers_before[std::size(kWatched)];
 
 // SIGINT stops the kernels running on the CPU, where a program has a handler for it (Python's
 // raises KeyboardInterrupt). The thread it reaches sends it on to each thread in kernel code,
-// whose handler leaves the kernel as a trap's does. Each thread that runs kernels has a slot for
-// its life, holding its id while it runs kernel code (0 otherwise), which a handler can read,
-// and the count of interrupts its launch started at.
+// whose handler leaves the kernel as a trap's does, if the thread is in the kernel's own machine
+// code; elsewhere, the thread's timer signals it again a moment later. Each thread that runs
+// kernels has a slot for its life, holding its id while it runs kernel code (0 otherwise), which
+// a handler can read, the count of interrupts its launch started at, where the kernel's machine
+// code is, and the thread's timer.
 struct ThreadSlot {
   std::atomic<bool> claimed{false};
   std::atomic<pid_t> running{0};
   std::atomic<uint64_t> since{0};
+  std::atomic<uintptr_t> code_begin{0}, code_end{0};
+  std::atomic<bool> has_timer{false};
+  std::atomic<timer_t> timer{};
 };
-static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
+static_assert(std::atomic<pid_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free &&
+                  std::atomic<uintptr_t>::is_always_lock_free &&
+                  std::atomic<timer_t>::is_always_lock_free,
               "a signal handler reads them");
 constexpr size_t kMostKernelThreads = 1024;
 ThreadSlot thread_slots[kMostKernelThreads];
@@ -48,7 +57,8 @@ std::atomic<uint64_t> interrupts{0};
 // Children forked since kjit's handler went in (as seen by each: the count is the parent's).
 std::atomic<uint64_t> forks{0};
 struct sigaction interrupt_before;
-// Marks the SIGINTs kjit sends on (sigqueue's value), which the program itself never sends.
+// Marks the SIGINTs kjit sends on (sigqueue's and the timers' value), which the program itself
+// never sends.
 constexpr int kSentOn = 0x6b6a6974;
 
 pid_t thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
@@ -72,10 +82,34 @@ void send_on(pid_t thread) {
   syscall(SYS_rt_tgsigqueueinfo, getpid(), thread, SIGINT, &info);
 }
 
+// Whether the thread that |context| describes was in the running kernel's own machine code.
+bool in_kernel_code(const ThreadSlot& slot, const void* context) {
+  const uintptr_t begin = slot.code_begin.load(std::memory_order_relaxed);
+  const uintptr_t end = slot.code_end.load(std::memory_order_relaxed);
+  const mcontext_t& machine = static_cast<const ucontext_t*>(context)->uc_mcontext;
+#if defined(__x86_64__)
+  const auto at = static_cast<uintptr_t>(machine.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  const auto at = static_cast<uintptr_t>(machine.pc);
+#else
+#error "kjit reads the interrupted instruction's address on x86-64 and AArch64 only"
+#endif
+  return at >= begin && at < end;
+}
+
+// The thread's timer signals it again in a millisecond (timer_settime is async-signal-safe).
+void signal_again(const ThreadSlot& slot) {
+  if (!slot.has_timer.load(std::memory_order_relaxed)) return;
+  struct itimerspec soon = {};
+  soon.it_value.tv_nsec = 1000000;
+  timer_settime(slot.timer.load(std::memory_order_relaxed), 0, &soon, nullptr);
+}
+
 void on_interrupt(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;  // the code interrupted may be about to read it
   const bool sent_on =
-      info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_int == kSentOn;
+      ((info->si_code == SI_QUEUE && info->si_pid == getpid()) || info->si_code == SI_TIMER) &&
+      info->si_value.sival_int == kSentOn;
   if (!sent_on) {
     // The program's own handler first (Python's notes the signal, to raise KeyboardInterrupt),
     // so that it has run by the time a stopped launch returns.
@@ -97,7 +131,9 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
   // A signal sent on late, after this thread's launch ended and another began, stops nothing.
   const bool stops = mine && interrupts.load(std::memory_order_seq_cst) !=
                                  mine->since.load(std::memory_order_relaxed);
-  if (stops) {
+  if (stops && !in_kernel_code(*mine, context)) {
+    signal_again(*mine);
+  } else if (stops) {
     if (sigjmp_buf* landing = trap_landing) {
       trap_landing = nullptr;
       // The jump keeps the handler's signal mask (the program's handler may block signals):
@@ -163,9 +199,13 @@ void install_handlers() {
     interrupt.sa_flags = (current.sa_flags & ~SA_NODEFER) | SA_SIGINFO | SA_ONSTACK;
     sigaddset(&interrupt.sa_mask, SIGINT);
     sigaction(SIGINT, &interrupt, nullptr);
-    // In a child forked after this, only the forking thread lives, with a new id.
+    // In a child forked after this, only the forking thread lives, with a new id, and no timer
+    // (a child has none of its parent's).
     pthread_atfork(nullptr, nullptr, [] {
-      for (ThreadSlot& slot : thread_slots) slot.running.store(0, std::memory_order_relaxed);
+      for (ThreadSlot& slot : thread_slots) {
+        slot.running.store(0, std::memory_order_relaxed);
+        slot.has_timer.store(false, std::memory_order_relaxed);
+      }
       forks.fetch_add(1, std::memory_order_relaxed);
     });
   });
@@ -180,6 +220,7 @@ class ListedThread {
       bool claimed = false;
       if (slot.claimed.compare_exchange_strong(claimed, true, std::memory_order_acq_rel)) {
         slot_ = &slot;
+        make_timer();
         return;
       }
     }
@@ -187,19 +228,24 @@ class ListedThread {
   ~ListedThread() {
     if (!slot_) return;
     slot_->running.store(0, std::memory_order_seq_cst);
+    if (slot_->has_timer.exchange(false)) timer_delete(slot_->timer.load());
     slot_->claimed.store(false, std::memory_order_release);
   }
   ListedThread(const ListedThread&) = delete;
   ListedThread& operator=(const ListedThread&) = delete;
 
-  // Kernel code from here, for a launch that began at |since| interrupts.
-  void enter(uint64_t since) {
+  // Kernel code from here, for a launch that began at |since| interrupts, of a kernel whose
+  // machine code is |code|.
+  void enter(uint64_t since, const CodeRange& code) {
     if (!slot_) return;
     if (const uint64_t now = forks.load(std::memory_order_relaxed); now != forks_seen_) {
       id_ = thread_id();  // a forked child's
       forks_seen_ = now;
+      make_timer();
     }
     slot_->since.store(since, std::memory_order_relaxed);
+    slot_->code_begin.store(code.begin, std::memory_order_relaxed);
+    slot_->code_end.store(code.end, std::memory_order_relaxed);
     slot_->running.store(id_, std::memory_order_seq_cst);
   }
   void leave() {
@@ -207,6 +253,20 @@ class ListedThread {
   }
 
  private:
+  // A timer that sends this thread a SIGINT kjit marks as its own (without one, a thread found
+  // outside its kernel's code when signalled runs on).
+  void make_timer() {
+    sigevent event = {};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = SIGINT;
+    event.sigev_value.sival_int = kSentOn;
+    event._sigev_un._tid = id_;  // glibc's name for sigev_notify_thread_id
+    timer_t timer = {};
+    if (timer_create(CLOCK_MONOTONIC, &event, &timer) != 0) return;
+    slot_->timer.store(timer, std::memory_order_relaxed);
+    slot_->has_timer.store(true, std::memory_order_release);
+  }
+
   pid_t id_ = thread_id();
   uint64_t forks_seen_ = forks.load(std::memory_order_relaxed);
   ThreadSlot* slot_ = nullptr;
@@ -245,7 +305,8 @@ class AlternateStack {
 
 namespace detail {
 
-int run_trapping(void (*call)(const void*), const void* context, uint64_t since) {
+int run_trapping(void (*call)(const void*), const void* context, uint64_t since,
+                 const CodeRange& code) {
   install_handlers();
   thread_local AlternateStack alternate_stack;
   thread_local ListedThread listed;
@@ -263,7 +324,7 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since)
   }
   kernel_threads.fetch_add(1, std::memory_order_acq_rel);
   trap_landing = &landing;
-  listed.enter(since);
+  listed.enter(since, code);
   if (interrupts.load(std::memory_order_seq_cst) != since) {
     leave();
     return SIGINT;

@@ -11,20 +11,31 @@
 
 namespace kjit::cpu {
 
+/// The addresses of a kernel's machine code. SIGINT stops a kernel only there: in a library
+/// function the kernel called (malloc, which a kernel's thread-locals and coroutine frames call
+/// too), stopping could leave a lock held that the rest of the process then waits for. A thread
+/// found elsewhere is signalled again a moment later.
+struct CodeRange {
+  uintptr_t begin = 0, end = 0;
+};
+
 namespace detail {
 /// Runs call(context) under the watch.
-int run_trapping(void (*call)(const void*), const void* context, uint64_t since);
+int run_trapping(void (*call)(const void*), const void* context, uint64_t since,
+                 const CodeRange& code);
 }  // namespace detail
 
 /// How many SIGINTs have come from outside kjit: a launch notes it as it starts.
 uint64_t interrupt_count();
 
-/// Runs fn(); 0, or the signal of a trap in it, which ends fn() there, or SIGINT when one came
-/// after interrupt_count() was |since| (at once, if it came before fn() began). Only fn()'s own
-/// thread is watched; other threads' signals go to the handlers that were there before.
+/// Runs fn(), which runs the kernel whose machine code is |code|; 0, or the signal of a trap in
+/// it, which ends fn() there, or SIGINT when one came after interrupt_count() was |since| (at
+/// once, if it came before fn() began). Only fn()'s own thread is watched; other threads'
+/// signals go to the handlers that were there before.
 template <class F>
-int run_trapping(const F& fn, uint64_t since) {
-  return detail::run_trapping([](const void* f) { (*static_cast<const F*>(f))(); }, &fn, since);
+int run_trapping(const F& fn, uint64_t since, const CodeRange& code) {
+  return detail::run_trapping([](const void* f) { (*static_cast<const F*>(f))(); }, &fn, since,
+                              code);
 }
 
 }  // namespace kjit::cpu

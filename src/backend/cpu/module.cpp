@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +11,33 @@
 #include <string>
 
 namespace kjit::cpu {
+namespace {
+
+// The executable segment of the loaded object that holds |address|.
+CodeRange code_around(const void* address) {
+  struct Search {
+    uintptr_t address;
+    CodeRange found;
+  } search{reinterpret_cast<uintptr_t>(address), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& s = *static_cast<Search*>(data);
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_X)) continue;
+          const uintptr_t begin = info->dlpi_addr + segment.p_vaddr;
+          if (s.address >= begin && s.address < begin + segment.p_memsz) {
+            s.found = {begin, begin + segment.p_memsz};
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  return search.found;
+}
+
+}  // namespace
 
 std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   // dlopen needs a file. Each load gets a fresh name (the loader matches libraries by name), and
@@ -42,6 +70,7 @@ std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   std::shared_ptr<Module> m(new Module());
   m->handle_ = handle;
   m->entry_ = entry;
+  m->code_ = code_around(reinterpret_cast<const void*>(entry));
   return m;
 }
 

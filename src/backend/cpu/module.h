@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "../../../prelude/abi.h"
+#include "backend/cpu/kernel_traps.h"
 
 namespace kjit::cpu {
 
@@ -18,11 +19,14 @@ class Module {
   Module& operator=(const Module&) = delete;
 
   kjit_cpu_entry_fn entry() const { return entry_; }
+  /// The addresses of the module's machine code.
+  const CodeRange& code() const { return code_; }
 
  private:
   Module() = default;
   void* handle_ = nullptr;
   kjit_cpu_entry_fn entry_ = nullptr;
+  CodeRange code_;
 };
 
 }  // namespace kjit::cpu
