@@ -1296,15 +1296,27 @@ def test_ctrl_c_during_a_compile_raises_keyboard_interrupt(tmp_path):
                                                                       done.stderr[-2000:])
 
 
-def test_a_fault_outside_kernels_still_ends_the_process_as_it_would():
-    # Once kernels have run (and kjit watches for their faults), a fault elsewhere is not kjit's.
+@pytest.mark.parametrize("while_running", [False, True], ids=["after", "while a kernel runs"])
+def test_a_fault_outside_kernels_still_ends_the_process_as_it_would(while_running):
+    # Once kernels have run (and kjit watches for their faults), a fault elsewhere is not kjit's,
+    # also while a kernel runs on another thread.
     program = textwrap.dedent("""
-        import ctypes, numpy as np, kjit
+        import ctypes, sys, threading, numpy as np, kjit
         k = kjit.metal_kernel(name="k", input_names=["a"], output_names=["o"],
                               source="o[thread_position_in_grid.x] = a[thread_position_in_grid.x];")
         k(inputs=[np.ones(4, np.float32)], output_shapes=[(4,)], output_dtypes=[np.float32],
           grid=(4, 1, 1), threadgroup=(4, 1, 1), device="cpu")
+        if sys.argv[1] == "True":
+            forever = kjit.metal_kernel(name="forever", input_names=["a"], output_names=["o"],
+                                        source="volatile device float* v = o; for (;;) v[0] += a[0];")
+            out = np.zeros(1, np.float32)
+            threading.Thread(target=forever, daemon=True, kwargs=dict(
+                inputs=[np.ones(1, np.float32)], output_shapes=[(1,)], output_dtypes=[np.float32],
+                grid=(1, 1, 1), threadgroup=(1, 1, 1), device="cpu", outputs=[out])).start()
+            while out[0] == 0:
+                pass
         ctypes.string_at(0)
     """)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", program, str(while_running)], capture_output=True,
+                          timeout=120)
     assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stderr[-2000:])

@@ -20,30 +20,29 @@ namespace {
 
 constexpr int kWatched[] = {SIGFPE, SIGILL, SIGTRAP, SIGSEGV, SIGBUS};
 
-// Where a trap in this thread's kernel code jumps to; null outside kernel code.
-thread_local sigjmp_buf* trap_landing = nullptr;
-// How many threads run kernel code now. The handler reads the thread-local above only while
-// some do: on a thread that never ran a kernel, reading it first would call malloc, and a crash
-// inside malloc would then deadlock rather than end.
-std::atomic<int> kernel_threads{0};
 struct sigaction handlers_before[std::size(kWatched)];
 
+// Each thread that runs kernels has a slot for its life, holding its id while it runs kernel
+// code (0 otherwise) and where a trap there jumps to, which a handler can read (it could not
+// read a thread-local the thread has not touched: that calls malloc, and the signal may have
+// come inside malloc).
 // SIGINT stops the kernels running on the CPU, where a program has a handler for it (Python's
 // raises KeyboardInterrupt). The thread it reaches sends it on to each thread in kernel code,
 // whose handler leaves the kernel as a trap's does, if the thread is in the kernel's own machine
-// code; elsewhere, the thread's timer signals it again a moment later. Each thread that runs
-// kernels has a slot for its life, holding its id while it runs kernel code (0 otherwise), which
-// a handler can read, the count of interrupts its launch started at, where the kernel's machine
-// code is, and the thread's timer.
+// code; elsewhere, the thread's timer signals it again a moment later. For that the slot holds
+// the count of interrupts the thread's launch started at, where the kernel's machine code is,
+// and the thread's timer.
 struct ThreadSlot {
   std::atomic<bool> claimed{false};
   std::atomic<pid_t> running{0};
+  std::atomic<sigjmp_buf*> landing{nullptr};
   std::atomic<uint64_t> since{0};
   std::atomic<uintptr_t> code_begin{0}, code_end{0};
   std::atomic<bool> has_timer{false};
   std::atomic<timer_t> timer{};
 };
 static_assert(std::atomic<pid_t>::is_always_lock_free &&
+                  std::atomic<sigjmp_buf*>::is_always_lock_free &&
                   std::atomic<uint64_t>::is_always_lock_free &&
                   std::atomic<uintptr_t>::is_always_lock_free &&
                   std::atomic<timer_t>::is_always_lock_free,
@@ -62,6 +61,14 @@ struct sigaction interrupt_before;
 constexpr int kSentOn = 0x6b6a6974;
 
 pid_t thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// The slot of thread |self| while it runs kernel code, else null.
+ThreadSlot* running_slot(pid_t self) {
+  for (ThreadSlot& slot : thread_slots) {
+    if (slot.running.load(std::memory_order_seq_cst) == self) return &slot;
+  }
+  return nullptr;
+}
 
 // Runs the handler function that |handler| holds (not SIG_DFL or SIG_IGN).
 void run_handler(const struct sigaction& handler, int signal, siginfo_t* info, void* context) {
@@ -119,8 +126,8 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
     interrupts.fetch_add(1, std::memory_order_seq_cst);
   }
   const pid_t self = thread_id();
-  const ThreadSlot* mine = nullptr;  // only with one is this thread's trap landing set up
-  for (const ThreadSlot& slot : thread_slots) {
+  ThreadSlot* mine = nullptr;
+  for (ThreadSlot& slot : thread_slots) {
     const pid_t id = slot.running.load(std::memory_order_seq_cst);
     if (id != 0 && id == self) {
       mine = &slot;
@@ -134,8 +141,7 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
   if (stops && !in_kernel_code(*mine, context)) {
     signal_again(*mine);
   } else if (stops) {
-    if (sigjmp_buf* landing = trap_landing) {
-      trap_landing = nullptr;
+    if (sigjmp_buf* landing = mine->landing.exchange(nullptr)) {
       // The jump keeps the handler's signal mask (the program's handler may block signals):
       // the one from before the signal is put back first.
       pthread_sigmask(SIG_SETMASK, &static_cast<ucontext_t*>(context)->uc_sigmask, nullptr);
@@ -146,11 +152,8 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
 }
 
 void on_trap(int signal, siginfo_t* info, void* context) {
-  if (kernel_threads.load(std::memory_order_acquire) > 0) {
-    if (sigjmp_buf* landing = trap_landing) {
-      trap_landing = nullptr;
-      siglongjmp(*landing, signal);
-    }
+  if (ThreadSlot* mine = running_slot(thread_id())) {
+    if (sigjmp_buf* landing = mine->landing.exchange(nullptr)) siglongjmp(*landing, signal);
   }
   // Not kernel code: what happened before kjit was here.
   for (size_t k = 0; k < std::size(kWatched); ++k) {
@@ -212,7 +215,7 @@ void install_handlers() {
 }
 
 // This thread's slot in thread_slots, claimed for the thread's life (none if all are taken: the
-// thread then runs its kernels to their end).
+// thread's kernels then run unwatched, as they would without kjit).
 class ListedThread {
  public:
   ListedThread() {
@@ -235,8 +238,8 @@ class ListedThread {
   ListedThread& operator=(const ListedThread&) = delete;
 
   // Kernel code from here, for a launch that began at |since| interrupts, of a kernel whose
-  // machine code is |code|.
-  void enter(uint64_t since, const CodeRange& code) {
+  // machine code is |code|; a trap in it lands at |landing|.
+  void enter(uint64_t since, const CodeRange& code, sigjmp_buf* landing) {
     if (!slot_) return;
     if (const uint64_t now = forks.load(std::memory_order_relaxed); now != forks_seen_) {
       id_ = thread_id();  // a forked child's
@@ -246,10 +249,13 @@ class ListedThread {
     slot_->since.store(since, std::memory_order_relaxed);
     slot_->code_begin.store(code.begin, std::memory_order_relaxed);
     slot_->code_end.store(code.end, std::memory_order_relaxed);
+    slot_->landing.store(landing, std::memory_order_relaxed);
     slot_->running.store(id_, std::memory_order_seq_cst);
   }
   void leave() {
-    if (slot_) slot_->running.store(0, std::memory_order_seq_cst);
+    if (!slot_) return;
+    slot_->running.store(0, std::memory_order_seq_cst);
+    slot_->landing.store(nullptr, std::memory_order_relaxed);
   }
 
  private:
@@ -312,30 +318,23 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since,
   thread_local ListedThread listed;
   // Unwatched again however call() ends, an exception or a trap too: a later trap must not land
   // here. (No object with a destructor lives in this frame, which the jump comes back to.)
-  auto leave = [] {
-    trap_landing = nullptr;
-    listed.leave();
-    kernel_threads.fetch_sub(1, std::memory_order_release);
-  };
   sigjmp_buf landing;
   if (const int signal = sigsetjmp(landing, 0); signal != 0) {
-    leave();
+    listed.leave();
     return signal;
   }
-  kernel_threads.fetch_add(1, std::memory_order_acq_rel);
-  trap_landing = &landing;
-  listed.enter(since, code);
+  listed.enter(since, code, &landing);
   if (interrupts.load(std::memory_order_seq_cst) != since) {
-    leave();
+    listed.leave();
     return SIGINT;
   }
   try {
     call(context);
   } catch (...) {
-    leave();
+    listed.leave();
     throw;
   }
-  leave();
+  listed.leave();
   return 0;
 }
 
