@@ -37,8 +37,13 @@ inline unsigned char* dynamic_shared(unsigned long bytes) {
   static thread_local unsigned char* buffer = nullptr;
   static thread_local unsigned long size = 0;
   if (size < bytes) {
-    buffer = static_cast<unsigned char*>(__builtin_realloc(buffer, bytes));
-    size = bytes;
+    // A new block, and the old one freed once the new one is in place: a kernel stopped (by
+    // Ctrl-C) between any two steps leaks a block at most, where realloc's result not stored yet
+    // would leave |buffer| pointing at freed memory.
+    unsigned char* const old = buffer;
+    buffer = static_cast<unsigned char*>(__builtin_malloc(bytes));
+    size = buffer ? bytes : 0;
+    __builtin_free(old);
   }
   return buffer;
 }

@@ -1157,6 +1157,45 @@ def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
     np.testing.assert_array_equal(out, x * 2)
 
 
+@pytest.mark.parametrize("sigint", ["handled", "ignored"])
+def test_a_bad_access_in_a_child_forked_after_kernels_ran_raises(sigint):
+    # In the child, the forking thread lives on with a new id, whether or not kjit watches SIGINT
+    # (it does not where SIGINT is ignored); the child makes a pool of its own.
+    program = textwrap.dedent("""
+        import os, signal, sys, numpy as np, kjit
+        if sys.argv[1] == "ignored":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        bad = kjit.metal_kernel(
+            name="bad_access", input_names=["inp", "which"], output_names=["out"],
+            source="uint i = thread_position_in_grid.x;\\n"
+                   "if (i == which[0]) reinterpret_cast<device volatile float*>(64)[i] = 1;\\n"
+                   "out[i] = inp[i] * 2;")
+        def run(n, which):
+            x = np.arange(n, dtype=np.float32)
+            (out,) = bad(inputs=[x, np.array([which], np.uint32)], output_shapes=[(n,)],
+                         output_dtypes=[np.float32], grid=(n, 1, 1), threadgroup=(64, 1, 1),
+                         device="cpu")
+            return np.array_equal(out, 2 * x)
+        assert run(1 << 14, 1 << 14)  # no thread makes the bad access
+        child = os.fork()
+        if child == 0:
+            seen = []
+            for n in (8, 1 << 14):  # the forking thread alone, then the child's pool
+                try:
+                    run(n, n // 2)
+                    seen.append("ran")
+                except kjit.LaunchError:
+                    seen.append("raised")
+            print(*seen, run(1 << 14, 1 << 14), flush=True)
+            os._exit(0)
+        print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+    """)
+    done = subprocess.run([sys.executable, "-c", program, sigint], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["raised", "raised", "True", "0"], (done.stdout,
+                                                                     done.stderr[-2000:])
+
+
 def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
     # SIGINT stops the kernel, on the calling thread, on the pool, in region and in cooperative
     # mode, whether from outside the process or raised by the program, and Python raises
@@ -1204,7 +1243,15 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
             send()
         from_outside = lambda: os.kill(os.getpid(), signal.SIGINT)
         raised = lambda: signal.raise_signal(signal.SIGINT)
-        for kernel in (plain, synced, shuffled, allocating):
+        sleeping = kjit.cuda_kernel(name="forever_sleeping", input_names=["x"],
+                                    output_names=["out"],
+                                    header='extern "C" unsigned int sleep(unsigned int);',
+                                    source=LOOP + """
+            for (;;) {
+                o[i] = x[i];
+                sleep(1000);  // a library call that never returns for long
+            }""")
+        for kernel in (plain, synced, shuffled, allocating, sleeping):
             kernel.build(inputs=[(np.float32, 1)], output_dtypes=[np.float32])
         for kernel, n, send in 2 * [(plain, 1, from_outside), (plain, 1 << 15, from_outside),
                                     (synced, 64, from_outside), (synced, 1 << 15, from_outside),
@@ -1217,6 +1264,20 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
                 print("returned", kernel.name, n)
             except KeyboardInterrupt:
                 print("interrupted", kernel.name, n)
+        # Inside a library call for ever: a second Ctrl-C stops the kernel there.
+        returned = threading.Event()
+        def twice(out):
+            interrupt_once_running(out, from_outside)
+            time.sleep(0.05)
+            if not returned.is_set():
+                from_outside()
+        out = np.zeros(1, np.float32)
+        threading.Thread(target=twice, args=(out,), daemon=True).start()
+        try:
+            call(sleeping, out)
+        except KeyboardInterrupt:
+            returned.set()
+            print("interrupted twice", sleeping.name)
         failed = []
         out = np.zeros(1 << 15, np.float32)
         def elsewhere():
@@ -1264,7 +1325,7 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
         "interrupted forever 1", "interrupted forever 32768", "interrupted forever_synced 64",
         "interrupted forever_synced 32768", "interrupted forever_shuffled 32768",
         "interrupted forever 32768", "interrupted forever_allocating 32768"] + [
-        "main interrupted",
+        "interrupted twice forever_sleeping", "main interrupted",
         "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
         "then interrupted", "forked child interrupted True", "then True"], done.stdout
 

@@ -39,6 +39,7 @@ struct ThreadSlot {
   std::atomic<uint64_t> since{0};
   std::atomic<uintptr_t> code_begin{0}, code_end{0};
   std::atomic<bool> has_timer{false};
+  std::atomic<bool> armed{false};  // the timer set to go off
   std::atomic<timer_t> timer{};
 };
 static_assert(std::atomic<pid_t>::is_always_lock_free &&
@@ -49,6 +50,10 @@ static_assert(std::atomic<pid_t>::is_always_lock_free &&
               "a signal handler reads them");
 constexpr size_t kMostKernelThreads = 1024;
 ThreadSlot thread_slots[kMostKernelThreads];
+// This thread's slot, for the fork handler (never read in a signal handler).
+thread_local ThreadSlot* own_slot = nullptr;
+// Whether kjit's SIGINT handler went in: only then do threads need timers.
+bool interrupts_watched = false;
 // SIGINTs from outside kjit so far. A launch notes the count as it starts; a thread entering
 // kernel code after a newer one leaves at once. (A count, not a flag that launches clear: a
 // concurrent launch could clear it before a thread of the interrupted one saw it.)
@@ -105,10 +110,11 @@ bool in_kernel_code(const ThreadSlot& slot, const void* context) {
 }
 
 // The thread's timer signals it again in a millisecond (timer_settime is async-signal-safe).
-void signal_again(const ThreadSlot& slot) {
+void signal_again(ThreadSlot& slot) {
   if (!slot.has_timer.load(std::memory_order_relaxed)) return;
   struct itimerspec soon = {};
   soon.it_value.tv_nsec = 1000000;
+  slot.armed.store(true, std::memory_order_relaxed);
   timer_settime(slot.timer.load(std::memory_order_relaxed), 0, &soon, nullptr);
 }
 
@@ -136,9 +142,13 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
     }
   }
   // A signal sent on late, after this thread's launch ended and another began, stops nothing.
-  const bool stops = mine && interrupts.load(std::memory_order_seq_cst) !=
-                                 mine->since.load(std::memory_order_relaxed);
-  if (stops && !in_kernel_code(*mine, context)) {
+  // A second Ctrl-C stops the kernel wherever it is (one inside a library call for ever, or a
+  // thread without a timer).
+  const uint64_t since_launch = mine ? interrupts.load(std::memory_order_seq_cst) -
+                                           mine->since.load(std::memory_order_relaxed)
+                                     : 0;
+  const bool stops = since_launch != 0;
+  if (stops && since_launch < 2 && !in_kernel_code(*mine, context)) {
     signal_again(*mine);
   } else if (stops) {
     if (sigjmp_buf* landing = mine->landing.exchange(nullptr)) {
@@ -185,6 +195,17 @@ void install_handlers() {
     for (size_t k = 0; k < std::size(kWatched); ++k) {
       sigaction(kWatched[k], &action, &handlers_before[k]);
     }
+    // In a child forked after this, only the forking thread lives, with a new id and no timer
+    // (a child has none of its parent's); the other threads' slots are free again.
+    pthread_atfork(nullptr, nullptr, [] {
+      for (ThreadSlot& slot : thread_slots) {
+        slot.running.store(0, std::memory_order_relaxed);
+        slot.has_timer.store(false, std::memory_order_relaxed);
+        slot.armed.store(false, std::memory_order_relaxed);
+        if (&slot != own_slot) slot.claimed.store(false, std::memory_order_relaxed);
+      }
+      forks.fetch_add(1, std::memory_order_relaxed);
+    });
     // SIGINT only where the program handles it, and for good (not with SA_RESETHAND: the
     // default the first one puts back would end the process at the signals kjit sends on). Its
     // default ends the process, as before, and a program that ignores it keeps ignoring it.
@@ -202,15 +223,7 @@ void install_handlers() {
     interrupt.sa_flags = (current.sa_flags & ~SA_NODEFER) | SA_SIGINFO | SA_ONSTACK;
     sigaddset(&interrupt.sa_mask, SIGINT);
     sigaction(SIGINT, &interrupt, nullptr);
-    // In a child forked after this, only the forking thread lives, with a new id, and no timer
-    // (a child has none of its parent's).
-    pthread_atfork(nullptr, nullptr, [] {
-      for (ThreadSlot& slot : thread_slots) {
-        slot.running.store(0, std::memory_order_relaxed);
-        slot.has_timer.store(false, std::memory_order_relaxed);
-      }
-      forks.fetch_add(1, std::memory_order_relaxed);
-    });
+    interrupts_watched = true;
   });
 }
 
@@ -223,6 +236,7 @@ class ListedThread {
       bool claimed = false;
       if (slot.claimed.compare_exchange_strong(claimed, true, std::memory_order_acq_rel)) {
         slot_ = &slot;
+        own_slot = &slot;
         make_timer();
         return;
       }
@@ -232,6 +246,7 @@ class ListedThread {
     if (!slot_) return;
     slot_->running.store(0, std::memory_order_seq_cst);
     if (slot_->has_timer.exchange(false)) timer_delete(slot_->timer.load());
+    own_slot = nullptr;
     slot_->claimed.store(false, std::memory_order_release);
   }
   ListedThread(const ListedThread&) = delete;
@@ -256,12 +271,21 @@ class ListedThread {
     if (!slot_) return;
     slot_->running.store(0, std::memory_order_seq_cst);
     slot_->landing.store(nullptr, std::memory_order_relaxed);
+    // A timer still set would signal the thread outside kernel code, where the program's own
+    // handler may be back by then. (Only this thread's handler sets it, while it runs kernel
+    // code: not after the store above.)
+    if (slot_->armed.load(std::memory_order_relaxed)) {
+      slot_->armed.store(false, std::memory_order_relaxed);
+      const struct itimerspec off = {};
+      timer_settime(slot_->timer.load(std::memory_order_relaxed), 0, &off, nullptr);
+    }
   }
 
  private:
   // A timer that sends this thread a SIGINT kjit marks as its own (without one, a thread found
   // outside its kernel's code when signalled runs on).
   void make_timer() {
+    if (!interrupts_watched) return;
     sigevent event = {};
     event.sigev_notify = SIGEV_THREAD_ID;
     event.sigev_signo = SIGINT;
