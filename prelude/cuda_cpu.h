@@ -43,6 +43,7 @@ inline unsigned char* dynamic_shared(unsigned long bytes) {
     unsigned char* const old = buffer;
     buffer = static_cast<unsigned char*>(__builtin_malloc(bytes));
     size = buffer ? bytes : 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);  // the stores above come first, for a handler too
     __builtin_free(old);
   }
   return buffer;

@@ -29,9 +29,10 @@ struct sigaction handlers_before[std::size(kWatched)];
 // SIGINT stops the kernels running on the CPU, where a program has a handler for it (Python's
 // raises KeyboardInterrupt). The thread it reaches sends it on to each thread in kernel code,
 // whose handler leaves the kernel as a trap's does, if the thread is in the kernel's own machine
-// code; elsewhere, the thread's timer signals it again a moment later. For that the slot holds
-// the count of interrupts the thread's launch started at, where the kernel's machine code is,
-// and the thread's timer.
+// code; elsewhere (a library call, which may hold a lock), the thread's timer signals it again a
+// moment later, unless a later Ctrl-C finds it still outside a while on. For that the slot holds
+// the count of interrupts the thread's launch started at, where the kernel's machine code is, the
+// thread's timer, and when the thread was first found outside the kernel's code.
 struct ThreadSlot {
   std::atomic<bool> claimed{false};
   std::atomic<pid_t> running{0};
@@ -41,9 +42,11 @@ struct ThreadSlot {
   std::atomic<bool> has_timer{false};
   std::atomic<bool> armed{false};  // the timer set to go off
   std::atomic<timer_t> timer{};
+  std::atomic<int64_t> outside_since{0};  // CLOCK_MONOTONIC ns; 0: not found outside
 };
 static_assert(std::atomic<pid_t>::is_always_lock_free &&
                   std::atomic<sigjmp_buf*>::is_always_lock_free &&
+                  std::atomic<int64_t>::is_always_lock_free &&
                   std::atomic<uint64_t>::is_always_lock_free &&
                   std::atomic<uintptr_t>::is_always_lock_free &&
                   std::atomic<timer_t>::is_always_lock_free,
@@ -109,6 +112,17 @@ bool in_kernel_code(const ThreadSlot& slot, const void* context) {
   return at >= begin && at < end;
 }
 
+// How long ago the thread was first found outside its kernel's code in this launch, in ns: 0 the
+// first time, which is noted (clock_gettime is async-signal-safe).
+int64_t outside_for(ThreadSlot& slot) {
+  struct timespec now_time = {};
+  clock_gettime(CLOCK_MONOTONIC, &now_time);
+  const int64_t now = now_time.tv_sec * int64_t{1000000000} + now_time.tv_nsec;
+  const int64_t since = slot.outside_since.load(std::memory_order_relaxed);
+  if (since == 0) slot.outside_since.store(now, std::memory_order_relaxed);
+  return since == 0 ? 0 : now - since;
+}
+
 // The thread's timer signals it again in a millisecond (timer_settime is async-signal-safe).
 void signal_again(ThreadSlot& slot) {
   if (!slot.has_timer.load(std::memory_order_relaxed)) return;
@@ -142,15 +156,20 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
     }
   }
   // A signal sent on late, after this thread's launch ended and another began, stops nothing.
-  // A second Ctrl-C stops the kernel wherever it is (one inside a library call for ever, or a
-  // thread without a timer).
   const uint64_t since_launch = mine ? interrupts.load(std::memory_order_seq_cst) -
                                            mine->since.load(std::memory_order_relaxed)
                                      : 0;
-  const bool stops = since_launch != 0;
-  if (stops && since_launch < 2 && !in_kernel_code(*mine, context)) {
-    signal_again(*mine);
-  } else if (stops) {
+  // Outside the kernel's own code, a thread is signalled again a moment later; a Ctrl-C after
+  // the first that finds it still outside a quarter of a second on stops it there (it may never
+  // come back: a sleep, or a thread without a timer), whatever that leaves held.
+  constexpr int64_t kStopAnywhereAfter = 250000000;
+  bool stops = false;
+  if (since_launch != 0) {
+    stops = in_kernel_code(*mine, context) ||
+            (outside_for(*mine) >= kStopAnywhereAfter && since_launch >= 2);
+    if (!stops) signal_again(*mine);
+  }
+  if (stops) {
     if (sigjmp_buf* landing = mine->landing.exchange(nullptr)) {
       // The jump keeps the handler's signal mask (the program's handler may block signals):
       // the one from before the signal is put back first.
@@ -271,6 +290,7 @@ class ListedThread {
     if (!slot_) return;
     slot_->running.store(0, std::memory_order_seq_cst);
     slot_->landing.store(nullptr, std::memory_order_relaxed);
+    slot_->outside_since.store(0, std::memory_order_relaxed);
     // A timer still set would signal the thread outside kernel code, where the program's own
     // handler may be back by then. (Only this thread's handler sets it, while it runs kernel
     // code: not after the store above.)

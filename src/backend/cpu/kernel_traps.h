@@ -11,10 +11,11 @@
 
 namespace kjit::cpu {
 
-/// The addresses of a kernel's machine code. SIGINT stops a kernel only there: in a library
-/// function the kernel called (malloc, which a kernel's thread-locals and coroutine frames call
-/// too), stopping could leave a lock held that the rest of the process then waits for. A thread
-/// found elsewhere is signalled again a moment later.
+/// The addresses of a kernel's machine code. SIGINT stops a kernel there: in a library function
+/// the kernel called (malloc, which a kernel's thread-locals and coroutine frames call too),
+/// stopping could leave a lock held that the rest of the process then waits for. A thread found
+/// elsewhere is signalled again a moment later; only a later Ctrl-C that finds it still there a
+/// while on stops it where it is.
 struct CodeRange {
   uintptr_t begin = 0, end = 0;
 };
