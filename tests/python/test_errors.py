@@ -1264,6 +1264,27 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
                 print("returned", kernel.name, n)
             except KeyboardInterrupt:
                 print("interrupted", kernel.name, n)
+        # Two Ctrl-Cs at once (a double press, or one signal delivered twice) stop no thread inside
+        # malloc either.
+        double = lambda: (from_outside(), from_outside())
+        for _ in range(40):
+            out = np.zeros(1 << 15, np.float32)
+            sender = threading.Thread(target=interrupt_once_running, args=(out, double),
+                                      daemon=True)
+            sender.start()
+            try:
+                call(allocating, out)
+            except KeyboardInterrupt:
+                pass
+            sender.join()
+            try:
+                time.sleep(0.01)  # where the second lands if the first already stopped the kernel
+            except KeyboardInterrupt:
+                pass
+            if os.fork() == 0:  # which takes every malloc lock
+                os._exit(0)
+            os.wait()
+        print("pressed twice at once")
         # Inside a library call for ever: a Ctrl-C that finds it still there a quarter of a second
         # after the first stops the kernel there.
         returned = threading.Event()
@@ -1330,7 +1351,7 @@ def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
         "interrupted forever 1", "interrupted forever 32768", "interrupted forever_synced 64",
         "interrupted forever_synced 32768", "interrupted forever_shuffled 32768",
         "interrupted forever 32768", "interrupted forever_allocating 32768"] + [
-        "interrupted twice forever_sleeping", "main interrupted",
+        "pressed twice at once", "interrupted twice forever_sleeping", "main interrupted",
         "thread: SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete",
         "then interrupted", "forked child interrupted True", "then True"], done.stdout
 
