@@ -30,7 +30,7 @@ struct sigaction handlers_before[std::size(kWatched)];
 // raises KeyboardInterrupt). The thread it reaches sends it on to each thread in kernel code,
 // whose handler leaves the kernel as a trap's does, if the thread is in the kernel's own machine
 // code; elsewhere (a library call, which may hold a lock), the thread's timer signals it again a
-// moment later, unless a later Ctrl-C finds it still outside a while on. For that the slot holds
+// moment later, unless a Ctrl-C comes a while after it was found outside. For that the slot holds
 // the count of interrupts the thread's launch started at, where the kernel's machine code is, the
 // thread's timer, and when the thread was first found outside the kernel's code.
 struct ThreadSlot {
@@ -61,8 +61,14 @@ bool interrupts_watched = false;
 // kernel code after a newer one leaves at once. (A count, not a flag that launches clear: a
 // concurrent launch could clear it before a thread of the interrupted one saw it.)
 std::atomic<uint64_t> interrupts{0};
-// Children forked since kjit's handler went in (as seen by each: the count is the parent's).
+// How many times this process and its ancestors forked since the fork handler went in (a child
+// starts from its parent's count): a thread that sees it change is a forked child's.
 std::atomic<uint64_t> forks{0};
+// When the latest SIGINT from outside kjit came (CLOCK_MONOTONIC ns).
+std::atomic<int64_t> last_interrupt_at{0};
+// How long a thread outside its kernel's code waits to be signalled again, and how long after it
+// was first found there a Ctrl-C stops it where it is.
+constexpr int64_t kSignalAgainAfter = 1'000'000, kStopAnywhereAfter = 250'000'000;
 struct sigaction interrupt_before;
 // Marks the SIGINTs kjit sends on (sigqueue's and the timers' value), which the program itself
 // never sends.
@@ -112,22 +118,29 @@ bool in_kernel_code(const ThreadSlot& slot, const void* context) {
   return at >= begin && at < end;
 }
 
-// How long ago the thread was first found outside its kernel's code in this launch, in ns: 0 the
-// first time, which is noted (clock_gettime is async-signal-safe).
-int64_t outside_for(ThreadSlot& slot) {
-  struct timespec now_time = {};
-  clock_gettime(CLOCK_MONOTONIC, &now_time);
-  const int64_t now = now_time.tv_sec * int64_t{1000000000} + now_time.tv_nsec;
-  const int64_t since = slot.outside_since.load(std::memory_order_relaxed);
-  if (since == 0) slot.outside_since.store(now, std::memory_order_relaxed);
-  return since == 0 ? 0 : now - since;
+// CLOCK_MONOTONIC in ns (clock_gettime is async-signal-safe).
+int64_t now_ns() {
+  struct timespec now = {};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * int64_t{1'000'000'000} + now.tv_nsec;
+}
+
+// Whether a Ctrl-C came long enough after the thread was first found outside its kernel's code
+// in this launch to stop it there; notes the first time it is found there.
+bool stop_outside(ThreadSlot& slot) {
+  const int64_t found = slot.outside_since.load(std::memory_order_relaxed);
+  if (found == 0) {
+    slot.outside_since.store(now_ns(), std::memory_order_relaxed);
+    return false;
+  }
+  return last_interrupt_at.load(std::memory_order_seq_cst) - found >= kStopAnywhereAfter;
 }
 
 // The thread's timer signals it again in a millisecond (timer_settime is async-signal-safe).
 void signal_again(ThreadSlot& slot) {
   if (!slot.has_timer.load(std::memory_order_relaxed)) return;
   struct itimerspec soon = {};
-  soon.it_value.tv_nsec = 1000000;
+  soon.it_value.tv_nsec = kSignalAgainAfter;
   slot.armed.store(true, std::memory_order_relaxed);
   timer_settime(slot.timer.load(std::memory_order_relaxed), 0, &soon, nullptr);
 }
@@ -143,6 +156,7 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
     run_handler(interrupt_before, signal, info, context);
     // Counted before the slots are read, and a thread entering kernel code fills its slot
     // before reading the count (both in this order everywhere): each sees the other.
+    last_interrupt_at.store(now_ns(), std::memory_order_seq_cst);
     interrupts.fetch_add(1, std::memory_order_seq_cst);
   }
   const pid_t self = thread_id();
@@ -156,21 +170,15 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
     }
   }
   // A signal sent on late, after this thread's launch ended and another began, stops nothing.
-  const uint64_t since_launch = mine ? interrupts.load(std::memory_order_seq_cst) -
-                                           mine->since.load(std::memory_order_relaxed)
-                                     : 0;
-  // Outside the kernel's own code, a thread is signalled again a moment later; a Ctrl-C after
-  // the first that finds it still outside a quarter of a second on stops it there (it may never
-  // come back: a sleep, or a thread without a timer), whatever that leaves held.
-  constexpr int64_t kStopAnywhereAfter = 250000000;
-  bool stops = false;
-  if (since_launch != 0) {
-    stops = in_kernel_code(*mine, context) ||
-            (outside_for(*mine) >= kStopAnywhereAfter && since_launch >= 2);
-    if (!stops) signal_again(*mine);
-  }
-  if (stops) {
-    if (sigjmp_buf* landing = mine->landing.exchange(nullptr)) {
+  // Outside the kernel's own code, a thread is signalled again a moment later; a Ctrl-C that
+  // comes a quarter of a second or more after it was first found there stops it there (it may
+  // never come back: a sleep, or a thread without a timer), whatever that leaves held. (The
+  // time of the Ctrl-C, not of this signal: the thread's own timer keeps signalling it.)
+  if (mine &&
+      interrupts.load(std::memory_order_seq_cst) != mine->since.load(std::memory_order_relaxed)) {
+    if (!in_kernel_code(*mine, context) && !stop_outside(*mine)) {
+      signal_again(*mine);
+    } else if (sigjmp_buf* landing = mine->landing.exchange(nullptr)) {
       // The jump keeps the handler's signal mask (the program's handler may block signals):
       // the one from before the signal is put back first.
       pthread_sigmask(SIG_SETMASK, &static_cast<ucontext_t*>(context)->uc_sigmask, nullptr);

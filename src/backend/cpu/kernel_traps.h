@@ -4,21 +4,18 @@
 // SIGTRAP; a GPU stops the kernel too), and an access to memory the process does not have, an
 // index far out of bounds or the kernel's stack overflowing (SIGSEGV or SIGBUS; a GPU reports
 // an illegal address). And SIGINT (Ctrl-C), where the program handles it, which stops every
-// thread in kernel code (its handler, Python's, still runs).
+// thread in kernel code (its handler, Python's, still runs): in the kernel's own machine code,
+// not inside a library function it called (malloc, which a kernel's thread-locals and coroutine
+// frames call too), where stopping could leave a lock held that the rest of the process then
+// waits for. A thread found there is signalled again a moment later; a Ctrl-C that comes a while
+// after it was found there stops it where it is.
 #pragma once
 
 #include <cstdint>
 
-namespace kjit::cpu {
+#include "backend/cpu/code_range.h"
 
-/// The addresses of a kernel's machine code. SIGINT stops a kernel there: in a library function
-/// the kernel called (malloc, which a kernel's thread-locals and coroutine frames call too),
-/// stopping could leave a lock held that the rest of the process then waits for. A thread found
-/// elsewhere is signalled again a moment later; only a later Ctrl-C that finds it still there a
-/// while on stops it where it is.
-struct CodeRange {
-  uintptr_t begin = 0, end = 0;
-};
+namespace kjit::cpu {
 
 namespace detail {
 /// Runs call(context) under the watch.

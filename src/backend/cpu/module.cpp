@@ -71,6 +71,10 @@ std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   m->handle_ = handle;
   m->entry_ = entry;
   m->code_ = code_around(reinterpret_cast<const void*>(entry));
+  if (m->code_.begin == m->code_.end) {
+    // Ctrl-C stops a kernel safely only inside its code.
+    throw std::runtime_error("kjit: a compiled kernel's code was not found in the process");
+  }
   return m;
 }
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "../../../prelude/abi.h"
-#include "backend/cpu/kernel_traps.h"
+#include "backend/cpu/code_range.h"
 
 namespace kjit::cpu {
 
