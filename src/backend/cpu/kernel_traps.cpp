@@ -12,8 +12,9 @@
 #include <csignal>
 #include <cstdint>
 #include <iterator>
-#include <memory>
 #include <mutex>
+
+#include "backend/cpu/alternate_stack.h"
 
 namespace kjit::cpu {
 namespace {
@@ -328,35 +329,6 @@ class ListedThread {
   pid_t id_ = thread_id();
   uint64_t forks_seen_ = forks.load(std::memory_order_relaxed);
   ThreadSlot* slot_ = nullptr;
-};
-
-// A thread's alternate signal stack, given unless it has one (Python's faulthandler gives the
-// threads it watches theirs), and withdrawn before its memory is freed when the thread ends.
-class AlternateStack {
- public:
-  AlternateStack() {
-    stack_t current = {};
-    if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;
-    memory_ = std::make_unique<char[]>(kSize);
-    stack_t ours = {};
-    ours.ss_sp = memory_.get();
-    ours.ss_size = kSize;
-    if (sigaltstack(&ours, nullptr) != 0) memory_.reset();
-  }
-  ~AlternateStack() {
-    stack_t current = {};
-    // Still ours (faulthandler, enabled later, may have put its own in its place).
-    if (!memory_ || sigaltstack(nullptr, &current) != 0 || current.ss_sp != memory_.get()) return;
-    stack_t off = {};
-    off.ss_flags = SS_DISABLE;
-    sigaltstack(&off, nullptr);
-  }
-  AlternateStack(const AlternateStack&) = delete;
-  AlternateStack& operator=(const AlternateStack&) = delete;
-
- private:
-  static constexpr size_t kSize = 256 * 1024;
-  std::unique_ptr<char[]> memory_;
 };
 
 }  // namespace
