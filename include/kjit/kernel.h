@@ -44,6 +44,8 @@ struct LaunchOptions {
 
 struct KernelSpec;
 class BoundKernel;
+struct LaunchRecord;
+class RecordedLaunches;
 
 class Kernel {
  public:
@@ -82,12 +84,15 @@ class Kernel {
 
  private:
   friend class BoundKernel;
-  // A call whose settings (all but inputs and options) have been checked.
+  friend class RecordedLaunches;
+  // A call whose settings (all but inputs and options) have been checked. With |record|, a GPU
+  // launch that a later call on arrays of the same layouts could make again is kept there.
   std::vector<Array> launch(const std::vector<Array>& inputs,
                             const std::vector<Shape>& output_shapes,
                             const std::vector<Dtype>& output_dtypes, Dim3 grid, Dim3 threadgroup,
                             const TemplateArgs& template_args, std::optional<double> init_value,
-                            bool verbose, const LaunchOptions& options) const;
+                            bool verbose, const LaunchOptions& options,
+                            std::shared_ptr<const LaunchRecord>* record = nullptr) const;
 
   struct State;
   std::shared_ptr<const KernelSpec> spec_;
@@ -95,7 +100,8 @@ class Kernel {
 };
 
 /// A kernel's call with its output shapes and dtypes, grid, threadgroup, template arguments and
-/// init value fixed (Kernel::bind).
+/// init value fixed (Kernel::bind). A GPU call on arrays laid out as its last one's were (same
+/// dtypes, shapes, strides and devices) repeats none of that call's checks, lookups or packing.
 class BoundKernel {
  public:
   /// Runs the kernel on |inputs|; returns the outputs (fresh row-contiguous arrays, or
@@ -107,6 +113,7 @@ class BoundKernel {
 
  private:
   friend class Kernel;
+  friend class RecordedLaunches;
   BoundKernel(Kernel kernel, std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes,
               Dim3 grid, Dim3 threadgroup, TemplateArgs template_args,
               std::optional<double> init_value, bool verbose);
@@ -118,6 +125,7 @@ class BoundKernel {
   TemplateArgs template_args_;
   std::optional<double> init_value_;
   bool verbose_;
+  std::shared_ptr<RecordedLaunches> recorded_;
 };
 
 /// A kernel whose body is Metal Shading Language (the API of mx.fast.metal_kernel).

@@ -147,19 +147,25 @@ void init_array(nb::module_& m) {
         }, "The devices that can run kernels now.");
   m.def("default_device", [] { return default_device().str(); },
         "The GPU when one works, else 'cpu'.");
-  m.def("cache_info", [] {
-          CacheInfo c = cache_info();
-          nb::dict d;
-          d["directory"] = c.directory;
-          d["disk_enabled"] = c.disk_enabled;
-          d["disk_entries"] = c.disk_entries;
-          d["disk_bytes"] = c.disk_bytes;
-          d["disk_limit_bytes"] = c.disk_limit_bytes;
-          d["memory_entries"] = c.memory_entries;
-          d["compiles"] = c.compiles;
-          d["disk_hits"] = c.disk_hits;
-          return d;
-        }, nb::sig("def cache_info() -> dict[str, object]"), "What the compile caches hold, and how many compiles and disk hits this process had.");
+  m.def(
+      "cache_info",
+      [] {
+        CacheInfo c = cache_info();
+        nb::dict d;
+        d["directory"] = c.directory;
+        d["disk_enabled"] = c.disk_enabled;
+        d["disk_entries"] = c.disk_entries;
+        d["disk_bytes"] = c.disk_bytes;
+        d["disk_limit_bytes"] = c.disk_limit_bytes;
+        d["memory_entries"] = c.memory_entries;
+        d["compiles"] = c.compiles;
+        d["disk_hits"] = c.disk_hits;
+        d["launches_again"] = c.launches_again;
+        return d;
+      },
+      nb::sig("def cache_info() -> dict[str, object]"),
+      "What the compile caches hold, and how many compiles, disk hits and bound kernels' GPU "
+      "launches made again from their record this process had.");
   m.def("host_compiler", [] {
           cpu::HostCompiler c = cpu::host_compiler();
           return nb::make_tuple(c.path, c.found);

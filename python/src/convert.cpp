@@ -401,9 +401,7 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
     TorchTensorView v;
     if (bridge->read(tensor.ptr(), writable, &v)) {
       check_torch_write(v.write, param);
-      const auto n = static_cast<size_t>(v.ndim);
-      return Array::borrow(v.data, {v.shape, n}, {v.strides, n}, v.dtype,
-                           v.cuda ? Device::cuda(v.device_index) : Device::cpu(), std::move(owner));
+      return from_torch_view(v, std::move(owner));
     }
   }
   if (writable) check_torch_write(torch_write(tensor), param);
@@ -743,11 +741,28 @@ HeldItems::~HeldItems() {
   for (size_t i = 0; i < size_; ++i) Py_DECREF(items_[i]);
 }
 
-nb::list HeldItems::list() const {
-  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(size_)));
-  for (size_t i = 0; i < size_; ++i)
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), Py_NewRef(items_[i]));
+nb::list HeldItems::list() const { return list_of(items_, size_); }
+
+nb::list list_of(PyObject* const* items, size_t n) {
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n)));
+  if (!out.is_valid()) throw nb::python_error();
+  for (size_t i = 0; i < n; ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), Py_NewRef(items[i]));
+  }
   return out;
+}
+
+ArrayRef ref_of(const TorchTensorView& view) {
+  return {view.data, view.dtype, view.cuda ? Device::cuda(view.device_index) : Device::cpu(),
+          view.ndim, view.shape, view.strides,
+          false};
+}
+
+Array from_torch_view(const TorchTensorView& view, std::shared_ptr<void> owner) {
+  const auto n = static_cast<size_t>(view.ndim);
+  return Array::borrow(view.data, {view.shape, n}, {view.strides, n}, view.dtype,
+                       view.cuda ? Device::cuda(view.device_index) : Device::cpu(),
+                       std::move(owner));
 }
 
 Dim3 to_dim3(nb::handle obj, const Param& param) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/array_ref.h"
 #include "torch_bridge.h"
 
 namespace kjit::python {
@@ -134,6 +135,14 @@ class HeldItems {
   PyObject** items_ = in_place_;
   size_t size_ = 0;
 };
+
+/// A new list of |n| items.
+nb::list list_of(PyObject* const* items, size_t n);
+
+/// The memory kjit._torch read into |view|, as an Array; |owner| (may be empty) is kept with it.
+Array from_torch_view(const TorchTensorView& view, std::shared_ptr<void> owner = {});
+/// The same memory as a launch reads it, valid while |view| is.
+ArrayRef ref_of(const TorchTensorView& view);
 
 /// The library a call's outputs belong to: that of its first array input. Scalars, Python's or
 /// NumPy's (np.float32(2)), decide only when no input is an array.

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "call_memo.h"
 #include "convert.h"
+#include "core/launch_record.h"
 #include "errors_binding.h"
 
 namespace nb = nanobind;
@@ -412,15 +413,69 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
 // when it goes).
 struct PyBoundKernel {
   PyBoundKernel(BoundKernel b, CallPlace p, nb::object stream)
-      : bound(std::move(b)), place(std::move(p)), stream_object(std::move(stream)) {}
+      : n_inputs(b.kernel().input_names().size()),
+        n_outputs(b.kernel().output_names().size()),
+        bound(std::move(b)),
+        place(std::move(p)),
+        stream_object(std::move(stream)) {}
   vectorcallfunc vectorcall = bound_vectorcall;
+  size_t n_inputs, n_outputs;  // the kernel's, beside what a call reads first
   BoundKernel bound;
   CallPlace place;
   nb::object stream_object;
 };
 
+// A bound call on torch tensors alone, read through kjit._torch, run as the bound kernel's last
+// GPU launch of the same kind ran when they are laid out as that launch's arrays were
+// (RecordedLaunches): no Array is made, and no check, lookup or packing is done again. Nothing,
+// and no error, when the call is not of that kind: the general path (call_bound) takes it.
+std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObject* const* args,
+                                                 size_t n) {
+  const size_t n_in = py.n_inputs, n_out = py.n_outputs;
+  constexpr size_t kMaxArrays = 8;
+  if (n_in == 0 || (n != n_in && n != n_in + n_out) || n > kMaxArrays || py.place.verbose ||
+      (py.place.device && py.place.device->type != DeviceType::CUDA) ||
+      framework_of(args[0]) != Framework::Torch) {
+    return std::nullopt;
+  }
+  const TorchBridge* bridge = torch_bridge();
+  if (!bridge) return std::nullopt;
+  // The tensors as torch describes them, and as a launch reads them (refs point into views).
+  std::array<TorchTensorView, kMaxArrays> views;
+  std::array<ArrayRef, kMaxArrays> refs;
+  // The stream's device, as the general path finds it: the one asked for, else the inputs'.
+  std::optional<int> gpu;
+  if (py.place.device && py.place.device->type == DeviceType::CUDA) gpu = py.place.device->index;
+  for (size_t i = 0; i < n; ++i) {
+    const bool output = i >= n_in;
+    TorchTensorView& view = views[i];
+    if (!bridge->read(args[i], output, &view) || (output && view.write != TorchWrite::Allowed)) {
+      return std::nullopt;
+    }
+    if (!gpu && !output && view.cuda) gpu = view.device_index;
+    refs[i] = ref_of(view);
+  }
+  if (!gpu) return std::nullopt;  // only GPU launches are recorded
+  const uintptr_t stream =
+      py.place.stream ? *py.place.stream : current_stream(Framework::Torch, *gpu);
+  std::optional<std::span<const ArrayRef>> outputs;
+  if (n > n_in) outputs.emplace(refs.data() + n_in, n_out);
+  std::vector<Array> made;
+  if (!run_without_gil([&] {
+        return RecordedLaunches::run(py.bound, {refs.data(), n_in}, outputs, py.place.device,
+                                     stream, made);
+      })) {
+    return std::nullopt;
+  }
+  if (outputs) return list_of(args + n_in, n_out);
+  nb::list out;
+  for (const Array& a : made) out.append(from_array(a, Framework::Torch));
+  return out;
+}
+
 // A bound call's arguments: the inputs, then optionally the outputs to write.
 nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
+  if (std::optional<nb::object> out = call_bound_as_recorded(py, args, n)) return *std::move(out);
   const Kernel& k = py.bound.kernel();
   const size_t n_in = k.input_names().size(), n_out = k.output_names().size();
   if (n != n_in && n != n_in + n_out) {

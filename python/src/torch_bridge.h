@@ -27,12 +27,13 @@ enum class TorchWrite : uint8_t {
   Inference,  // an inference tensor, outside inference mode
 };
 
-/// A strided tensor's memory, as kjit describes arrays (strides in elements).
+/// A strided tensor's memory, as kjit describes arrays (strides in elements). Only the first ndim
+/// entries of shape and strides are written: a call keeps a few views, unset, on its stack.
 struct TorchTensorView {
   void* data = nullptr;
   int ndim = 0;
-  int64_t shape[kMaxNdim] = {};
-  int64_t strides[kMaxNdim] = {};
+  int64_t shape[kMaxNdim];
+  int64_t strides[kMaxNdim];
   Dtype dtype = Dtype::Float32;
   bool cuda = false;  // else host memory
   int device_index = 0;

@@ -19,6 +19,7 @@ CacheInfo cache_info() {
   info.memory_entries = cpu::memory_entries() + cuda::memory_entries();
   info.compiles = cache::stats().compiles;
   info.disk_hits = cache::stats().disk_hits;
+  info.launches_again = cache::stats().launches_again;
   return info;
 }
 

@@ -106,6 +106,38 @@ TEST_F(OnGpu, SharedMemoryAndBarriersInPartialGroups) {
   }
 }
 
+// A bound kernel's calls on arrays laid out as its last call's were launch that call's launch
+// again: each on its own arrays, outputs given or made; another layout makes a new launch.
+TEST_F(OnGpu, BoundCallsOnArraysLaidOutAlikeLaunchAgain) {
+  const int64_t n = 777;
+  Kernel k = metal_kernel("gpu_exp_bound_cpp", {"inp"}, {"out"}, kMetalExp);
+  BoundKernel bound = k.bind({{n}}, {Dtype::Float32}, {n, 1, 1}, {128, 1, 1});
+  auto check = [&](const Array& host, const Array& out) {
+    Array back = out.to(Device::cpu());
+    const float* x = static_cast<const float*>(host.data());
+    const float* y = static_cast<const float*>(back.data());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(y[i], std::exp(static_cast<double>(x[i])), 3e-7 * std::exp(x[i])) << i;
+    }
+  };
+  // Inputs of n elements, then n + 5 (the kernel reads the first n), then n again.
+  for (int64_t length : {n, n + 5, n}) {
+    for (unsigned call = 0; call < 3; ++call) {
+      Array host = random_host(length, static_cast<unsigned>(length) + call);
+      Array x = host.to(Device::cuda(0));
+      const uint64_t before = cache_info().launches_again;
+      Array made = bound({x})[0];
+      LaunchOptions options;
+      options.outputs = {Array::zeros({n}, Dtype::Float32, Device::cuda(0))};
+      Array given = bound({x}, options)[0];
+      EXPECT_EQ(given.data(), (*options.outputs)[0].data());
+      EXPECT_EQ(cache_info().launches_again - before, call == 0 ? 0u : 2u) << length << call;
+      check(host, made);
+      check(host, given);
+    }
+  }
+}
+
 // Each device its own context, memory and kernel module: the same kernel on both, in turns.
 TEST_F(OnGpu, TwoDevicesEachRunTheirOwnArrays) {
   if (cuda::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices";

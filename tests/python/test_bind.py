@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import DEVICES, needs_gpu, poisoned
+from conftest import DEVICES, exp_kernel, needs_gpu, poisoned
 
 AXPY = """
     uint i = thread_position_in_grid.x;
@@ -325,3 +325,122 @@ def test_bound_calls_follow_torchs_current_stream(rng):
     side.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), 2.0 * (host.astype(np.float64) + 1.0),
                                rtol=1e-6, atol=1e-6)
+
+
+SCALED_STRIDED = """
+    uint i = thread_position_in_grid.x;
+    out[i] = s * x[elem_to_loc(i, x_shape, x_strides, x_ndim)];
+"""
+
+
+def launches_again():
+    return kjit.cache_info()["launches_again"]
+
+
+@needs_gpu
+def test_bound_gpu_calls_on_arrays_laid_out_alike_launch_again(rng):
+    torch = pytest.importorskip("torch")
+    n = 300
+    k = kjit.metal_kernel(name="bound_scaled", input_names=["s", "x"], output_names=["out"],
+                          source=SCALED_STRIDED, ensure_row_contiguous=False)
+    bound = k.bind(output_shapes=[(n,)], output_dtypes=[torch.float32], grid=(n, 1, 1),
+                   threadgroup=(64, 1, 1))
+
+    def case(step):
+        """A 0-d scale and an input of n elements read with a step: fresh random data."""
+        s = torch.tensor(rng.uniform(-2, 2), dtype=torch.float32, device="cuda")
+        big = torch.from_numpy(rng.standard_normal(n * step).astype(np.float32)).cuda()
+        return s, big[::step]
+
+    def expected(s, x):
+        return s.item() * x.cpu().numpy().astype(np.float64)
+
+    # Each layout's first call makes the launch; the next ones on arrays laid out alike launch
+    # it again, each with its own arrays' addresses and its own scale.
+    for step in (1, 3, 1):
+        for i in range(4):
+            s, x = case(step)
+            before = launches_again()
+            out = torch.full((n,), float("nan"), device="cuda")
+            assert bound(s, x, out)[0] is out
+            (made,) = bound(s, x)
+            assert launches_again() - before == (2 if i > 0 else 0)
+            for got in (out, made):
+                np.testing.assert_allclose(got.cpu().numpy(), expected(s, x), rtol=1e-6)
+
+
+@needs_gpu
+def test_a_bound_launch_made_again_still_refuses_what_a_first_call_would(rng):
+    torch = pytest.importorskip("torch")
+    n = 64
+    k = kjit.metal_kernel(name="bound_scaled", input_names=["s", "x"], output_names=["out"],
+                          source=SCALED_STRIDED, ensure_row_contiguous=False)
+    bound = k.bind(output_shapes=[(n,)], output_dtypes=[torch.float32], grid=(n, 1, 1),
+                   threadgroup=(64, 1, 1))
+    s = torch.tensor(1.5, device="cuda")
+    x = torch.from_numpy(rng.standard_normal(n).astype(np.float32)).cuda()
+    out = torch.empty(n, device="cuda")
+    for _ in range(2):
+        bound(s, x, out)
+    with pytest.raises(ValueError, match="requires grad"):
+        bound(s, x, torch.empty(n, device="cuda", requires_grad=True))
+    with pytest.raises(ValueError, match="dtype float64"):
+        bound(s, x, torch.empty(n, device="cuda", dtype=torch.float64))
+    with pytest.raises(ValueError, match="row-contiguous"):
+        bound(s, x, torch.empty(2 * n, device="cuda")[::2])
+    # Arrays elsewhere run as in a first call: a CPU input is copied over.
+    x_cpu = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+    bound(s, x_cpu, out)
+    np.testing.assert_allclose(out.cpu().numpy(), 1.5 * x_cpu.numpy().astype(np.float64),
+                               rtol=1e-6)
+
+
+@needs_gpu
+def test_a_bound_launch_made_again_runs_on_the_current_stream(rng):
+    torch = pytest.importorskip("torch")
+    n = 1 << 20
+    bound = exp_kernel().bind(output_shapes=[(n,)], output_dtypes=[torch.float32],
+                              grid=(n, 1, 1), threadgroup=(256, 1, 1))
+    x = torch.from_numpy(rng.uniform(-1, 1, n).astype(np.float32)).cuda()
+    out = torch.empty_like(x)
+    bound(x, out)  # the launch made, on the default stream
+    side = torch.cuda.Stream()
+    before = launches_again()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        x.mul_(0.5)  # queued on the side stream, behind a long wait, just before the kernel
+        bound(x, out)
+        result = out + 1.0  # torch's next op on that stream sees the output
+    assert launches_again() - before == 1
+    side.synchronize()
+    np.testing.assert_allclose(result.cpu().numpy(),
+                               np.exp(x.cpu().numpy().astype(np.float64)) + 1.0, rtol=1e-6)
+
+
+@needs_gpu
+def test_a_bound_launch_made_again_holds_blocks_used_on_another_stream(rng):
+    torch = pytest.importorskip("torch")
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 16
+    bound = exp_kernel().bind(output_shapes=[(n,)], output_dtypes=[torch.float32],
+                              grid=(n, 1, 1), threadgroup=(256, 1, 1))
+    x0, x1, x2 = (torch.from_numpy(rng.uniform(-1, 1, n).astype(np.float32)).cuda()
+                  for _ in range(3))
+    bound(x0)  # the launch made
+    torch.cuda.synchronize()
+    before = launches_again()
+    with torch.cuda.stream(a):
+        (y,) = bound(x1)  # a block kjit lent to stream a
+    a.synchronize()
+    with torch.cuda.stream(b):
+        torch.cuda._sleep(100_000_000)
+        (z,) = bound(y)  # that block read on stream b
+    del y
+    with torch.cuda.stream(a):
+        (w,) = bound(x2)  # may take the block only after stream b's kernel
+    assert launches_again() - before == 3
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(z.cpu().numpy(), np.exp(np.exp(x1.cpu().numpy().astype(np.float64))),
+                               rtol=1e-6)
+    np.testing.assert_allclose(w.cpu().numpy(), np.exp(x2.cpu().numpy().astype(np.float64)),
+                               rtol=2e-7)

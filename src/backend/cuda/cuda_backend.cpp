@@ -427,9 +427,24 @@ void division_magic(uint64_t d, unsigned magic[2]) {
   magic[1] = shift;
 }
 
+// The bytes the launch record takes at the end of the packed parameters.
+constexpr size_t kRecordBytes = (sizeof(kjit_cuda_launch) + 15) / 16 * 16;
+
+// The bytes a parameter of |kind| takes in the packed parameters: a 16-byte slot per 16 bytes it
+// needs; shapes and strides are arrays of kMaxNdim, everything else fits in 8 bytes.
+size_t slot_bytes(codegen::Param::Kind kind) {
+  using Kind = codegen::Param::Kind;
+  const size_t bytes = kind == Kind::Shape     ? kMaxNdim * sizeof(int)
+                       : kind == Kind::Strides ? kMaxNdim * sizeof(int64_t)
+                                               : 8;
+  return (bytes + 15) / 16 * 16;
+}
+
 }  // namespace
 
-void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& a) {
+PreparedLaunch::PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec,
+                               const LaunchArgs& a)
+    : shared_memory_(static_cast<unsigned>(a.shared_memory)), device_(a.device) {
   const uint64_t blocks = uint64_t{a.dims.groups[0]} * a.dims.groups[1] * a.dims.groups[2];
   if (blocks == 0) return;
   // The grid of blocks for the grid of groups (kjit_cuda_layout): as it is within the driver's
@@ -438,23 +453,22 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
   constexpr unsigned kCap = 65535;
   const unsigned* groups = a.dims.groups;
   unsigned layout = a.dims.grid[1] == 1 && a.dims.grid[2] == 1 ? kjit_cuda_row : kjit_cuda_blocks;
-  unsigned launch_grid[3] = {groups[0], groups[1], groups[2]};
+  std::memcpy(grid_, groups, sizeof grid_);
   if (groups[1] > kCap || groups[2] > kCap) {
     layout = groups[0] == 1 && groups[2] <= kCap ? kjit_cuda_column : kjit_cuda_flat;
-    launch_grid[0] = layout == kjit_cuda_column ? groups[1] : static_cast<unsigned>(blocks);
-    launch_grid[1] = layout == kjit_cuda_column ? groups[2] : 1;
-    launch_grid[2] = 1;
+    grid_[0] = layout == kjit_cuda_column ? groups[1] : static_cast<unsigned>(blocks);
+    grid_[1] = layout == kjit_cuda_column ? groups[2] : 1;
+    grid_[2] = 1;
   }
-  const uint64_t blocks_in_x = layout == kjit_cuda_flat ? blocks : launch_grid[0];
+  const uint64_t blocks_in_x = layout == kjit_cuda_flat ? blocks : grid_[0];
   if (blocks_in_x > 0x7fffffffull) {
     throw ValueError("grid: " + std::to_string(blocks_in_x) +
                      " threadgroups are more than CUDA launches at once (2^31-1)");
   }
+  std::memcpy(block_, a.dims.group, sizeof block_);
   bool full = true;
   for (int d = 0; d < 3; ++d) full = full && a.dims.grid[d] % a.dims.group[d] == 0;
-  const CUfunction function =
-      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
-  // Kernel parameters, each at a 16-byte aligned offset of one buffer.
+  function_ = entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
   kjit_cuda_launch record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
   std::memcpy(record.group, a.dims.group, sizeof record.group);
@@ -463,94 +477,81 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
     division_magic(groups[0], record.by_x);
     division_magic(uint64_t{groups[0]} * groups[1], record.by_xy);
   }
-  alignas(16) unsigned char buffer[4096];
-  std::vector<unsigned char> spill;
-  // Each parameter takes a 16-byte slot per 16 bytes it needs; shapes and strides are arrays of
-  // kMaxNdim, everything else fits in 8 bytes.
-  auto slot = [](size_t bytes) { return (bytes + 15) / 16 * 16; };
-  size_t needed = slot(sizeof record);
+  // What depends on the layouts only: the shapes, strides and ndims, then the launch record.
+  // Addresses and 0-d inputs' values are filled in by each run.
+  uint32_t offset = 0;
   for (const codegen::Param& p : a.source.layout) {
-    needed += slot(p.kind == codegen::Param::Kind::Shape     ? kMaxNdim * sizeof(int)
-                   : p.kind == codegen::Param::Kind::Strides ? kMaxNdim * sizeof(int64_t)
-                                                             : 8);
+    slots_.push_back({offset, static_cast<uint32_t>(p.index), p.kind});
+    offset += static_cast<uint32_t>(slot_bytes(p.kind));
   }
-  unsigned char* base = buffer;
-  if (needed > sizeof buffer) {
-    spill.resize(needed);
+  parameters_.resize(offset + kRecordBytes);
+  std::memcpy(parameters_.data() + offset, &record, sizeof record);
+  for (const Slot& slot : slots_) {
+    unsigned char* at = parameters_.data() + slot.offset;
+    if (slot.kind == codegen::Param::Kind::Shape) {
+      const ArrayRef& in = a.inputs[slot.index];
+      int shape[kMaxNdim] = {};
+      for (int d = 0; d < in.ndim; ++d) shape[d] = static_cast<int>(in.shape[d]);
+      std::memcpy(at, shape, sizeof shape);
+    } else if (slot.kind == codegen::Param::Kind::Strides) {
+      const ArrayRef& in = a.inputs[slot.index];
+      std::memcpy(at, in.strides, in.ndim * sizeof(int64_t));
+    } else if (slot.kind == codegen::Param::Kind::Ndim) {
+      std::memcpy(at, &a.inputs[slot.index].ndim, sizeof(int));
+    }
+  }
+}
+
+void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
+                         uintptr_t stream) const {
+  if (!function_) return;
+  // The parameters copied, as another thread may run the same launch, with this run's arrays
+  // filled in; the driver takes pointers to each (on the stack for up to 256 of them).
+  alignas(16) unsigned char local[4096];
+  std::vector<unsigned char> spill;
+  unsigned char* base = local;
+  if (parameters_.size() > sizeof local) {
+    spill.assign(parameters_.begin(), parameters_.end());
     base = spill.data();
+  } else {
+    std::memcpy(local, parameters_.data(), parameters_.size());
   }
-  // The pointers to the parameters: on the stack for up to 256 of them.
   void* param_array[256];
   std::vector<void*> param_spill;
   void** params = param_array;
-  if (a.source.layout.size() + 1 > std::size(param_array)) {
-    param_spill.resize(a.source.layout.size() + 1);
+  if (slots_.size() + 1 > std::size(param_array)) {
+    param_spill.resize(slots_.size() + 1);
     params = param_spill.data();
   }
-  size_t offset = 0, count = 0;
-  auto put = [&](const void* data, size_t size) {
-    std::memcpy(base + offset, data, size);
-    params[count++] = base + offset;
-    offset += slot(size);
-  };
-  for (const codegen::Param& p : a.source.layout) {
-    switch (p.kind) {
-      case codegen::Param::Kind::Input: {
-        const void* ptr = a.inputs[p.index].data();
-        put(&ptr, sizeof ptr);
-        break;
-      }
-      case codegen::Param::Kind::Scalar: {
-        const Array& s = a.inputs[p.index];
-        unsigned char value[16] = {};
-        // A 0-d input may live on the host (a Python scalar) or on the device.
-        if (s.device().type == DeviceType::CPU) {
-          std::memcpy(value, s.data(), itemsize(s.dtype()));
-        } else {
-          copy(value, s.data(), itemsize(s.dtype()), a.device, a.stream, true, false);
-        }
-        put(value, itemsize(s.dtype()));
-        break;
-      }
-      case codegen::Param::Kind::Shape: {
-        int shape[kMaxNdim] = {};
-        const Array& in = a.inputs[p.index];
-        for (int d = 0; d < in.ndim(); ++d) shape[d] = static_cast<int>(in.shape(d));
-        put(shape, sizeof shape);
-        break;
-      }
-      case codegen::Param::Kind::Strides: {
-        int64_t strides[kMaxNdim] = {};
-        const Array& in = a.inputs[p.index];
-        for (int d = 0; d < in.ndim(); ++d) strides[d] = in.stride(d);
-        put(strides, sizeof strides);
-        break;
-      }
-      case codegen::Param::Kind::Ndim: {
-        int ndim = a.inputs[p.index].ndim();
-        put(&ndim, sizeof ndim);
-        break;
-      }
-      case codegen::Param::Kind::Output: {
-        const void* ptr = a.outputs[p.index].data();
-        put(&ptr, sizeof ptr);
-        break;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    unsigned char* at = base + slot.offset;
+    params[i] = at;
+    if (slot.kind == codegen::Param::Kind::Input || slot.kind == codegen::Param::Kind::Output) {
+      const ArrayRef& x = (slot.kind == codegen::Param::Kind::Input ? inputs : outputs)[slot.index];
+      std::memcpy(at, &x.data, sizeof x.data);
+    } else if (slot.kind == codegen::Param::Kind::Scalar) {
+      // A 0-d input may live on the host (a Python scalar) or on the device.
+      const ArrayRef& s = inputs[slot.index];
+      if (s.device.type == DeviceType::CPU) {
+        std::memcpy(at, s.data, itemsize(s.dtype));
+      } else {
+        copy(at, s.data, itemsize(s.dtype), device_, stream, true, false);
       }
     }
   }
-  put(&record, sizeof record);
-  const ContextScope context(a.device);
-  KJIT_CU(cuLaunchKernel, function, launch_grid[0], launch_grid[1], launch_grid[2], a.dims.group[0],
-          a.dims.group[1], a.dims.group[2], static_cast<unsigned>(a.shared_memory),
-          as_stream(a.stream), params, nullptr);
+  params[slots_.size()] = base + parameters_.size() - kRecordBytes;
+  const ContextScope context(device_);
+  KJIT_CU(cuLaunchKernel, function_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2],
+          shared_memory_, as_stream(stream), params, nullptr);
   // Blocks lent to other streams that this kernel uses (whole or through a view): their next
   // user waits for it.
-  const uintptr_t key = stream_key(a.stream);
+  const uintptr_t key = stream_key(stream);
   try {
-    for (const std::vector<Array>* arrays : {&a.inputs, &a.outputs}) {
-      for (const Array& x : *arrays) {
-        if (x.device().type != DeviceType::CUDA) continue;
-        const uintptr_t block = block_cache().lent_elsewhere(as_ptr(x.data()), key);
+    for (std::span<const ArrayRef> arrays : {inputs, outputs}) {
+      for (const ArrayRef& x : arrays) {
+        if (x.device.type != DeviceType::CUDA) continue;
+        const uintptr_t block = block_cache().lent_elsewhere(as_ptr(x.data), key);
         if (!block) continue;
         uintptr_t event = block_cache().event_for(block, key);
         if (!event) {
@@ -559,12 +560,12 @@ void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs&
           event = reinterpret_cast<uintptr_t>(e);
           block_cache().add_wait(block, key, event);
         }
-        KJIT_CU(cuEventRecord, as_event(event), as_stream(a.stream));
+        KJIT_CU(cuEventRecord, as_event(event), as_stream(stream));
       }
     }
   } catch (...) {
     // The kernel is queued but a block's next user may not learn to wait for it: it ends first.
-    driver().cuStreamSynchronize(as_stream(a.stream));
+    driver().cuStreamSynchronize(as_stream(stream));
     throw;
   }
 }

@@ -10,13 +10,16 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
 #include "codegen/source.h"
+#include "core/array_ref.h"
 #include "core/kernel_spec.h"
 #include "core/launch_dims.h"
+#include "core/small_vector.h"
 
 namespace kjit::cuda {
 
@@ -95,14 +98,40 @@ void build_offline(const KernelSpec& spec, const codegen::GeneratedSource& sourc
 
 struct LaunchArgs {
   const codegen::GeneratedSource& source;
-  const std::vector<Array>& inputs;  // on the device, as the kernel sees them
-  const std::vector<Array>& outputs;
+  std::span<const ArrayRef> inputs;  // on the device, as the kernel sees them
+  std::span<const ArrayRef> outputs;
   LaunchDims dims;
   int shared_memory = 0;
-  uintptr_t stream = 0;
   int device = 0;
 };
-void launch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& args);
+
+/// A kernel's launch with its entry point found and its parameters packed: what depends on the
+/// arrays' layouts only. A run fills in what depends on the arrays themselves (their addresses,
+/// the values of 0-d inputs), so a launch can run again on other arrays of the same layouts.
+class PreparedLaunch {
+ public:
+  /// Finds (or builds) the entry point |args| needs and packs the parameters of its layout.
+  PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& args);
+  /// Launches on |stream| on |inputs| and |outputs|, laid out as the arrays the launch was
+  /// prepared with.
+  void run(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
+           uintptr_t stream) const;
+
+ private:
+  // Where a parameter lies in the packed parameters, and for those a run fills in, what fills
+  // it: an input's or output's address, or a 0-d input's value.
+  struct Slot {
+    uint32_t offset;
+    uint32_t index;  // which input or output
+    codegen::Param::Kind kind;
+  };
+  CUfunction function_ = nullptr;  // none when the grid has no group
+  unsigned grid_[3] = {}, block_[3] = {};
+  unsigned shared_memory_ = 0;
+  int device_ = 0;
+  SmallVector<Slot, 16> slots_;  // the entry point's parameters; its launch record follows them
+  SmallVector<unsigned char, 512> parameters_;  // each at a 16-byte aligned offset
+};
 
 /// Modules loaded in this process. They stay loaded (and in the memory cache) for good:
 /// launches of them may still be queued, and kernels hold their entry points.
