@@ -44,7 +44,7 @@ struct LaunchOptions {
 
 struct KernelSpec;
 class BoundKernel;
-struct LaunchRecord;
+struct RecordedLaunch;
 class RecordedLaunches;
 
 class Kernel {
@@ -92,7 +92,7 @@ class Kernel {
                             const std::vector<Dtype>& output_dtypes, Dim3 grid, Dim3 threadgroup,
                             const TemplateArgs& template_args, std::optional<double> init_value,
                             bool verbose, const LaunchOptions& options,
-                            std::shared_ptr<const LaunchRecord>* record = nullptr) const;
+                            std::shared_ptr<const RecordedLaunch>* record = nullptr) const;
 
   struct State;
   std::shared_ptr<const KernelSpec> spec_;
@@ -100,8 +100,9 @@ class Kernel {
 };
 
 /// A kernel's call with its output shapes and dtypes, grid, threadgroup, template arguments and
-/// init value fixed (Kernel::bind). A GPU call on arrays laid out as its last one's were (same
-/// dtypes, shapes, strides and devices) repeats none of that call's checks, lookups or packing.
+/// init value fixed (Kernel::bind). It keeps its last GPU launch with outputs given and its last
+/// making them: a call of the same kind on arrays laid out as that launch's were (same dtypes,
+/// shapes, strides, devices and writability) repeats none of its checks, lookups or packing.
 class BoundKernel {
  public:
   /// Runs the kernel on |inputs|; returns the outputs (fresh row-contiguous arrays, or

@@ -753,9 +753,13 @@ nb::list list_of(PyObject* const* items, size_t n) {
 }
 
 ArrayRef ref_of(const TorchTensorView& view) {
-  return {view.data, view.dtype, view.cuda ? Device::cuda(view.device_index) : Device::cpu(),
-          view.ndim, view.shape, view.strides,
-          false};
+  return {.data = view.data,
+          .dtype = view.dtype,
+          .device = view.cuda ? Device::cuda(view.device_index) : Device::cpu(),
+          .ndim = view.ndim,
+          .shape = view.shape,
+          .strides = view.strides,
+          .read_only = false};
 }
 
 Array from_torch_view(const TorchTensorView& view, std::shared_ptr<void> owner) {

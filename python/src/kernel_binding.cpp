@@ -419,7 +419,9 @@ struct PyBoundKernel {
         place(std::move(p)),
         stream_object(std::move(stream)) {}
   vectorcallfunc vectorcall = bound_vectorcall;
-  size_t n_inputs, n_outputs;  // the kernel's, beside what a call reads first
+  // The kernel's counts of inputs and outputs, which a call reads first, on the object's first
+  // cache line.
+  size_t n_inputs, n_outputs;
   BoundKernel bound;
   CallPlace place;
   nb::object stream_object;
@@ -432,12 +434,14 @@ struct PyBoundKernel {
 std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObject* const* args,
                                                  size_t n) {
   const size_t n_in = py.n_inputs, n_out = py.n_outputs;
-  constexpr size_t kMaxArrays = 8;
+  constexpr size_t kMaxArrays = 8;  // the views of more would take much of the stack
   if (n_in == 0 || (n != n_in && n != n_in + n_out) || n > kMaxArrays || py.place.verbose ||
-      (py.place.device && py.place.device->type != DeviceType::CUDA) ||
-      framework_of(args[0]) != Framework::Torch) {
+      (py.place.device && py.place.device->type != DeviceType::CUDA)) {
     return std::nullopt;
   }
+  // The bridge is looked for once a torch tensor is seen, as the general path does: kjit never
+  // imports torch itself.
+  if (framework_of(args[0]) != Framework::Torch) return std::nullopt;
   const TorchBridge* bridge = torch_bridge();
   if (!bridge) return std::nullopt;
   // The tensors as torch describes them, and as a launch reads them (refs point into views).
@@ -449,7 +453,10 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
   for (size_t i = 0; i < n; ++i) {
     const bool output = i >= n_in;
     TorchTensorView& view = views[i];
-    if (!bridge->read(args[i], output, &view) || (output && view.write != TorchWrite::Allowed)) {
+    // Tensors only, as the general path reads them (a tensor subclass of another library is
+    // another framework's).
+    if (framework_of(args[i]) != Framework::Torch || !bridge->read(args[i], output, &view) ||
+        (output && view.write != TorchWrite::Allowed)) {
       return std::nullopt;
     }
     if (!gpu && !output && view.cuda) gpu = view.device_index;
@@ -460,16 +467,13 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
       py.place.stream ? *py.place.stream : current_stream(Framework::Torch, *gpu);
   std::optional<std::span<const ArrayRef>> outputs;
   if (n > n_in) outputs.emplace(refs.data() + n_in, n_out);
-  std::vector<Array> made;
-  if (!run_without_gil([&] {
-        return RecordedLaunches::run(py.bound, {refs.data(), n_in}, outputs, py.place.device,
-                                     stream, made);
-      })) {
-    return std::nullopt;
-  }
+  const std::optional<std::vector<Array>> made = run_without_gil([&] {
+    return RecordedLaunches::run(py.bound, {refs.data(), n_in}, outputs, py.place.device, stream);
+  });
+  if (!made) return std::nullopt;
   if (outputs) return list_of(args + n_in, n_out);
   nb::list out;
-  for (const Array& a : made) out.append(from_array(a, Framework::Torch));
+  for (const Array& a : *made) out.append(from_array(a, Framework::Torch));
   return out;
 }
 
@@ -477,7 +481,7 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
 nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
   if (std::optional<nb::object> out = call_bound_as_recorded(py, args, n)) return *std::move(out);
   const Kernel& k = py.bound.kernel();
-  const size_t n_in = k.input_names().size(), n_out = k.output_names().size();
+  const size_t n_in = py.n_inputs, n_out = py.n_outputs;
   if (n != n_in && n != n_in + n_out) {
     auto names = [](const std::vector<std::string>& v) {
       std::string out;

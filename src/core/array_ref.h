@@ -20,8 +20,13 @@ struct ArrayRef {
   bool read_only;
 
   static ArrayRef of(const Array& a) {
-    return {a.data(),         a.dtype(),          a.device(),   a.ndim(),
-            a.shape().data(), a.strides().data(), a.read_only()};
+    return {.data = a.data(),
+            .dtype = a.dtype(),
+            .device = a.device(),
+            .ndim = a.ndim(),
+            .shape = a.shape().data(),
+            .strides = a.strides().data(),
+            .read_only = a.read_only()};
   }
 };
 

@@ -25,11 +25,6 @@ namespace {
 constexpr int64_t kMaxThreadsPerGroup = 1024;
 constexpr int64_t kMaxGridDim = 0xffffffffll;
 
-std::string prefix(const KernelSpec& spec) { return "[kjit." + std::string(spec.api()) + "] "; }
-std::string prefix_named(const KernelSpec& spec) {
-  return prefix(spec) + "kernel '" + spec.name + "': ";
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -516,33 +511,16 @@ std::vector<Array> BoundKernel::operator()(const std::vector<Array>& inputs,
   const auto in = refs_of(inputs);
   std::optional<SmallVector<ArrayRef, 16>> out;
   if (options.outputs) out = refs_of(*options.outputs);
-  std::vector<Array> made;
-  if (RecordedLaunches::run(*this, in,
-                            out ? std::optional<std::span<const ArrayRef>>(*out) : std::nullopt,
-                            options.device, options.stream, made)) {
-    return options.outputs ? *options.outputs : made;
+  if (std::optional<std::vector<Array>> made = RecordedLaunches::run(
+          *this, in, out ? std::optional<std::span<const ArrayRef>>(*out) : std::nullopt,
+          options.device, options.stream)) {
+    return options.outputs ? *options.outputs : *std::move(made);
   }
-  std::shared_ptr<const LaunchRecord> record;
+  std::shared_ptr<const RecordedLaunch> record;
   std::vector<Array> outputs =
       kernel_.launch(inputs, output_shapes_, output_dtypes_, grid_, threadgroup_, template_args_,
                      init_value_, verbose_, options, &record);
   if (record) RecordedLaunches::keep(*this, std::move(record));
-  return outputs;
-}
-
-std::vector<Array> make_outputs(const KernelSpec& spec, const std::vector<Shape>& shapes,
-                                const std::vector<Dtype>& dtypes, const Device& device,
-                                uintptr_t stream) {
-  std::vector<Array> outputs;
-  outputs.reserve(shapes.size());
-  for (size_t o = 0; o < shapes.size(); ++o) {
-    try {
-      outputs.push_back(make_array(shapes[o], dtypes[o], device, stream));
-    } catch (const OutOfMemory& e) {
-      throw OutOfMemory(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] ('" +
-                        spec.output_names[o] + "'): " + e.what());
-    }
-  }
   return outputs;
 }
 
@@ -552,7 +530,7 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
                                   Dim3 threadgroup, const TemplateArgs& template_args,
                                   std::optional<double> init_value, bool verbose,
                                   const LaunchOptions& options,
-                                  std::shared_ptr<const LaunchRecord>* record) const {
+                                  std::shared_ptr<const RecordedLaunch>* record) const {
   const KernelSpec& spec = *spec_;
   const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
   if (inputs.size() != n_in) {
@@ -714,9 +692,9 @@ std::vector<Array> Kernel::launch(const std::vector<Array>& inputs,
     if (record && staged.empty() && !outputs_moved && !init_value && !verbose) {
       std::vector<ArrayLayout> layouts(in.begin(), in.end());
       for (size_t o = 0; options.outputs && o < n_out; ++o) layouts.emplace_back(out[o]);
-      *record = std::make_shared<const LaunchRecord>(
-          LaunchRecord{options.device, device, options.outputs.has_value(), std::move(layouts),
-                       std::move(launch)});
+      *record = std::make_shared<const RecordedLaunch>(
+          RecordedLaunch{options.device, device, n_in, options.outputs.has_value(),
+                         std::move(layouts), std::move(launch)});
     }
   }
   if (options.outputs) {

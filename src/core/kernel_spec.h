@@ -46,4 +46,13 @@ struct KernelSpec {
   const char* api() const { return api_name(dialect); }
 };
 
+/// The start of every message about |spec|'s kernel: "[kjit.metal_kernel] ", and with its name,
+/// "[kjit.metal_kernel] kernel 'k': ".
+inline std::string prefix(const KernelSpec& spec) {
+  return "[kjit." + std::string(spec.api()) + "] ";
+}
+inline std::string prefix_named(const KernelSpec& spec) {
+  return prefix(spec) + "kernel '" + spec.name + "': ";
+}
+
 }  // namespace kjit

@@ -1,8 +1,12 @@
 #include "core/launch_record.h"
 
+#include <kjit/errors.h>
+
 #include <algorithm>
+#include <string>
 
 #include "cache/stats.h"
+#include "core/device_ops.h"
 
 namespace kjit {
 
@@ -26,12 +30,12 @@ bool ArrayLayout::matches(const ArrayRef& a) const {
   return true;
 }
 
-bool LaunchRecord::matches(std::span<const ArrayRef> in,
-                           std::optional<std::span<const ArrayRef>> out,
-                           const std::optional<Device>& asked) const {
+bool RecordedLaunch::matches(std::span<const ArrayRef> in,
+                             std::optional<std::span<const ArrayRef>> out,
+                             const std::optional<Device>& asked) const {
   const size_t n_out = out ? out->size() : 0;
-  if (asked != device_asked || out.has_value() != outputs_given ||
-      in.size() + n_out != arrays.size()) {
+  if (asked != device_asked || out.has_value() != outputs_given || in.size() != n_inputs ||
+      n_inputs + n_out != arrays.size()) {
     return false;
   }
   for (size_t i = 0; i < in.size(); ++i) {
@@ -43,33 +47,51 @@ bool LaunchRecord::matches(std::span<const ArrayRef> in,
   return true;
 }
 
-bool RecordedLaunches::run(const BoundKernel& bound, std::span<const ArrayRef> inputs,
-                           std::optional<std::span<const ArrayRef>> outputs,
-                           const std::optional<Device>& device, uintptr_t stream,
-                           std::vector<Array>& made) {
+std::optional<std::vector<Array>> RecordedLaunches::run(
+    const BoundKernel& bound, std::span<const ArrayRef> inputs,
+    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
+    uintptr_t stream) {
   RecordedLaunches& kept = *bound.recorded_;
-  std::shared_ptr<const LaunchRecord> record;
+  std::shared_ptr<const RecordedLaunch> launch;
   {
     std::lock_guard lock(kept.mutex_);
-    record = kept.last_[outputs.has_value()];
+    launch = kept.last_[outputs.has_value()];
   }
-  if (!record || !record->matches(inputs, outputs, device)) return false;
-  cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
+  if (!launch || !launch->matches(inputs, outputs, device)) return std::nullopt;
+  std::vector<Array> made;
   if (outputs) {
-    record->launch.run(inputs, *outputs, stream);
+    launch->launch.run(inputs, *outputs, stream);
   } else {
     made = make_outputs(*bound.kernel_.spec_, bound.output_shapes_, bound.output_dtypes_,
-                        record->device, stream);
-    record->launch.run(inputs, refs_of(made), stream);
+                        launch->device, stream);
+    launch->launch.run(inputs, refs_of(made), stream);
   }
-  return true;
+  cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
+  return made;
 }
 
-void RecordedLaunches::keep(const BoundKernel& bound, std::shared_ptr<const LaunchRecord> record) {
+void RecordedLaunches::keep(const BoundKernel& bound,
+                            std::shared_ptr<const RecordedLaunch> launch) {
   RecordedLaunches& kept = *bound.recorded_;
-  const bool given = record->outputs_given;
+  const bool given = launch->outputs_given;
   std::lock_guard lock(kept.mutex_);
-  kept.last_[given] = std::move(record);
+  kept.last_[given] = std::move(launch);
+}
+
+std::vector<Array> make_outputs(const KernelSpec& spec, const std::vector<Shape>& shapes,
+                                const std::vector<Dtype>& dtypes, const Device& device,
+                                uintptr_t stream) {
+  std::vector<Array> outputs;
+  outputs.reserve(shapes.size());
+  for (size_t o = 0; o < shapes.size(); ++o) {
+    try {
+      outputs.push_back(make_array(shapes[o], dtypes[o], device, stream));
+    } catch (const OutOfMemory& e) {
+      throw OutOfMemory(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] ('" +
+                        spec.output_names[o] + "'): " + e.what());
+    }
+  }
+  return outputs;
 }
 
 }  // namespace kjit

@@ -29,40 +29,44 @@ class ArrayLayout {
   Dtype dtype_;
   bool read_only_;
   int ndim_;
-  // Each dimension's extent then stride, side by side: the few a call's arrays have are read
-  // from one cache line.
+  // Each dimension's extent, then its stride: a call's first dimensions are compared from
+  // memory that lies together.
   int64_t dims_[2 * kMaxNdim] = {};
 };
 
 /// A launch as a bound kernel's call made it, with the layouts of that call's arrays.
-struct LaunchRecord {
+struct RecordedLaunch {
   std::optional<Device> device_asked;  // the call's LaunchOptions::device
   Device device;                       // where the kernel ran
-  bool outputs_given;                  // else made by the call
-  std::vector<ArrayLayout> arrays;     // the inputs', then those of the outputs given
+  size_t n_inputs;
+  bool outputs_given;               // else made by the call
+  std::vector<ArrayLayout> arrays;  // the inputs', then those of the outputs given
   cuda::PreparedLaunch launch;
 
+  /// Whether a call on |inputs| and |outputs| (given, or none), asked to run on |asked|, would
+  /// make this launch.
   bool matches(std::span<const ArrayRef> inputs, std::optional<std::span<const ArrayRef>> outputs,
-               const std::optional<Device>& device_asked) const;
+               const std::optional<Device>& asked) const;
 };
 
 /// A bound kernel's last recorded launches: one that wrote outputs given to it, one that made
 /// them. Shared by the copies of a bound kernel, which make the same launches.
 class RecordedLaunches {
  public:
-  /// Runs |bound| on |stream| as its last recorded launch of the same kind did, when |inputs|
-  /// and |outputs| (given, or none to make them, into |made|) are laid out as that launch's
-  /// arrays were and |device| is the device that launch was asked for. False, having done
-  /// nothing, otherwise.
-  static bool run(const BoundKernel& bound, std::span<const ArrayRef> inputs,
-                  std::optional<std::span<const ArrayRef>> outputs,
-                  const std::optional<Device>& device, uintptr_t stream, std::vector<Array>& made);
-  /// Keeps |record| as the last launch of its kind.
-  static void keep(const BoundKernel& bound, std::shared_ptr<const LaunchRecord> record);
+  /// Makes |bound|'s last recorded launch of the same kind again, on |stream|, when a call on
+  /// |inputs| and |outputs| (given, or none to make them) asked to run on |device| would make
+  /// it: returns the outputs made (none when given). Nothing, having done nothing, otherwise.
+  static std::optional<std::vector<Array>> run(const BoundKernel& bound,
+                                               std::span<const ArrayRef> inputs,
+                                               std::optional<std::span<const ArrayRef>> outputs,
+                                               const std::optional<Device>& device,
+                                               uintptr_t stream);
+  /// Keeps |launch| as |bound|'s last recorded launch of its kind.
+  static void keep(const BoundKernel& bound, std::shared_ptr<const RecordedLaunch> launch);
 
  private:
   std::mutex mutex_;
-  std::shared_ptr<const LaunchRecord> last_[2];  // indexed by whether outputs were given
+  std::shared_ptr<const RecordedLaunch> last_[2];  // indexed by whether outputs were given
 };
 
 /// Fresh row-contiguous outputs of |spec|'s kernel on |device| for work on |stream|; running

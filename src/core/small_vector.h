@@ -2,9 +2,10 @@
 // would otherwise cost an allocation each call.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kjit {
@@ -16,36 +17,64 @@ class SmallVector {
   SmallVector() = default;
   /// |n| value-initialized elements.
   explicit SmallVector(size_t n) { resize(n); }
+  SmallVector(const SmallVector& other) { *this = other; }
+  SmallVector(SmallVector&& other) noexcept { *this = std::move(other); }
+  SmallVector& operator=(const SmallVector& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+  /// Leaves |other| empty.
+  SmallVector& operator=(SmallVector&& other) noexcept {
+    if (this == &other) return *this;
+    if (other.size_ > N) {
+      heap_ = std::move(other.heap_);
+    } else {
+      std::copy_n(other.in_place_, other.size_, in_place_);
+    }
+    size_ = std::exchange(other.size_, 0);
+    other.heap_.clear();
+    return *this;
+  }
 
   T* data() { return size_ > N ? heap_.data() : in_place_; }
   const T* data() const { return size_ > N ? heap_.data() : in_place_; }
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
   T* begin() { return data(); }
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
   const T* end() const { return data() + size_; }
-  T& back() { return data()[size_ - 1]; }
 
   /// New elements are value-initialized (zeros for plain data).
   void resize(size_t n) {
-    if (n > N && size_ <= N) heap_.assign(in_place_, in_place_ + size_);
-    if (n > N) heap_.resize(n);
-    if (n <= N && size_ > N) {
-      std::memcpy(in_place_, heap_.data(), n * sizeof(T));
+    if (n > N) {
+      if (size_ <= N) heap_.assign(in_place_, in_place_ + size_);
+      heap_.resize(n);
+    } else {
+      if (size_ > N) std::copy_n(heap_.data(), n, in_place_);
+      std::fill(in_place_ + std::min(size_, n), in_place_ + n, T{});
       heap_.clear();
     }
-    for (size_t i = size_; i < n && n <= N; ++i) in_place_[i] = T{};
     size_ = n;
   }
-  void push_back(const T& value) {
+  void push_back(T value) {  // by value: |value| may be one of the elements, which may move
     resize(size_ + 1);
-    back() = value;
+    data()[size_ - 1] = value;
   }
 
  private:
+  void assign(const T* first, const T* last) {
+    const auto n = static_cast<size_t>(last - first);
+    if (n > N) {
+      heap_.assign(first, last);
+    } else {
+      std::copy(first, last, in_place_);
+      heap_.clear();
+    }
+    size_ = n;
+  }
+
   T in_place_[N];
   std::vector<T> heap_;  // the elements, when more than N
   size_t size_ = 0;

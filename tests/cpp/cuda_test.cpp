@@ -120,7 +120,9 @@ TEST_F(OnGpu, BoundCallsOnArraysLaidOutAlikeLaunchAgain) {
       ASSERT_NEAR(y[i], std::exp(static_cast<double>(x[i])), 3e-7 * std::exp(x[i])) << i;
     }
   };
-  // Inputs of n elements, then n + 5 (the kernel reads the first n), then n again.
+  // Inputs of n elements, then n + 5 (the kernel reads the first n), then n again. Every
+  // call's arrays are kept, so that no two calls share an address, and checked at the end.
+  std::vector<std::array<Array, 3>> calls;  // the input on the host, the outputs
   for (int64_t length : {n, n + 5, n}) {
     for (unsigned call = 0; call < 3; ++call) {
       Array host = random_host(length, static_cast<unsigned>(length) + call);
@@ -132,10 +134,28 @@ TEST_F(OnGpu, BoundCallsOnArraysLaidOutAlikeLaunchAgain) {
       Array given = bound({x}, options)[0];
       EXPECT_EQ(given.data(), (*options.outputs)[0].data());
       EXPECT_EQ(cache_info().launches_again - before, call == 0 ? 0u : 2u) << length << call;
-      check(host, made);
-      check(host, given);
+      calls.push_back({host, made, given});
     }
   }
+  for (const auto& [host, made, given] : calls) {
+    check(host, made);
+    check(host, given);
+  }
+}
+
+// A call that splits its arrays otherwise between inputs and outputs is not the recorded one,
+// even when every array is laid out alike: it is refused as any such call.
+TEST_F(OnGpu, ABoundCallWithTooFewInputsIsRefusedAfterOnesThatLaunchedAgain) {
+  const int64_t n = 64;
+  Kernel add = metal_kernel("gpu_add_bound_cpp", {"a", "b"}, {"out"},
+                            "uint i = thread_position_in_grid.x; out[i] = a[i] + b[i];");
+  BoundKernel bound = add.bind({{n}}, {Dtype::Float32}, {n, 1, 1}, {64, 1, 1});
+  Array a = random_host(n, 7).to(Device::cuda(0)), b = random_host(n, 8).to(Device::cuda(0));
+  LaunchOptions options;
+  options.outputs = {Array::zeros({n}, Dtype::Float32, Device::cuda(0))};
+  for (int call = 0; call < 2; ++call) bound({a, b}, options);
+  options.outputs = {b, Array::zeros({n}, Dtype::Float32, Device::cuda(0))};
+  EXPECT_THROW(bound({a}, options), ValueError);
 }
 
 // Each device its own context, memory and kernel module: the same kernel on both, in turns.

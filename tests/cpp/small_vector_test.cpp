@@ -8,7 +8,7 @@ namespace {
 
 TEST(SmallVector, KeepsItsElementsInPlaceAndOnTheHeap) {
   SmallVector<int, 4> v;
-  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(v.size(), 0u);
   for (int i = 0; i < 9; ++i) {
     v.push_back(10 * i);
     ASSERT_EQ(v.size(), static_cast<size_t>(i + 1));
@@ -28,6 +28,26 @@ TEST(SmallVector, KeepsItsElementsInPlaceAndOnTheHeap) {
   int sum = 0;
   for (int x : v) sum += x;
   EXPECT_EQ(sum, 30);
+}
+
+TEST(SmallVector, MovingLeavesTheSourceEmpty) {
+  for (size_t n : {3u, 7u}) {  // in place, on the heap
+    SmallVector<int, 4> from;
+    for (size_t i = 0; i < n; ++i) from.push_back(static_cast<int>(i) + 1);
+    SmallVector<int, 4> to = std::move(from);
+    EXPECT_EQ(from.size(), 0u) << n;  // NOLINT: the moved-from state is what is tested
+    from.push_back(9);
+    EXPECT_EQ(from[0], 9) << n;
+    ASSERT_EQ(to.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(to[i], static_cast<int>(i) + 1) << n;
+  }
+}
+
+TEST(SmallVector, PushesBackItsOwnElementsAsItGrows) {
+  SmallVector<int, 2> v;
+  v.push_back(5);
+  for (int i = 0; i < 40; ++i) v.push_back(v[0]);  // the storage moves under the argument
+  for (int x : v) EXPECT_EQ(x, 5);
 }
 
 TEST(SmallVector, StartsWithZerosWhenSized) {

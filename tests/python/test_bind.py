@@ -337,46 +337,56 @@ def launches_again():
     return kjit.cache_info()["launches_again"]
 
 
+def bind_scaled(n, torch):
+    """out = s * x for a 0-d s and an x read through its strides, bound for n float32s."""
+    k = kjit.metal_kernel(name="bound_scaled", input_names=["s", "x"], output_names=["out"],
+                          source=SCALED_STRIDED, ensure_row_contiguous=False)
+    return k.bind(output_shapes=[(n,)], output_dtypes=[torch.float32], grid=(n, 1, 1),
+                  threadgroup=(64, 1, 1))
+
+
 @needs_gpu
 def test_bound_gpu_calls_on_arrays_laid_out_alike_launch_again(rng):
     torch = pytest.importorskip("torch")
     n = 300
-    k = kjit.metal_kernel(name="bound_scaled", input_names=["s", "x"], output_names=["out"],
-                          source=SCALED_STRIDED, ensure_row_contiguous=False)
-    bound = k.bind(output_shapes=[(n,)], output_dtypes=[torch.float32], grid=(n, 1, 1),
-                   threadgroup=(64, 1, 1))
+    bound = bind_scaled(n, torch)
 
-    def case(step):
-        """A 0-d scale and an input of n elements read with a step: fresh random data."""
-        s = torch.tensor(rng.uniform(-2, 2), dtype=torch.float32, device="cuda")
+    def case(step, scale):
+        """A scale (a 0-d tensor on the GPU, or a Python float) and an input of n elements read
+        with a step: fresh random data."""
+        s = rng.uniform(-2, 2)
+        if scale == "tensor":
+            s = torch.tensor(s, dtype=torch.float32, device="cuda")
         big = torch.from_numpy(rng.standard_normal(n * step).astype(np.float32)).cuda()
         return s, big[::step]
 
     def expected(s, x):
-        return s.item() * x.cpu().numpy().astype(np.float64)
+        scale = s.item() if isinstance(s, torch.Tensor) else float(np.float32(s))
+        return scale * x.cpu().numpy().astype(np.float64)
 
     # Each layout's first call makes the launch; the next ones on arrays laid out alike launch
-    # it again, each with its own arrays' addresses and its own scale.
-    for step in (1, 3, 1):
+    # it again, each with its own arrays' addresses and its own scale. Every call's arrays are
+    # kept, so that no two calls share an address, and checked at the end.
+    calls = []
+    for step, scale in [(1, "tensor"), (3, "tensor"), (1, "tensor"), (1, "float"), (2, "float")]:
         for i in range(4):
-            s, x = case(step)
+            s, x = case(step, scale)
             before = launches_again()
             out = torch.full((n,), float("nan"), device="cuda")
             assert bound(s, x, out)[0] is out
             (made,) = bound(s, x)
-            assert launches_again() - before == (2 if i > 0 else 0)
-            for got in (out, made):
-                np.testing.assert_allclose(got.cpu().numpy(), expected(s, x), rtol=1e-6)
+            assert launches_again() - before == (2 if i > 0 else 0), (step, scale, i)
+            calls.append((s, x, out, made))
+    for s, x, out, made in calls:
+        for got in (out, made):
+            np.testing.assert_allclose(got.cpu().numpy(), expected(s, x), rtol=1e-6)
 
 
 @needs_gpu
 def test_a_bound_launch_made_again_still_refuses_what_a_first_call_would(rng):
     torch = pytest.importorskip("torch")
     n = 64
-    k = kjit.metal_kernel(name="bound_scaled", input_names=["s", "x"], output_names=["out"],
-                          source=SCALED_STRIDED, ensure_row_contiguous=False)
-    bound = k.bind(output_shapes=[(n,)], output_dtypes=[torch.float32], grid=(n, 1, 1),
-                   threadgroup=(64, 1, 1))
+    bound = bind_scaled(n, torch)
     s = torch.tensor(1.5, device="cuda")
     x = torch.from_numpy(rng.standard_normal(n).astype(np.float32)).cuda()
     out = torch.empty(n, device="cuda")

@@ -427,8 +427,8 @@ void division_magic(uint64_t d, unsigned magic[2]) {
   magic[1] = shift;
 }
 
-// The bytes the launch record takes at the end of the packed parameters.
-constexpr size_t kRecordBytes = (sizeof(kjit_cuda_launch) + 15) / 16 * 16;
+// The bytes the kjit_cuda_launch parameter takes, after the others.
+constexpr size_t kCudaLaunchBytes = (sizeof(kjit_cuda_launch) + 15) / 16 * 16;
 
 // The bytes a parameter of |kind| takes in the packed parameters: a 16-byte slot per 16 bytes it
 // needs; shapes and strides are arrays of kMaxNdim, everything else fits in 8 bytes.
@@ -484,7 +484,7 @@ PreparedLaunch::PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec
     slots_.push_back({offset, static_cast<uint32_t>(p.index), p.kind});
     offset += static_cast<uint32_t>(slot_bytes(p.kind));
   }
-  parameters_.resize(offset + kRecordBytes);
+  parameters_.resize(offset + kCudaLaunchBytes);
   std::memcpy(parameters_.data() + offset, &record, sizeof record);
   for (const Slot& slot : slots_) {
     unsigned char* at = parameters_.data() + slot.offset;
@@ -540,7 +540,7 @@ void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const Array
       }
     }
   }
-  params[slots_.size()] = base + parameters_.size() - kRecordBytes;
+  params[slots_.size()] = base + parameters_.size() - kCudaLaunchBytes;
   const ContextScope context(device_);
   KJIT_CU(cuLaunchKernel, function_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2],
           shared_memory_, as_stream(stream), params, nullptr);

@@ -129,7 +129,7 @@ class PreparedLaunch {
   unsigned grid_[3] = {}, block_[3] = {};
   unsigned shared_memory_ = 0;
   int device_ = 0;
-  SmallVector<Slot, 16> slots_;  // the entry point's parameters; its launch record follows them
+  SmallVector<Slot, 16> slots_;  // the entry point's parameters but the kjit_cuda_launch last
   SmallVector<unsigned char, 512> parameters_;  // each at a 16-byte aligned offset
 };
 
