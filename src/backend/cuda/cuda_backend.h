@@ -129,8 +129,10 @@ class PreparedLaunch {
   unsigned grid_[3] = {}, block_[3] = {};
   unsigned shared_memory_ = 0;
   int device_ = 0;
-  SmallVector<Slot, 16> slots_;  // the entry point's parameters but the kjit_cuda_launch last
-  SmallVector<unsigned char, 512> parameters_;  // each at a 16-byte aligned offset
+  // The entry point's parameters but its last, the kjit_cuda_launch, which follows them in
+  // |parameters_|, each at a 16-byte aligned offset.
+  SmallVector<Slot, 16> slots_;
+  SmallVector<unsigned char, 512> parameters_;
 };
 
 /// Modules loaded in this process. They stay loaded (and in the memory cache) for good:
