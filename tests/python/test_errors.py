@@ -1196,6 +1196,48 @@ def test_a_bad_access_in_a_child_forked_after_kernels_ran_raises(sigint):
                                                                      done.stderr[-2000:])
 
 
+def test_a_child_forked_after_many_threads_ran_kernels_watches_its_own():
+    # kjit watches up to 1024 threads running kernels. The parent's pool of 700 threads all ran
+    # kernel code before the fork; in the child they are gone, and their places are free for
+    # the child's own pool of 700. The bad accesses lie in the second half of the grid, which
+    # the pool's threads reach together, watched ones and (were the places not free) others.
+    program = textwrap.dedent("""
+        import os, numpy as np, kjit
+        k = kjit.metal_kernel(
+            name="spin_then_bad_access", input_names=["inp", "bad"], output_names=["out"],
+            source="uint i = thread_position_in_grid.x;\\n"
+                   "float acc = inp[i];\\n"
+                   "for (uint k = 0; k < 400; ++k) acc = acc * 0.5f + 1.0f;\\n"
+                   "if (bad[0] && i >= bad[0])\\n"
+                   "    reinterpret_cast<device volatile float*>(64)[i] = 1;\\n"
+                   "out[i] = acc;")
+        n = 700 * 8 * 4 * 64  # chunks enough for every pool thread to take some
+        def run(bad):
+            x = np.ones(n, dtype=np.float32)
+            (out,) = k(inputs=[x, np.array([bad], np.uint32)], output_shapes=[(n,)],
+                       output_dtypes=[np.float32], grid=(n, 1, 1), threadgroup=(64, 1, 1),
+                       device="cpu")
+            return bool(np.all(out == 2.0))
+        assert run(0)
+        child = os.fork()
+        if child == 0:
+            seen = [run(0)]
+            for _ in range(3):
+                try:
+                    run(n // 2)
+                    seen.append("ran")
+                except kjit.LaunchError:
+                    seen.append("raised")
+            print(*seen, flush=True)
+            os._exit(0)
+        print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, KJIT_NUM_THREADS="700"))
+    assert done.stdout.split() == ["True", "raised", "raised", "raised", "0"], (
+        done.stdout, done.stderr[-2000:])
+
+
 def test_ctrl_c_stops_a_cpu_kernel_that_would_never_end():
     # SIGINT stops the kernel, on the calling thread, on the pool, in region and in cooperative
     # mode, whether from outside the process or raised by the program, and Python raises
