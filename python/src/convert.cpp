@@ -763,9 +763,9 @@ ArrayRef ref_of(const TorchTensorView& view) {
 }
 
 Array from_torch_view(const TorchTensorView& view, std::shared_ptr<void> owner) {
-  const auto n = static_cast<size_t>(view.ndim);
-  return Array::borrow(view.data, {view.shape, n}, {view.strides, n}, view.dtype,
-                       view.cuda ? Device::cuda(view.device_index) : Device::cpu(),
+  const ArrayRef ref = ref_of(view);
+  const auto n = static_cast<size_t>(ref.ndim);
+  return Array::borrow(ref.data, {ref.shape, n}, {ref.strides, n}, ref.dtype, ref.device,
                        std::move(owner));
 }
 
