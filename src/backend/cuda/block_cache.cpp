@@ -1,5 +1,7 @@
 #include "backend/cuda/block_cache.h"
 
+#include <utility>
+
 namespace kjit::cuda {
 
 size_t BlockCache::block_size(size_t bytes) {
@@ -10,35 +12,37 @@ size_t BlockCache::block_size(size_t bytes) {
   return size;
 }
 
-std::vector<uintptr_t> BlockCache::waits_of(uintptr_t block) {
-  if (waits_.empty()) return {};
-  auto it = waits_.find(block);
-  if (it == waits_.end()) return {};
-  std::vector<uintptr_t> events;
-  for (const Wait& w : it->second) events.push_back(w.event);
-  waits_.erase(it);
-  return events;
+BlockCache::Block* BlockCache::block_at(uintptr_t start) {
+  auto it = blocks_.find(start);
+  return it == blocks_.end() ? nullptr : &it->second;
+}
+
+size_t& BlockCache::held(int device) {
+  if (static_cast<size_t>(device) >= held_.size()) held_.resize(static_cast<size_t>(device) + 1);
+  return held_[static_cast<size_t>(device)];
 }
 
 void BlockCache::publish_sole_stream() {
-  sole_stream_.store(loans_per_stream_.empty()       ? kNoLoans
-                     : loans_per_stream_.size() == 1 ? loans_per_stream_.begin()->first
-                                                     : kManyStreams,
-                     std::memory_order_release);
+  uintptr_t sole = streams_lending_ == 0 ? kNoLoans : kManyStreams;
+  if (streams_lending_ == 1) {
+    for (const auto& [stream, loans] : loans_per_stream_) {
+      if (loans > 0) sole = stream;
+    }
+  }
+  sole_stream_.store(sole, std::memory_order_release);
 }
 
-void BlockCache::add_loan(uintptr_t block, size_t size, uintptr_t stream) {
-  lent_[block] = {block + size, stream};
-  ++loans_per_stream_[stream];
+void BlockCache::add_loan(uintptr_t stream) {
+  if (loans_per_stream_[stream]++ > 0) return;
+  ++streams_lending_;
   publish_sole_stream();
 }
 
-void BlockCache::end_loan(uintptr_t block) {
-  auto it = lent_.find(block);
-  if (it == lent_.end()) return;
-  auto count = loans_per_stream_.find(it->second.stream);
-  if (--count->second == 0) loans_per_stream_.erase(count);
-  lent_.erase(it);
+void BlockCache::end_loan(uintptr_t stream) {
+  if (--loans_per_stream_[stream] > 0) return;
+  --streams_lending_;
+  if (loans_per_stream_.size() > 2 * streams_lending_ + 16)
+    std::erase_if(loans_per_stream_, [](const auto& entry) { return entry.second == 0; });
   publish_sole_stream();
 }
 
@@ -46,64 +50,76 @@ BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   std::lock_guard lock(mutex_);
   auto it = kept_.find({device, stream, size});
   if (it == kept_.end() || it->second.empty()) return {};
-  const uintptr_t block = it->second.back();
+  Block* block = it->second.back();
   it->second.pop_back();
-  held_[device] -= size;
-  add_loan(block, size, stream);
-  return {block, waits_of(block)};
+  held(device) -= size;
+  block->lent = true;
+  add_loan(stream);
+  Lent lent{block, block->start, {}};
+  for (const Block::Wait& w : block->waits) lent.waits.push_back(w.event);
+  block->waits.clear();
+  return lent;
 }
 
-void BlockCache::lend(uintptr_t block, size_t size, uintptr_t stream) {
+BlockCache::Block* BlockCache::lend(int device, uintptr_t start, size_t size, uintptr_t stream) {
   std::lock_guard lock(mutex_);
-  add_loan(block, size, stream);
+  // The driver hands out an address again only after take_all forgot it.
+  Block& block =
+      blocks_.insert_or_assign(start, Block{start, start + size, device, stream, true, {}})
+          .first->second;
+  add_loan(stream);
+  return &block;
 }
 
-bool BlockCache::keep(int device, uintptr_t stream, size_t size, uintptr_t block) {
+bool BlockCache::keep(Block* block) {
   std::lock_guard lock(mutex_);
-  end_loan(block);
-  kept_[{device, stream, size}].push_back(block);
-  return (held_[device] += size) > limit_;
+  block->lent = false;
+  end_loan(block->stream);
+  const size_t size = block->end - block->start;
+  kept_[{block->device, block->stream, size}].push_back(block);
+  return (held(block->device) += size) > limit_;
 }
 
 uintptr_t BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
   const uintptr_t sole = sole_stream_.load(std::memory_order_acquire);
   if (sole == kNoLoans || sole == stream) return 0;
   std::lock_guard lock(mutex_);
-  auto it = lent_.upper_bound(ptr);
-  if (it == lent_.begin()) return 0;
-  --it;  // the last block starting at or before ptr
-  return ptr < it->second.end && it->second.stream != stream ? it->first : 0;
+  auto it = blocks_.upper_bound(ptr);
+  if (it == blocks_.begin()) return 0;
+  const Block& block = std::prev(it)->second;  // the last block starting at or before ptr
+  return block.lent && ptr < block.end && block.stream != stream ? block.start : 0;
 }
 
-uintptr_t BlockCache::event_for(uintptr_t block, uintptr_t stream) {
+uintptr_t BlockCache::event_for(uintptr_t start, uintptr_t stream) {
   std::lock_guard lock(mutex_);
-  auto it = waits_.find(block);
-  if (it == waits_.end()) return 0;
-  for (const Wait& w : it->second) {
-    if (w.stream == stream) return w.event;
+  if (const Block* block = block_at(start)) {
+    for (const Block::Wait& w : block->waits) {
+      if (w.stream == stream) return w.event;
+    }
   }
   return 0;
 }
 
-void BlockCache::add_wait(uintptr_t block, uintptr_t stream, uintptr_t event) {
+void BlockCache::add_wait(uintptr_t start, uintptr_t stream, uintptr_t event) {
   std::lock_guard lock(mutex_);
-  waits_[block].push_back({stream, event});
+  if (Block* block = block_at(start)) block->waits.push_back({stream, event});
 }
 
 std::vector<uintptr_t> BlockCache::take_all(int device, std::vector<uintptr_t>& waits) {
   std::lock_guard lock(mutex_);
   std::vector<uintptr_t> all;
-  held_[device] = 0;
+  held(device) = 0;
   for (auto it = kept_.begin(); it != kept_.end();) {
-    if (it->first.device == device) {
-      for (uintptr_t block : it->second) {
-        all.push_back(block);
-        for (uintptr_t e : waits_of(block)) waits.push_back(e);
-      }
-      it = kept_.erase(it);
-    } else {
+    if (it->first.device != device) {
       ++it;
+      continue;
     }
+    for (const Block* block : it->second) {
+      all.push_back(block->start);
+      for (const Block::Wait& w : block->waits) waits.push_back(w.event);
+      blocks_.erase(block->start);
+    }
+    it = kept_.erase(it);
   }
   return all;
 }

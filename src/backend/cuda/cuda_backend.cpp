@@ -207,8 +207,9 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
   const size_t size = BlockCache::block_size(bytes);
   const uintptr_t key = stream_key(stream);
   BlockCache::Lent lent = block_cache().take(device, key, size);
-  CUdeviceptr ptr = lent.block;
-  if (ptr && !lent.waits.empty()) {
+  BlockCache::Block* block = lent.block;
+  CUdeviceptr ptr = lent.start;
+  if (block && !lent.waits.empty()) {
     // Kernels on other streams used the block: this stream's work on it comes after theirs.
     size_t waited = 0;
     try {
@@ -224,11 +225,11 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
         driver().cuEventSynchronize(as_event(lent.waits[waited]));
         driver().cuEventDestroy_v2(as_event(lent.waits[waited]));
       }
-      block_cache().keep(device, key, size, ptr);
+      block_cache().keep(block);
       throw;
     }
   }
-  if (!ptr) {
+  if (!block) {
     const ContextScope context(device);
     DeviceState& s = state(device);
     if (!s.pool_configured) {
@@ -250,16 +251,16 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       KJIT_CU(cuMemAllocAsync, &ptr, size, as_stream(stream));
     }
     try {
-      block_cache().lend(ptr, size, key);
+      block = block_cache().lend(device, ptr, size, key);
     } catch (...) {
       driver().cuMemFreeAsync(ptr, as_stream(stream));
       throw;
     }
   }
-  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, key, size](void* p) {
+  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, block](void*) {
     bool over = false;
     try {
-      over = block_cache().keep(device, key, size, as_ptr(p));
+      over = block_cache().keep(block);
     } catch (...) {
       return;  // out of host memory: the block is lost rather than freed while in use
     }
