@@ -649,11 +649,11 @@ nb::object export_as(const Array& a, dl::dtype dtype) {
 
 }  // namespace
 
-nb::object from_array(const Array& device_array, Framework framework) {
+nb::object from_array(const Array& array, Framework framework) {
   // NumPy holds host memory only: device outputs come back as a copy.
-  const Array array = framework == Framework::Numpy && device_array.device().type != DeviceType::CPU
-                          ? device_array.to(Device::cpu())
-                          : device_array;
+  if (framework == Framework::Numpy && array.device().type != DeviceType::CPU) {
+    return from_array(array.to(Device::cpu()), framework);
+  }
   const dl::dtype dtype = to_dlpack_dtype(array.dtype());
   switch (framework) {
     case Framework::Numpy:
@@ -673,8 +673,10 @@ nb::object from_array(const Array& device_array, Framework framework) {
         v.dtype = array.dtype();
         v.cuda = array.device().type == DeviceType::CUDA;
         v.device_index = array.device().index;
-        PyObject* tensor =
-            bridge->wrap(&v, new Array(array), [](void* p) { delete static_cast<Array*>(p); });
+        // The tensor holds what keeps the memory alive, not the whole Array.
+        PyObject* tensor = bridge->wrap(&v, new std::shared_ptr<void>(array.owner()), [](void* p) {
+          delete static_cast<std::shared_ptr<void>*>(p);
+        });
         if (!tensor) throw nb::python_error();
         return nb::steal(tensor);
       }
@@ -742,6 +744,16 @@ HeldItems::~HeldItems() {
 }
 
 nb::list HeldItems::list() const { return list_of(items_, size_); }
+
+nb::list list_of(const std::vector<Array>& arrays, Framework framework) {
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(arrays.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
+                    from_array(arrays[i], framework).release().ptr());
+  }
+  return out;
+}
 
 nb::list list_of(PyObject* const* items, size_t n) {
   nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n)));

@@ -93,6 +93,8 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
 
 /// An Array as an object of |framework| (zero-copy); kjit.Array for None/Kjit/Other.
 nb::object from_array(const Array& array, Framework framework);
+/// A kernel's outputs as a list of |framework|'s objects.
+nb::list list_of(const std::vector<Array>& arrays, Framework framework);
 
 /// An object exporting |array| through __dlpack__ / __dlpack_device__ (zero-copy).
 nb::object dlpack_view(const Array& array);

@@ -365,9 +365,7 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
     return made;
   });
   if (outputs) return outputs->list();
-  nb::list out;
-  for (const Array& a : result) out.append(from_array(a, framework));
-  return out;
+  return list_of(result, framework);
 }
 
 nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
@@ -472,9 +470,7 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
   });
   if (!made) return std::nullopt;
   if (outputs) return list_of(args + n_in, n_out);
-  nb::list out;
-  for (const Array& a : *made) out.append(from_array(a, Framework::Torch));
-  return out;
+  return list_of(*made, Framework::Torch);
 }
 
 // A bound call's arguments: the inputs, then optionally the outputs to write.
