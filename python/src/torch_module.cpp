@@ -1,12 +1,15 @@
 // kjit._torch: torch tensors read and made through torch's C++ API (see torch_bridge.h). A plain
 // CPython module: torch's headers bring pybind11, which is kept apart from kjit's nanobind module.
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/from_blob.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
+
+#include <pthread.h>
 
 #include <cstring>
 #include <optional>
@@ -77,6 +80,10 @@ bool current_stream(int index, uintptr_t* stream) {
   }
 }
 
+// Whether torch's CUDA state was set up, as it stays (asking takes the GIL again, in each call),
+// but in a forked child, where torch's own check refuses. Read and written with the GIL held.
+bool torch_cuda_set_up = false;
+
 PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*)) {
   try {
     const c10::Device device =
@@ -85,7 +92,10 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
             : c10::Device(c10::DeviceType::CPU);
     // torch's CUDA state is set up before its first CUDA tensor, as torch's own constructors
     // do: kjit may make it first.
-    if (view->cuda) torch::utils::device_lazy_init(c10::DeviceType::CUDA);
+    if (view->cuda && !torch_cuda_set_up) {
+      torch::utils::device_lazy_init(c10::DeviceType::CUDA);
+      torch_cuda_set_up = true;
+    }
     // The storage and tensor are made as at::for_blob makes them, less its checks and options
     // (a view's layout is kjit's own, already checked), which cost about a tenth of a call.
     int64_t elements = 1;  // the storage's extent, from the first element to the last
@@ -153,6 +163,7 @@ bool same_torch_version() {
 PyMODINIT_FUNC PyInit__torch() {
   using namespace kjit::python;
   if (!same_torch_version()) return nullptr;
+  pthread_atfork(nullptr, nullptr, [] { torch_cuda_set_up = false; });
   PyObject* module = PyModule_Create(&kModule);
   if (!module) return nullptr;
   PyObject* capsule =
