@@ -111,6 +111,8 @@ class BoundKernel {
                                 const LaunchOptions& options = {}) const;
 
   const Kernel& kernel() const { return kernel_; }
+  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  const std::vector<Dtype>& output_dtypes() const { return output_dtypes_; }
 
  private:
   friend class Kernel;

@@ -425,16 +425,22 @@ struct PyBoundKernel {
   nb::object stream_object;
 };
 
+// Ends the lease of a block a torch tensor made by a bound call held.
+void end_tensor_lease(void* block) {
+  cuda::end_lease(static_cast<cuda::BlockCache::Block*>(block));
+}
+
 // A bound call on torch tensors alone, read through kjit._torch, run as the bound kernel's last
 // GPU launch of the same kind ran when they are laid out as that launch's arrays were
-// (RecordedLaunches): no Array is made, and no check, lookup or packing is done again. Nothing,
-// and no error, when the call is not of that kind: the general path (call_bound) takes it.
+// (RecordedLaunches): no Array is made, and no check, lookup or packing is done again. Outputs
+// it makes are blocks leased from the block cache, each held by its torch tensor. Nothing, and
+// no error, when the call is not of that kind: the general path (call_bound) takes it.
 std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObject* const* args,
                                                  size_t n) {
   const size_t n_in = py.n_inputs, n_out = py.n_outputs;
   constexpr size_t kMaxArrays = 8;  // the views of more would take much of the stack
-  if (n_in == 0 || (n != n_in && n != n_in + n_out) || n > kMaxArrays || py.place.verbose ||
-      (py.place.device && py.place.device->type != DeviceType::CUDA)) {
+  if (n_in == 0 || (n != n_in && n != n_in + n_out) || n_in + n_out > kMaxArrays ||
+      py.place.verbose || (py.place.device && py.place.device->type != DeviceType::CUDA)) {
     return std::nullopt;
   }
   // The bridge is looked for once a torch tensor is seen, as the general path does: kjit never
@@ -463,14 +469,76 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
   if (!gpu) return std::nullopt;  // only GPU launches are recorded
   const uintptr_t stream =
       py.place.stream ? *py.place.stream : current_stream(Framework::Torch, *gpu);
-  std::optional<std::span<const ArrayRef>> outputs;
-  if (n > n_in) outputs.emplace(refs.data() + n_in, n_out);
-  const std::optional<std::vector<Array>> made = run_without_gil([&] {
-    return RecordedLaunches::run(py.bound, {refs.data(), n_in}, outputs, py.place.device, stream);
+  const std::span<const ArrayRef> inputs(refs.data(), n_in), outputs(refs.data() + n_in, n_out);
+  if (n > n_in) {
+    const bool ran = run_without_gil([&] {
+      const auto launch = RecordedLaunches::find(py.bound, inputs, outputs, py.place.device);
+      if (launch) launch->run_again(inputs, outputs, stream);
+      return launch != nullptr;
+    });
+    if (!ran) return std::nullopt;
+    return list_of(args + n_in, n_out);
+  }
+  // The outputs are described in the views after the inputs'.
+  std::array<cuda::BlockCache::Block*, kMaxArrays> leased;
+  size_t n_leased = 0;
+  auto end_leases = [&](size_t from) {
+    for (size_t o = from; o < n_leased; ++o) cuda::end_lease(leased[o]);
+  };
+  const bool ran = run_without_gil([&] {
+    const auto launch = RecordedLaunches::find(py.bound, inputs, std::nullopt, py.place.device);
+    if (!launch) return false;
+    try {
+      for (size_t o = 0; o < n_out; ++o) {
+        TorchTensorView& view = views[n_in + o];
+        const Shape& shape = py.bound.output_shapes()[o];
+        view.ndim = static_cast<int>(shape.size());
+        int64_t size = 1;
+        for (int d = view.ndim - 1; d >= 0; --d) {
+          view.shape[d] = shape[d];
+          view.strides[d] = size;
+          size *= shape[d];
+        }
+        view.dtype = py.bound.output_dtypes()[o];
+        view.cuda = true;
+        view.device_index = launch->device.index;
+        const cuda::Lease lease = cuda::lease(
+            view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
+        leased[n_leased++] = lease.block;
+        view.data = lease.ptr;
+        refs[n_in + o] = ref_of(view);
+      }
+    } catch (const OutOfMemory&) {
+      end_leases(0);
+      return false;  // the general path says which output did not fit
+    } catch (...) {
+      end_leases(0);
+      throw;
+    }
+    try {
+      launch->run_again(inputs, outputs, stream);
+    } catch (...) {
+      end_leases(0);
+      throw;
+    }
+    return true;
   });
-  if (!made) return std::nullopt;
-  if (outputs) return list_of(args + n_in, n_out);
-  return list_of(*made, Framework::Torch);
+  if (!ran) return std::nullopt;
+  nb::list made = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n_out)));
+  if (!made.is_valid()) {
+    end_leases(0);
+    throw nb::python_error();
+  }
+  for (size_t o = 0; o < n_out; ++o) {
+    // wrap ends the lease itself when it fails.
+    PyObject* tensor = bridge->wrap(&views[n_in + o], leased[o], end_tensor_lease);
+    if (!tensor) {
+      end_leases(o + 1);
+      throw nb::python_error();
+    }
+    PyList_SET_ITEM(made.ptr(), static_cast<Py_ssize_t>(o), tensor);
+  }
+  return made;
 }
 
 // A bound call's arguments: the inputs, then optionally the outputs to write.

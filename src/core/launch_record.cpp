@@ -47,26 +47,38 @@ bool RecordedLaunch::matches(std::span<const ArrayRef> in,
   return true;
 }
 
-std::optional<std::vector<Array>> RecordedLaunches::run(
+void RecordedLaunch::run_again(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
+                               uintptr_t stream) const {
+  launch.run(inputs, outputs, stream);
+  cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::shared_ptr<const RecordedLaunch> RecordedLaunches::find(
     const BoundKernel& bound, std::span<const ArrayRef> inputs,
-    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
-    uintptr_t stream) {
+    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device) {
   RecordedLaunches& kept = *bound.recorded_;
   std::shared_ptr<const RecordedLaunch> launch;
   {
     std::lock_guard lock(kept.mutex_);
     launch = kept.last_[outputs.has_value()];
   }
-  if (!launch || !launch->matches(inputs, outputs, device)) return std::nullopt;
-  std::vector<Array> made;
+  if (!launch || !launch->matches(inputs, outputs, device)) return nullptr;
+  return launch;
+}
+
+std::optional<std::vector<Array>> RecordedLaunches::run(
+    const BoundKernel& bound, std::span<const ArrayRef> inputs,
+    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
+    uintptr_t stream) {
+  const std::shared_ptr<const RecordedLaunch> launch = find(bound, inputs, outputs, device);
+  if (!launch) return std::nullopt;
   if (outputs) {
-    launch->launch.run(inputs, *outputs, stream);
-  } else {
-    made = make_outputs(*bound.kernel_.spec_, bound.output_shapes_, bound.output_dtypes_,
-                        launch->device, stream);
-    launch->launch.run(inputs, refs_of(made), stream);
+    launch->run_again(inputs, *outputs, stream);
+    return std::vector<Array>();
   }
-  cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Array> made = make_outputs(*bound.kernel_.spec_, bound.output_shapes_,
+                                         bound.output_dtypes_, launch->device, stream);
+  launch->run_again(inputs, refs_of(made), stream);
   return made;
 }
 

@@ -47,6 +47,10 @@ struct RecordedLaunch {
   /// make this launch.
   bool matches(std::span<const ArrayRef> inputs, std::optional<std::span<const ArrayRef>> outputs,
                const std::optional<Device>& asked) const;
+  /// Launches again, on |stream|, on arrays that matches() accepted (with the outputs made, for
+  /// a launch that made them).
+  void run_again(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
+                 uintptr_t stream) const;
 };
 
 /// A bound kernel's last recorded launches: one that wrote outputs given to it, one that made
@@ -61,6 +65,11 @@ class RecordedLaunches {
                                                std::optional<std::span<const ArrayRef>> outputs,
                                                const std::optional<Device>& device,
                                                uintptr_t stream);
+  /// |bound|'s last recorded launch of the kind a call on |inputs| and |outputs| (given, or none
+  /// to make them) asked to run on |device| makes, when that call would make it; else null.
+  static std::shared_ptr<const RecordedLaunch> find(
+      const BoundKernel& bound, std::span<const ArrayRef> inputs,
+      std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device);
   /// Keeps |launch| as |bound|'s last recorded launch of its kind.
   static void keep(const BoundKernel& bound, std::shared_ptr<const RecordedLaunch> launch);
 

@@ -454,3 +454,45 @@ def test_a_bound_launch_made_again_holds_blocks_used_on_another_stream(rng):
                                rtol=1e-6)
     np.testing.assert_allclose(w.cpu().numpy(), np.exp(x2.cpu().numpy().astype(np.float64)),
                                rtol=2e-7)
+
+
+@needs_gpu
+def test_outputs_made_by_a_launch_made_again_hold_their_blocks_until_freed(rng):
+    torch = pytest.importorskip("torch")
+    rows, cols = 7, 33
+    k = kjit.metal_kernel(name="bound_two_outputs", input_names=["a"], output_names=["lo", "hi"],
+                          source="uint i = thread_position_in_grid.x; "
+                                 "lo[i] = a[i] - 1.0f; hi[i] = int(a[i] * 100.0f);")
+    bound = k.bind(output_shapes=[(rows, cols), (rows, cols)],
+                   output_dtypes=[torch.float32, torch.int32], grid=(rows * cols, 1, 1),
+                   threadgroup=(64, 1, 1))
+
+    def data():
+        return torch.from_numpy(rng.uniform(-3, 3, (rows, cols)).astype(np.float32)).cuda()
+
+    bound(data())  # the launch made
+    before = launches_again()
+    calls = []
+    for _ in range(3):
+        a = data()
+        calls.append((a, *bound(a)))
+    assert launches_again() - before == 3
+    # Outputs alive hold their own blocks.
+    assert len({t.data_ptr() for _, lo, hi in calls for t in (lo, hi)}) == 6
+    for a, lo, hi in calls:
+        for t, dtype in [(lo, torch.float32), (hi, torch.int32)]:
+            assert (t.shape, t.stride(), t.dtype, t.device) == ((rows, cols), (cols, 1), dtype,
+                                                                a.device)
+        np.testing.assert_allclose(lo.cpu().numpy(), a.cpu().numpy().astype(np.float64) - 1.0,
+                                   rtol=1e-6)
+        np.testing.assert_array_equal(hi.cpu().numpy(),
+                                      (a.cpu().numpy() * np.float32(100)).astype(np.int32))
+    # Freed outputs' blocks are the next outputs' on the same stream.
+    _, lo, hi = calls.pop()
+    freed = {lo.data_ptr(), hi.data_ptr()}
+    del lo, hi
+    a = data()
+    lo, hi = bound(a)
+    assert {lo.data_ptr(), hi.data_ptr()} == freed
+    np.testing.assert_allclose(lo.cpu().numpy(), a.cpu().numpy().astype(np.float64) - 1.0,
+                               rtol=1e-6)

@@ -203,7 +203,7 @@ void drain(int device) noexcept {
 
 }  // namespace
 
-std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
+Lease lease(int device, size_t bytes, uintptr_t stream) {
   const size_t size = BlockCache::block_size(bytes);
   const uintptr_t key = stream_key(stream);
   BlockCache::Lent lent = block_cache().take(device, key, size);
@@ -257,15 +257,23 @@ std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
       throw;
     }
   }
-  return std::shared_ptr<void>(reinterpret_cast<void*>(ptr), [device, block](void*) {
-    bool over = false;
-    try {
-      over = block_cache().keep(block);
-    } catch (...) {
-      return;  // out of host memory: the block is lost rather than freed while in use
-    }
-    if (over) drain(device);
-  });
+  return {reinterpret_cast<void*>(ptr), block};
+}
+
+void end_lease(BlockCache::Block* block) noexcept {
+  const int device = block->device;
+  bool over = false;
+  try {
+    over = block_cache().keep(block);
+  } catch (...) {
+    return;  // out of host memory: the block is lost rather than freed while in use
+  }
+  if (over) drain(device);
+}
+
+std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) {
+  const Lease lent = lease(device, bytes, stream);
+  return std::shared_ptr<void>(lent.ptr, [block = lent.block](void*) { end_lease(block); });
 }
 
 void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream, bool to_host,

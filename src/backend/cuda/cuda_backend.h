@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/block_cache.h"
 #include "backend/cuda/cuda_api.h"
 #include "codegen/source.h"
 #include "core/array_ref.h"
@@ -49,8 +50,16 @@ class ContextScope {
   CUcontext previous_ = nullptr;
 };
 
-/// Device memory for use on |stream|, kept for that stream's next allocations when released
-/// (BlockCache).
+/// Device memory for use on |stream|, lent by the block cache until end_lease.
+struct Lease {
+  void* ptr;
+  BlockCache::Block* block;
+};
+Lease lease(int device, size_t bytes, uintptr_t stream);
+/// Gives a lease's memory back, kept for its stream's next leases. Never throws: it runs when
+/// arrays are released.
+void end_lease(BlockCache::Block* block) noexcept;
+/// A lease held by a shared_ptr, which ends it when released.
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream);
 
 /// Copies |bytes| (any direction between host and device pointers of |device|), ordered on
