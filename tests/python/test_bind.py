@@ -470,6 +470,15 @@ def test_outputs_made_by_a_launch_made_again_hold_their_blocks_until_freed(rng):
     def data():
         return torch.from_numpy(rng.uniform(-3, 3, (rows, cols)).astype(np.float32)).cuda()
 
+    def check(a, lo, hi):
+        for t, dtype in [(lo, torch.float32), (hi, torch.int32)]:
+            assert (t.shape, t.stride(), t.dtype, t.device) == ((rows, cols), (cols, 1), dtype,
+                                                                a.device)
+        np.testing.assert_allclose(lo.cpu().numpy(), a.cpu().numpy().astype(np.float64) - 1.0,
+                                   rtol=1e-6)
+        np.testing.assert_array_equal(hi.cpu().numpy(),
+                                      (a.cpu().numpy() * np.float32(100)).astype(np.int32))
+
     bound(data())  # the launch made
     before = launches_again()
     calls = []
@@ -479,14 +488,8 @@ def test_outputs_made_by_a_launch_made_again_hold_their_blocks_until_freed(rng):
     assert launches_again() - before == 3
     # Outputs alive hold their own blocks.
     assert len({t.data_ptr() for _, lo, hi in calls for t in (lo, hi)}) == 6
-    for a, lo, hi in calls:
-        for t, dtype in [(lo, torch.float32), (hi, torch.int32)]:
-            assert (t.shape, t.stride(), t.dtype, t.device) == ((rows, cols), (cols, 1), dtype,
-                                                                a.device)
-        np.testing.assert_allclose(lo.cpu().numpy(), a.cpu().numpy().astype(np.float64) - 1.0,
-                                   rtol=1e-6)
-        np.testing.assert_array_equal(hi.cpu().numpy(),
-                                      (a.cpu().numpy() * np.float32(100)).astype(np.int32))
+    for call in calls:
+        check(*call)
     # Freed outputs' blocks are the next outputs' on the same stream.
     _, lo, hi = calls.pop()
     freed = {lo.data_ptr(), hi.data_ptr()}
@@ -494,5 +497,4 @@ def test_outputs_made_by_a_launch_made_again_hold_their_blocks_until_freed(rng):
     a = data()
     lo, hi = bound(a)
     assert {lo.data_ptr(), hi.data_ptr()} == freed
-    np.testing.assert_allclose(lo.cpu().numpy(), a.cpu().numpy().astype(np.float64) - 1.0,
-                               rtol=1e-6)
+    check(a, lo, hi)
