@@ -488,8 +488,8 @@ def test_outputs_made_by_a_launch_made_again_hold_their_blocks_until_freed(rng):
     assert launches_again() - before == 3
     # Outputs alive hold their own blocks.
     assert len({t.data_ptr() for _, lo, hi in calls for t in (lo, hi)}) == 6
-    for call in calls:
-        check(*call)
+    for i in range(len(calls)):  # no loop variable left holding a call's outputs
+        check(*calls[i])
     # Freed outputs' blocks are the next outputs' on the same stream.
     _, lo, hi = calls.pop()
     freed = {lo.data_ptr(), hi.data_ptr()}
