@@ -540,6 +540,34 @@ bool on_cuda(nb::handle obj) {
          PyLong_AsLong(nb::object(device[0]).ptr()) == nb::device::cuda::value;
 }
 
+// The DLPack capsule |obj| exports, asked for as nanobind asks (a versioned capsule, else the
+// older kind from producers that refuse the newer keyword), or |obj| itself when it exports none
+// (nanobind then tries its buffer protocol). nanobind marks a capsule it is handed as read, but
+// not one it asks for itself: a producer that returns the same capsule twice would have it read
+// again after its first reader freed it.
+nb::object dlpack_capsule_of(nb::handle obj, const Param& param) {
+  if (PyType_Check(obj.ptr()) || !nb::hasattr(obj, "__dlpack__")) return nb::borrow(obj);
+  nb::object capsule;
+  try {
+    capsule = obj.attr("__dlpack__")(nb::arg("max_version") =
+                                         nb::make_tuple(dl::major_version, dl::minor_version));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_BufferError)) return nb::borrow(obj);
+    try {
+      capsule = obj.attr("__dlpack__")();
+    } catch (nb::python_error&) {
+      return nb::borrow(obj);  // the error path below reports what it raises
+    }
+  }
+  if (PyCapsule_IsValid(capsule.ptr(), "used_dltensor") ||
+      PyCapsule_IsValid(capsule.ptr(), "used_dltensor_versioned")) {
+    throw ValueError(param.str() +
+                     ": its __dlpack__ returned a capsule that was already read (a DLPack "
+                     "capsule is read once: __dlpack__ must return a new one each call)");
+  }
+  return capsule;
+}
+
 }  // namespace
 
 Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writable,
@@ -575,6 +603,10 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
       return *std::move(a);
     }
   }
+  // An object of any other library is read through the capsule it exports (its own memory, or
+  // a copy, when it exports none).
+  const nb::object source =
+      framework == Framework::Other ? dlpack_capsule_of(obj, param) : nb::borrow(obj);
   nb::ndarray<> rw;
   if (dlpack_stream && framework == Framework::Jax && on_cuda(obj)) {
     // Export for work on our stream: JAX makes it wait for the array instead of blocking the
@@ -586,9 +618,9 @@ Array to_array(nb::handle obj, const Param& param, bool keep_alive, bool writabl
     }
     // Otherwise the usual export, which waits until the array is ready.
   }
-  if (import_ndarray(obj, rw)) return from_ndarray(rw, std::nullopt, param);
+  if (import_ndarray(source, rw)) return from_ndarray(rw, std::nullopt, param);
   nb::ndarray<nb::ro> ro;
-  if (import_ndarray(obj, ro)) {
+  if (import_ndarray(source, ro)) {
     if (writable) throw ValueError(param.str() + ": the array is read-only");
     return from_ndarray(ro, std::nullopt, param).as_read_only();
   }
