@@ -90,6 +90,8 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
         view->cuda
             ? c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(view->device_index))
             : c10::Device(c10::DeviceType::CPU);
+    // Owns the context from here: release(context) runs if anything below fails.
+    c10::DataPtr memory(view->data, context, release, device);
     // torch's CUDA state is set up before its first CUDA tensor, as torch's own constructors
     // do: kjit may make it first.
     if (view->cuda && !torch_cuda_set_up) {
@@ -107,8 +109,6 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
       elements += (view->shape[d] - 1) * view->strides[d];
     }
     const caffe2::TypeMeta type = caffe2::TypeMeta::fromScalarType(to_torch(view->dtype));
-    // Owns the context from here: release(context) runs if making the tensor fails.
-    c10::DataPtr memory(view->data, context, release, device);
     auto storage = c10::make_intrusive<c10::StorageImpl>(
         c10::StorageImpl::use_byte_size_t(), elements * static_cast<int64_t>(type.itemsize()),
         std::move(memory), /*allocator=*/nullptr, /*resizable=*/false);
