@@ -479,50 +479,50 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
     if (!ran) return std::nullopt;
     return list_of(args + n_in, n_out);
   }
-  // The outputs are described in the views after the inputs'.
+  // The outputs are described in the views after the inputs'. Their leases are ended here
+  // until a tensor holds each.
   std::array<cuda::BlockCache::Block*, kMaxArrays> leased;
   size_t n_leased = 0;
   auto end_leases = [&](size_t from) {
     for (size_t o = from; o < n_leased; ++o) cuda::end_lease(leased[o]);
+    n_leased = from;
   };
-  const bool ran = run_without_gil([&] {
-    const auto launch = RecordedLaunches::find(py.bound, inputs, std::nullopt, py.place.device);
-    if (!launch) return false;
-    try {
-      for (size_t o = 0; o < n_out; ++o) {
-        TorchTensorView& view = views[n_in + o];
-        const Shape& shape = py.bound.output_shapes()[o];
-        view.ndim = static_cast<int>(shape.size());
-        int64_t size = 1;
-        for (int d = view.ndim - 1; d >= 0; --d) {
-          view.shape[d] = shape[d];
-          view.strides[d] = size;
-          size *= shape[d];
+  bool ran = false;
+  try {
+    ran = run_without_gil([&] {
+      const auto launch = RecordedLaunches::find(py.bound, inputs, std::nullopt, py.place.device);
+      if (!launch) return false;
+      try {
+        for (size_t o = 0; o < n_out; ++o) {
+          TorchTensorView& view = views[n_in + o];
+          const Shape& shape = py.bound.output_shapes()[o];
+          view.ndim = static_cast<int>(shape.size());
+          int64_t size = 1;
+          for (int d = view.ndim - 1; d >= 0; --d) {
+            view.shape[d] = shape[d];
+            view.strides[d] = size;
+            size *= shape[d];
+          }
+          view.dtype = py.bound.output_dtypes()[o];
+          view.cuda = true;
+          view.device_index = launch->device.index;
+          const cuda::Lease lease = cuda::lease(
+              view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
+          leased[n_leased++] = lease.block;
+          view.data = lease.ptr;
+          refs[n_in + o] = ref_of(view);
         }
-        view.dtype = py.bound.output_dtypes()[o];
-        view.cuda = true;
-        view.device_index = launch->device.index;
-        const cuda::Lease lease = cuda::lease(
-            view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
-        leased[n_leased++] = lease.block;
-        view.data = lease.ptr;
-        refs[n_in + o] = ref_of(view);
+      } catch (const OutOfMemory&) {
+        end_leases(0);
+        return false;  // the general path says which output did not fit
       }
-    } catch (const OutOfMemory&) {
-      end_leases(0);
-      return false;  // the general path says which output did not fit
-    } catch (...) {
-      end_leases(0);
-      throw;
-    }
-    try {
       launch->run_again(inputs, outputs, stream);
-    } catch (...) {
-      end_leases(0);
-      throw;
-    }
-    return true;
-  });
+      return true;
+    });
+  } catch (...) {
+    end_leases(0);  // also after the launch, when a warning issued then is an error
+    throw;
+  }
   if (!ran) return std::nullopt;
   nb::list made = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n_out)));
   if (!made.is_valid()) {

@@ -52,8 +52,9 @@ TEST(BlockCache, UsesOnOtherStreamsAreWaitedForByTheNextUser) {
   EXPECT_EQ(cache.lent_elsewhere(0x1400, 7), 0u);       // past every block
   EXPECT_EQ(cache.lent_elsewhere(0x0ff0, 8), 0u);       // before every block
   EXPECT_EQ(cache.event_for(0x1000, 8), 0u);
-  cache.add_wait(0x1000, 8, 0xe8);
-  cache.add_wait(0x1000, 9, 0xe9);
+  EXPECT_TRUE(cache.add_wait(0x1000, 8, 0xe8));
+  EXPECT_TRUE(cache.add_wait(0x1000, 9, 0xe9));
+  EXPECT_FALSE(cache.add_wait(0x1100, 9, 0xe9));  // inside a block, not one: kept by no block
   EXPECT_EQ(cache.event_for(0x1000, 8), 0xe8u);  // one event per stream, re-recorded
   cache.keep(first);
   EXPECT_EQ(cache.lent_elsewhere(0x1000, 8), 0u);  // kept, not lent
@@ -114,6 +115,7 @@ TEST(BlockCache, TakeAllEmptiesOneDevice) {
   std::sort(all.begin(), all.end());
   EXPECT_EQ(all, (std::vector<uintptr_t>{0x1000, 0x2000}));
   EXPECT_EQ(waits, (std::vector<uintptr_t>{0xe2}));
+  EXPECT_FALSE(cache.add_wait(0x1000, 2, 0xe3));  // forgotten: no user left to wait
   EXPECT_EQ(cache.take(0, 1, 512).block, nullptr);
   EXPECT_EQ(cache.take(1, 1, 512).start, 0x3000u);      // the other device's are still kept
   EXPECT_EQ(cache.lent_elsewhere(0x4000, 2), 0x4000u);  // a lent block is not taken

@@ -39,45 +39,55 @@ void BlockCache::add_loan(uintptr_t stream) {
 }
 
 void BlockCache::end_loan(uintptr_t stream) {
-  if (--loans_per_stream_[stream] > 0) return;
+  auto count = loans_per_stream_.find(stream);
+  if (--count->second > 0) return;
   --streams_lending_;
-  if (loans_per_stream_.size() > 2 * streams_lending_ + 16)
+  if (loans_per_stream_.size() > 2 * streams_lending_ + 16) {
     std::erase_if(loans_per_stream_, [](const auto& entry) { return entry.second == 0; });
+  }
   publish_sole_stream();
 }
+
+// Each change below comes after everything that may throw (out of host memory), so that a
+// failure leaves the cache as it was.
 
 BlockCache::Lent BlockCache::take(int device, uintptr_t stream, size_t size) {
   std::lock_guard lock(mutex_);
   auto it = kept_.find({device, stream, size});
   if (it == kept_.end() || it->second.empty()) return {};
   Block* block = it->second.back();
-  it->second.pop_back();
-  held(device) -= size;
-  block->lent = true;
-  add_loan(stream);
   Lent lent{block, block->start, {}};
   for (const Block::Wait& w : block->waits) lent.waits.push_back(w.event);
+  size_t& held_bytes = held(device);
+  add_loan(stream);
+  it->second.pop_back();
+  held_bytes -= size;
+  block->lent = true;
   block->waits.clear();
   return lent;
 }
 
 BlockCache::Block* BlockCache::lend(int device, uintptr_t start, size_t size, uintptr_t stream) {
   std::lock_guard lock(mutex_);
-  // The driver hands out an address again only after take_all forgot it.
-  Block& block =
-      blocks_.insert_or_assign(start, Block{start, start + size, device, stream, true, {}})
-          .first->second;
   add_loan(stream);
-  return &block;
+  try {
+    // The driver hands out an address again only after take_all forgot it.
+    return &blocks_.insert_or_assign(start, Block{start, start + size, device, stream, true, {}})
+                .first->second;
+  } catch (...) {
+    end_loan(stream);
+    throw;
+  }
 }
 
 bool BlockCache::keep(Block* block) {
   std::lock_guard lock(mutex_);
+  const size_t size = block->end - block->start;
+  size_t& held_bytes = held(block->device);
+  kept_[{block->device, block->stream, size}].push_back(block);
   block->lent = false;
   end_loan(block->stream);
-  const size_t size = block->end - block->start;
-  kept_[{block->device, block->stream, size}].push_back(block);
-  return (held(block->device) += size) > limit_;
+  return (held_bytes += size) > limit_;
 }
 
 uintptr_t BlockCache::lent_elsewhere(uintptr_t ptr, uintptr_t stream) {
@@ -100,9 +110,11 @@ uintptr_t BlockCache::event_for(uintptr_t start, uintptr_t stream) {
   return 0;
 }
 
-void BlockCache::add_wait(uintptr_t start, uintptr_t stream, uintptr_t event) {
+bool BlockCache::add_wait(uintptr_t start, uintptr_t stream, uintptr_t event) {
   std::lock_guard lock(mutex_);
-  if (Block* block = block_at(start)) block->waits.push_back({stream, event});
+  Block* block = block_at(start);
+  if (block) block->waits.push_back({stream, event});
+  return block != nullptr;
 }
 
 std::vector<uintptr_t> BlockCache::take_all(int device, std::vector<uintptr_t>& waits) {

@@ -65,8 +65,9 @@ class BlockCache {
   /// The event that marks the end of |stream|'s work on the block at |start| so far (one per
   /// stream and block, re-recorded after each use), or 0 when there is none yet.
   uintptr_t event_for(uintptr_t start, uintptr_t stream);
-  /// Records |event| as that event; the block's next user waits for it.
-  void add_wait(uintptr_t start, uintptr_t stream, uintptr_t event);
+  /// Records |event| as that event; the block's next user waits for it. False, recording
+  /// nothing, when the cache no longer knows the block.
+  bool add_wait(uintptr_t start, uintptr_t stream, uintptr_t event);
   /// The start of every block kept for |device|, now forgotten; |waits| receives the events
   /// still attached to them.
   std::vector<uintptr_t> take_all(int device, std::vector<uintptr_t>& waits);

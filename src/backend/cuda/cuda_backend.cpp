@@ -567,7 +567,17 @@ void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const Array
           CUevent e = nullptr;
           KJIT_CU(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
           event = reinterpret_cast<uintptr_t>(e);
-          block_cache().add_wait(block, key, event);
+          bool attached = false;
+          try {
+            attached = block_cache().add_wait(block, key, event);
+          } catch (...) {
+            driver().cuEventDestroy_v2(e);
+            throw;
+          }
+          if (!attached) {  // the block is gone: no user to wait
+            driver().cuEventDestroy_v2(e);
+            continue;
+          }
         }
         KJIT_CU(cuEventRecord, as_event(event), as_stream(stream));
       }
