@@ -29,18 +29,20 @@ std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
   // Each is put together the first time a kernel needs it.
   if (target == Target::Cpu && dialect == Dialect::Metal) {
     if (cooperative) {
-      static const std::string text = concatenate(
-          {"msl_dialect.h", "cpu_platform.h", "abi.h",          "float_bits.h",
-           "scalar.h",      "math.h",         "vec.h",          "int_bits.h",
-           "mlx_utils.h",   "thread_ctx.h",   "cpu_thread.h",   "msl.h",
-           "msl_library.h", "msl_types.h",    "atomics.h",      "msl_atomics.h",
-           "lanes.h",       "cpu_coop.h",     "msl_cpu_coop.h", "msl_simdgroup_matrix.h"});
+      static const std::string text =
+          concatenate({"msl_dialect.h", "cpu_platform.h", "abi.h",
+                       "float_bits.h",  "scalar.h",       "math.h",
+                       "vec.h",         "int_bits.h",     "mlx_utils.h",
+                       "thread_ctx.h",  "cpu_thread.h",   "msl.h",
+                       "msl_library.h", "msl_pack.h",     "msl_types.h",
+                       "atomics.h",     "msl_atomics.h",  "lanes.h",
+                       "cpu_coop.h",    "msl_cpu_coop.h", "msl_simdgroup_matrix.h"});
       return text;
     }
-    static const std::string text =
-        concatenate({"msl_dialect.h", "cpu_platform.h", "abi.h", "float_bits.h", "scalar.h",
-                     "math.h", "vec.h", "int_bits.h", "mlx_utils.h", "thread_ctx.h", "cpu_thread.h",
-                     "msl.h", "msl_library.h", "msl_types.h", "atomics.h", "msl_atomics.h"});
+    static const std::string text = concatenate(
+        {"msl_dialect.h", "cpu_platform.h", "abi.h", "float_bits.h", "scalar.h", "math.h", "vec.h",
+         "int_bits.h", "mlx_utils.h", "thread_ctx.h", "cpu_thread.h", "msl.h", "msl_library.h",
+         "msl_pack.h", "msl_types.h", "atomics.h", "msl_atomics.h"});
     return text;
   }
   if (target == Target::Cpu) {
@@ -79,11 +81,12 @@ std::string_view prelude_for(Dialect dialect, Target target, bool cooperative) {
     return text;
   }
   if (dialect == Dialect::Metal) {
-    static const std::string text =
-        concatenate({"msl_dialect.h", "cuda_platform.h", "float_bits.h", "scalar.h", "math.h",
-                     "vec.h", "int_bits.h", "mlx_utils.h", "cuda_abi.h", "thread_ctx.h",
-                     "cuda_thread.h", "msl.h", "msl_library.h", "msl_types.h", "atomics.h",
-                     "msl_atomics.h", "lanes.h", "msl_cuda.h", "msl_simdgroup_matrix.h"});
+    static const std::string text = concatenate(
+        {"msl_dialect.h", "cuda_platform.h", "float_bits.h",  "scalar.h",
+         "math.h",        "vec.h",           "int_bits.h",    "mlx_utils.h",
+         "cuda_abi.h",    "thread_ctx.h",    "cuda_thread.h", "msl.h",
+         "msl_library.h", "msl_pack.h",      "msl_types.h",   "atomics.h",
+         "msl_atomics.h", "lanes.h",         "msl_cuda.h",    "msl_simdgroup_matrix.h"});
     return text;
   }
   static const std::string text =

@@ -1,6 +1,7 @@
 """Metal's standard library beyond C's math, on both backends: integer functions, three-way
 min/max/median, smoothstep and mad, the functions with out-parameters, Metal's other float
-functions, and geometry; each against Python's integers or NumPy in float64."""
+functions, geometry, and the pack/unpack functions; each against Python's integers or NumPy in
+float64 (float32 where Metal's rule rounds a float32 product)."""
 
 import math
 
@@ -258,3 +259,83 @@ def test_geometry(device, rng):
         np.testing.assert_allclose(got[name], expected[name], rtol=2e-5, atol=2e-5, err_msg=name)
     np.testing.assert_allclose(dist, np.linalg.norm(pd - qd, axis=1), rtol=2e-6)
     np.testing.assert_allclose(squares, ((pd - qd) ** 2).sum(1) + (pd ** 2).sum(1), rtol=2e-6)
+
+
+def unpacked(words: np.ndarray, bits: int, n: int, signed_: bool) -> np.ndarray:
+    """The n fields of each word, bits wide, first in the low bits, as normalized values."""
+    fields = np.stack([(words.astype(np.int64) >> (bits * k)) & ((1 << bits) - 1)
+                       for k in range(n)], axis=1)
+    if not signed_:
+        return fields / float((1 << bits) - 1)
+    fields = np.where(fields >> (bits - 1), fields - (1 << bits), fields)
+    return np.maximum(fields / float((1 << (bits - 1)) - 1), -1.0)
+
+
+def packed(x: np.ndarray, bits: int, signed_: bool) -> np.ndarray:
+    """Each row of float32s in one word: clamped, scaled in float32, rounded to even; NaN is 0."""
+    low, scale = (-1.0, (1 << (bits - 1)) - 1) if signed_ else (0.0, (1 << bits) - 1)
+    clamped = np.nan_to_num(np.clip(x, low, 1.0), nan=0.0).astype(np.float32)
+    values = np.rint(clamped * np.float32(scale)).astype(np.int64) & ((1 << bits) - 1)
+    return sum(values[:, k] << (bits * k) for k in range(x.shape[1])).astype(np.uint32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pack_and_unpack(device, rng):
+    n = 256
+    words = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    x = rng.uniform(-1.3, 1.3, (n, 4)).astype(np.float32)
+    # Ties (0.5 * 255 = 127.5, 0.5 * 127 = 63.5), the ends, beyond them, and NaN.
+    x[:6] = [[0.5, -0.5, 1.0, -1.0], [0.0, -0.0, 2.0, -2.0], [np.nan, np.inf, -np.inf, 0.25],
+             [1 / 255, 254.5 / 255, 0.5 / 127, -126.5 / 127], [0.5, 0.25, -0.75, 0.125],
+             [32767.5 / 65535, -16383.5 / 32767, 0.99999, -0.99999]]
+    outs = run("pack_unpack", """
+    const uint k = thread_position_in_grid.x;
+    const uint w = a[k];
+    const float4 x = float4(b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]);
+    const float4 unpacked[2] = {unpack_unorm4x8_to_float(w), unpack_snorm4x8_to_float(w)};
+    const float2 halves[2] = {unpack_unorm2x16_to_float(w), metal::unpack_snorm2x16_to_float(w)};
+    const half4 as_half = unpack_snorm4x8_to_half(w);
+    const half2 as_half2 = unpack_unorm2x16_to_half(w);
+    for (int m = 0; m < 4; ++m) {
+        o0[8 * k + m] = unpacked[0][m];
+        o0[8 * k + 4 + m] = unpacked[1][m];
+        o1[4 * k + m] = float(as_half[m]);
+    }
+    for (int m = 0; m < 2; ++m) {
+        o0[8 * n + 4 * k + m] = halves[0][m];
+        o0[8 * n + 4 * k + 2 + m] = halves[1][m];
+        o1[4 * n + 2 * k + m] = float(as_half2[m]);
+    }
+    o2[8 * k] = pack_float_to_unorm4x8(x);
+    o2[8 * k + 1] = pack_float_to_snorm4x8(x);
+    o2[8 * k + 2] = pack_float_to_unorm2x16(float2(x.x, x.y));
+    o2[8 * k + 3] = metal::fast::pack_float_to_snorm2x16(float2(x.z, x.w));
+    o2[8 * k + 4] = pack_half_to_unorm4x8(half4(x));
+    o2[8 * k + 5] = pack_half_to_snorm4x8(half4(x));
+    o2[8 * k + 6] = pack_half_to_unorm2x16(half2(x.x, x.y));
+    o2[8 * k + 7] = pack_half_to_snorm2x16(half2(x.z, x.w));
+""".replace("8 * n", str(8 * n)).replace("4 * n", str(4 * n)),
+               [words, x.ravel()], [((12 * n,), np.float32), ((6 * n,), np.float32),
+                                    ((8 * n,), np.uint32)], device, n)
+    floats, halfs, words_out = outs
+    expected = [unpacked(words, 8, 4, False), unpacked(words, 8, 4, True)]
+    np.testing.assert_allclose(floats[:8 * n].reshape(n, 2, 4), np.stack(expected, axis=1),
+                               rtol=1e-6, atol=0)
+    expected = [unpacked(words, 16, 2, False), unpacked(words, 16, 2, True)]
+    np.testing.assert_allclose(floats[8 * n:].reshape(n, 2, 2), np.stack(expected, axis=1),
+                               rtol=1e-6, atol=0)
+    np.testing.assert_allclose(halfs[:4 * n].reshape(n, 4), unpacked(words, 8, 4, True),
+                               rtol=1e-3, atol=0)
+    np.testing.assert_allclose(halfs[4 * n:].reshape(n, 2), unpacked(words, 16, 2, False),
+                               rtol=1e-3, atol=0)
+    h = x.astype(np.float16).astype(np.float32)
+    expected = [packed(x, 8, False), packed(x, 8, True), packed(x[:, :2], 16, False),
+                packed(x[:, 2:], 16, True), packed(h, 8, False), packed(h, 8, True),
+                packed(h[:, :2], 16, False), packed(h[:, 2:], 16, True)]
+    np.testing.assert_array_equal(words_out.reshape(n, 8), np.stack(expected, axis=1))
+    # Ties round to even: 127.5 -> 128 and 254.5 -> 254 (unorm8); 63.5 -> 64, -63.5 -> -64,
+    # 0.5 -> 0 and -126.5 -> -126 (snorm8).
+    rows = words_out.reshape(n, 8)
+    assert (rows[0, 0] & 0xFF, (rows[3, 0] >> 8) & 0xFF) == (128, 254)
+    assert (rows[0, 1] & 0xFF, (rows[0, 1] >> 8) & 0xFF) == (64, 0xC0)
+    assert ((rows[3, 1] >> 16) & 0xFF, rows[3, 1] >> 24) == (0, 0x82)
