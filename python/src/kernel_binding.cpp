@@ -472,9 +472,7 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
   const std::span<const ArrayRef> inputs(refs.data(), n_in), outputs(refs.data() + n_in, n_out);
   if (n > n_in) {
     const bool ran = run_without_gil([&] {
-      const auto launch = RecordedLaunches::find(py.bound, inputs, outputs, py.place.device);
-      if (launch) launch->run_again(inputs, outputs, stream);
-      return launch != nullptr;
+      return RecordedLaunches::run(py.bound, inputs, outputs, py.place.device, stream).has_value();
     });
     if (!ran) return std::nullopt;
     return list_of(args + n_in, n_out);
