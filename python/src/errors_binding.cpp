@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/warning.h"
+#include "support/warning.h"
 
 namespace nb = nanobind;
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cache/hash.h"
-#include "core/env_bytes.h"
-#include "core/warning.h"
+#include "support/env_bytes.h"
+#include "support/warning.h"
 
 namespace kjit::cache {
 namespace {

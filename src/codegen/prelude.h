@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "codegen/rewrite.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 

@@ -11,7 +11,7 @@
 
 #include "codegen/lexer.h"
 #include "codegen/rewrite.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 

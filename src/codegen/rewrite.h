@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codegen/lexer.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codegen/rewrite.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 

@@ -6,7 +6,7 @@
 
 #include <span>
 
-#include "core/small_vector.h"
+#include "support/small_vector.h"
 
 namespace kjit {
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <new>
 
-#include "core/env_bytes.h"
+#include "support/env_bytes.h"
 
 namespace kjit {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "core/array_ref.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit {
 

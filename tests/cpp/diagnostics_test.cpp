@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 namespace {

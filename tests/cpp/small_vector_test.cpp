@@ -1,7 +1,7 @@
 // SmallVector: elements in place up to its capacity, on the heap beyond it, the same either way.
 #include <gtest/gtest.h>
 
-#include "core/small_vector.h"
+#include "support/small_vector.h"
 
 namespace kjit {
 namespace {

@@ -17,7 +17,7 @@
 #include "codegen/regions.h"
 #include "codegen/rewrite.h"
 #include "codegen/source.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 namespace {

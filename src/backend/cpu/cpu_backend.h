@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/module.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 #include "core/launch_dims.h"
 
 namespace kjit::cpu {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 
 namespace kjit::cpu {
 

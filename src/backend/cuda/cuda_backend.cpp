@@ -12,7 +12,7 @@
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
 #include "cache/stats.h"
-#include "core/env_bytes.h"
+#include "support/env_bytes.h"
 
 namespace kjit::cuda {
 namespace {

@@ -18,9 +18,9 @@
 #include "backend/cuda/cuda_api.h"
 #include "codegen/source.h"
 #include "core/array_ref.h"
-#include "core/kernel_spec.h"
+#include "codegen/kernel_spec.h"
 #include "core/launch_dims.h"
-#include "core/small_vector.h"
+#include "support/small_vector.h"
 
 namespace kjit::cuda {
 

@@ -3,6 +3,7 @@
 
 #include <kjit/kernel.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,8 @@ struct KernelSpec {
   struct InputUse {
     bool shape = false, strides = false, ndim = false;
   };
-  std::vector<InputUse> input_uses;         // which of x_shape / x_strides / x_ndim the body names
-  std::vector<std::string> attributes;      // Metal thread attributes the body names, MLX's order
+  std::vector<InputUse> input_uses;     // which of x_shape / x_strides / x_ndim the body names
+  std::vector<std::string> attributes;  // Metal thread attributes the body names, MLX's order
 
   /// "metal_kernel" or "cuda_kernel", for messages.
   const char* api() const { return api_name(dialect); }
@@ -54,5 +55,22 @@ inline std::string prefix(const KernelSpec& spec) {
 inline std::string prefix_named(const KernelSpec& spec) {
   return prefix(spec) + "kernel '" + spec.name + "': ";
 }
+
+/// A kernel's spec from the arguments of metal_kernel / cuda_kernel, lexed and checked: a bad
+/// name, a feature the dialect lacks or unbalanced braces are errors here, not at a call.
+std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& name,
+                                            const std::vector<std::string>& input_names,
+                                            const std::vector<std::string>& output_names,
+                                            const std::string& source, const std::string& header,
+                                            bool ensure_row_contiguous, bool atomic_outputs,
+                                            int shared_memory, CompileOptions options);
+
+/// Throws unless |n| can name a parameter or template argument of a kernel of |dialect|; |where|
+/// is the message's prefix and the argument's name.
+void check_usable_name(const std::string& where, const std::string& n, Dialect dialect);
+
+/// The input's shape, strides or ndim that |name| names ("input 'a''s shape"; empty when none):
+/// those are named after their input, and no parameter may take the name.
+std::string input_attribute_named(const std::vector<std::string>& inputs, const std::string& name);
 
 }  // namespace kjit

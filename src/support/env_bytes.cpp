@@ -1,11 +1,11 @@
-#include "core/env_bytes.h"
+#include "support/env_bytes.h"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
 
-#include "core/warning.h"
+#include "support/warning.h"
 
 namespace kjit {
 

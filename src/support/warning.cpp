@@ -1,4 +1,4 @@
-#include "core/warning.h"
+#include "support/warning.h"
 
 #include <iostream>
 #include <mutex>
