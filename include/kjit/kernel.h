@@ -44,7 +44,6 @@ struct LaunchOptions {
 
 struct KernelSpec;
 class BoundKernel;
-struct RecordedLaunch;
 class RecordedLaunches;
 
 class Kernel {
@@ -85,15 +84,6 @@ class Kernel {
  private:
   friend class BoundKernel;
   friend class RecordedLaunches;
-  // A call whose settings (all but inputs and options) have been checked. With |record|, a GPU
-  // launch that a later call on arrays of the same layouts could make again is kept there.
-  std::vector<Array> launch(const std::vector<Array>& inputs,
-                            const std::vector<Shape>& output_shapes,
-                            const std::vector<Dtype>& output_dtypes, Dim3 grid, Dim3 threadgroup,
-                            const TemplateArgs& template_args, std::optional<double> init_value,
-                            bool verbose, const LaunchOptions& options,
-                            std::shared_ptr<const RecordedLaunch>* record = nullptr) const;
-
   struct State;
   std::shared_ptr<const KernelSpec> spec_;
   std::shared_ptr<State> state_;

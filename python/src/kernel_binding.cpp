@@ -8,9 +8,9 @@
 
 #include <array>
 
-#include "backend/cuda/cuda_backend.h"
 #include "call_memo.h"
 #include "convert.h"
+#include "core/backend.h"
 #include "core/launch_record.h"
 #include "errors_binding.h"
 
@@ -81,10 +81,14 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
     std::string k = nb::cast<std::string>(nb::repr(key));
     if (k != "'math_mode'") throw ValueError(p + ": unknown option " + k + " (known: 'math_mode')");
     std::string v = nb::isinstance<nb::str>(value) ? utf8_of(value, p + "['math_mode']") : "";
-    if (v == "safe") options.math_mode = MathMode::Safe;
-    else if (v == "relaxed") options.math_mode = MathMode::Relaxed;
-    else if (v == "fast") options.math_mode = MathMode::Fast;
-    else throw ValueError(p + ": math_mode must be 'safe', 'relaxed' or 'fast'");
+    if (v == "safe")
+      options.math_mode = MathMode::Safe;
+    else if (v == "relaxed")
+      options.math_mode = MathMode::Relaxed;
+    else if (v == "fast")
+      options.math_mode = MathMode::Fast;
+    else
+      throw ValueError(p + ": math_mode must be 'safe', 'relaxed' or 'fast'");
   }
   return options;
 }
@@ -202,7 +206,8 @@ uintptr_t to_stream(nb::handle obj, const Param& param) {
     throw TypeError(param.str() + ": reading the stream's handle raised " + error_text(e));
   }
   if (PyBool_Check(handle.ptr()) || !PyLong_Check(handle.ptr())) {
-    throw TypeError(param.str() + ": expected a CUDA stream (an int handle, or an object with "
+    throw TypeError(param.str() +
+                    ": expected a CUDA stream (an int handle, or an object with "
                     "__cuda_stream__, .cuda_stream or .ptr), got " +
                     nb::cast<std::string>(obj.type().attr("__name__")));
   }
@@ -361,7 +366,9 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
   const std::vector<Array> result = run_without_gil([&] {
     std::vector<Array> made = run(arrays, options);
     // JAX reads DLPack imports without waiting on the exporter's stream.
-    if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
+    if (gpu && framework == Framework::Jax) {
+      backend_for(DeviceType::CUDA).synchronize(gpu->index, options.stream);
+    }
     return made;
   });
   if (outputs) return outputs->list();
@@ -426,9 +433,7 @@ struct PyBoundKernel {
 };
 
 // Ends the lease of a block a torch tensor made by a bound call held.
-void end_tensor_lease(void* block) {
-  cuda::end_lease(static_cast<cuda::BlockCache::Block*>(block));
-}
+void end_tensor_lease(void* token) { backend_for(DeviceType::CUDA).end_lease(token); }
 
 // A bound call on torch tensors alone, read through kjit._torch, run as the bound kernel's last
 // GPU launch of the same kind ran when they are laid out as that launch's arrays were
@@ -479,43 +484,39 @@ std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObje
   }
   // The outputs are described in the views after the inputs'. Their leases are ended here
   // until a tensor holds each.
-  std::array<cuda::BlockCache::Block*, kMaxArrays> leased;
+  const Backend& gpu_backend = backend_for(DeviceType::CUDA);
+  std::array<void*, kMaxArrays> leased;
   size_t n_leased = 0;
   auto end_leases = [&](size_t from) {
-    for (size_t o = from; o < n_leased; ++o) cuda::end_lease(leased[o]);
+    for (size_t o = from; o < n_leased; ++o) gpu_backend.end_lease(leased[o]);
     n_leased = from;
+  };
+  const OutputMemory memory = [&](size_t o, const ArrayRef& layout) {
+    TorchTensorView& view = views[n_in + o];
+    view.ndim = layout.ndim;
+    std::copy_n(layout.shape, layout.ndim, view.shape);
+    std::copy_n(layout.strides, layout.ndim, view.strides);
+    view.dtype = layout.dtype;
+    view.cuda = true;
+    view.device_index = layout.device.index;
+    int64_t size = 1;
+    for (int d = 0; d < layout.ndim; ++d) size *= layout.shape[d];
+    const MemoryLease lease = gpu_backend.lease(
+        view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
+    leased[n_leased++] = lease.token;
+    view.data = lease.ptr;
+    return lease.ptr;
   };
   bool ran = false;
   try {
     ran = run_without_gil([&] {
-      const auto launch = RecordedLaunches::find(py.bound, inputs, std::nullopt, py.place.device);
-      if (!launch) return false;
       try {
-        for (size_t o = 0; o < n_out; ++o) {
-          TorchTensorView& view = views[n_in + o];
-          const Shape& shape = py.bound.output_shapes()[o];
-          view.ndim = static_cast<int>(shape.size());
-          int64_t size = 1;
-          for (int d = view.ndim - 1; d >= 0; --d) {
-            view.shape[d] = shape[d];
-            view.strides[d] = size;
-            size *= shape[d];
-          }
-          view.dtype = py.bound.output_dtypes()[o];
-          view.cuda = true;
-          view.device_index = launch->device.index;
-          const cuda::Lease lease = cuda::lease(
-              view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
-          leased[n_leased++] = lease.block;
-          view.data = lease.ptr;
-          refs[n_in + o] = ref_of(view);
-        }
+        return RecordedLaunches::run_into(py.bound, inputs, py.place.device, stream, memory,
+                                          std::span<ArrayRef>(refs.data() + n_in, n_out));
       } catch (const OutOfMemory&) {
         end_leases(0);
         return false;  // the general path says which output did not fit
       }
-      launch->run_again(inputs, outputs, stream);
-      return true;
     });
   } catch (...) {
     end_leases(0);  // also after the launch, when a warning issued then is an error
@@ -812,19 +813,18 @@ void init_kernel(nb::module_& m) {
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         std::vector<std::pair<Dtype, int>> sig =
-            to_list(
-                inputs, t / "inputs", [](nb::handle item, const Param& p) {
-                  if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
-                    throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
-                  }
-                  int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), p / " ndim");
-                  if (ndim < 0 || ndim > kMaxNdim) {
-                    throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
-                                     std::to_string(ndim));
-                  }
-                  return std::pair{to_dtype(PySequence_Fast_GET_ITEM(item.ptr(), 0), p),
-                                   static_cast<int>(ndim)};
-                });
+            to_list(inputs, t / "inputs", [](nb::handle item, const Param& p) {
+              if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
+                throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
+              }
+              int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), p / " ndim");
+              if (ndim < 0 || ndim > kMaxNdim) {
+                throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
+                                 std::to_string(ndim));
+              }
+              return std::pair{to_dtype(PySequence_Fast_GET_ITEM(item.ptr(), 0), p),
+                               static_cast<int>(ndim)};
+            });
         std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
         TemplateArgs targs = to_template_args(t / "template", template_args);
         if (!nb::isinstance<nb::str>(target)) {

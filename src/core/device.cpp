@@ -2,9 +2,9 @@
 #include <kjit/errors.h>
 
 #include <charconv>
-
-#include "backend/cuda/cuda_backend.h"
 #include <string>
+
+#include "core/backend.h"
 
 namespace kjit {
 
@@ -29,10 +29,13 @@ std::string Device::str() const {
 
 std::vector<Device> devices() {
   std::vector<Device> out = {Device::cpu()};
-  for (int i = 0; i < cuda::device_count(); ++i) out.push_back(Device::cuda(i));
+  const int gpus = backend_for(DeviceType::CUDA).device_count();
+  for (int i = 0; i < gpus; ++i) out.push_back(Device::cuda(i));
   return out;
 }
 
-Device default_device() { return cuda::device_count() > 0 ? Device::cuda(0) : Device::cpu(); }
+Device default_device() {
+  return backend_for(DeviceType::CUDA).device_count() > 0 ? Device::cuda(0) : Device::cpu();
+}
 
 }  // namespace kjit

@@ -8,8 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "backend/cuda/cuda_backend.h"
-#include "core/host_allocator.h"
+#include "core/backend.h"
 #include "core/shape_check.h"
 #include "core/strided_copy.h"
 
@@ -75,10 +74,14 @@ const Kernel& gpu_strided_copy() {
 
 Dtype same_size_uint(Dtype d) {
   switch (itemsize(d)) {
-    case 1: return Dtype::UInt8;
-    case 2: return Dtype::UInt16;
-    case 4: return Dtype::UInt32;
-    default: return Dtype::UInt64;
+    case 1:
+      return Dtype::UInt8;
+    case 2:
+      return Dtype::UInt16;
+    case 4:
+      return Dtype::UInt32;
+    default:
+      return Dtype::UInt64;
   }
 }
 
@@ -103,20 +106,15 @@ Array contiguous_here(const Array& a, uintptr_t stream) {
   LaunchOptions options;
   options.outputs = std::vector<Array>{as_dtype(out, u)};
   options.stream = stream;
-  gpu_strided_copy()({as_dtype(a, u)}, {shape}, {u}, {x, (n + x - 1) / x, 1}, {256, 1, 1},
-                     {}, std::nullopt, false, options);
+  gpu_strided_copy()({as_dtype(a, u)}, {shape}, {u}, {x, (n + x - 1) / x, 1}, {256, 1, 1}, {},
+                     std::nullopt, false, options);
   return out;
 }
 
 }  // namespace
 
 std::shared_ptr<void> allocate(const Device& device, size_t bytes, uintptr_t stream) {
-  if (device.type != DeviceType::CPU) return cuda::allocate(device.index, bytes, stream);
-  try {
-    return host_allocate(bytes);
-  } catch (const std::bad_alloc&) {
-    throw OutOfMemory(std::to_string(bytes) + " bytes could not be allocated on the CPU");
-  }
+  return backend_for(device.type).allocate(device.index, bytes, stream);
 }
 
 Array make_array(const Shape& shape, Dtype dtype, const Device& device, uintptr_t stream) {
@@ -153,19 +151,9 @@ void fill(const Array& array, double value, uintptr_t stream) {
   const size_t item = itemsize(array.dtype());
   unsigned char one[16];
   encode(value, array.dtype(), one);
-  const size_t n = static_cast<size_t>(array.size());
-  if (array.device().type == DeviceType::CUDA) {
-    cuda::fill(array.data(), one, item, n, array.device().index, stream);
-    return;
-  }
-  auto* p = static_cast<unsigned char*>(array.data());
-  bool zero = true;
-  for (size_t b = 0; b < item; ++b) zero = zero && one[b] == 0;
-  if (zero) {
-    std::memset(p, 0, n * item);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) std::memcpy(p + i * item, one, item);
+  backend_for(array.device().type)
+      .fill(array.data(), one, item, static_cast<size_t>(array.size()), array.device().index,
+            stream);
 }
 
 Array to_contiguous(const Array& array, const Device& device, uintptr_t stream) {
@@ -180,12 +168,10 @@ Array to_contiguous(const Array& array, const Device& device, uintptr_t stream) 
 void copy_into(const Array& dst, const Array& src, uintptr_t stream) {
   const bool to_host = dst.device().type == DeviceType::CPU;
   const bool from_host = src.device().type == DeviceType::CPU;
-  if (to_host && from_host) {
-    std::memcpy(dst.data(), src.data(), src.nbytes());
-    return;
-  }
-  const int index = to_host ? src.device().index : dst.device().index;
-  cuda::copy(dst.data(), src.data(), src.nbytes(), index, stream, to_host, from_host);
+  // The copy is the device side's: the host's own when both are host memory.
+  const Device& device = to_host ? src.device() : dst.device();
+  backend_for(device.type)
+      .copy(dst.data(), src.data(), src.nbytes(), device.index, stream, to_host, from_host);
 }
 
 }  // namespace kjit

@@ -2,11 +2,8 @@
 
 #include <kjit/errors.h>
 
-#include <algorithm>
-#include <string>
-
 #include "cache/stats.h"
-#include "core/device_ops.h"
+#include "core/call.h"
 
 namespace kjit {
 
@@ -33,77 +30,103 @@ bool ArrayLayout::matches(const ArrayRef& a) const {
 bool RecordedLaunch::matches(std::span<const ArrayRef> in,
                              std::optional<std::span<const ArrayRef>> out,
                              const std::optional<Device>& asked) const {
-  const size_t n_out = out ? out->size() : 0;
-  if (asked != device_asked || out.has_value() != outputs_given || in.size() != n_inputs ||
-      n_inputs + n_out != arrays.size()) {
+  if (asked != device_asked || out.has_value() != outputs_given || in.size() != inputs.size() ||
+      (out && out->size() != outputs.size())) {
     return false;
   }
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!arrays[i].matches(in[i])) return false;
+    if (!inputs[i].matches(in[i])) return false;
   }
-  for (size_t o = 0; o < n_out; ++o) {
-    if (!arrays[in.size() + o].matches((*out)[o])) return false;
+  for (size_t o = 0; out && o < out->size(); ++o) {
+    if (!outputs[o].matches((*out)[o])) return false;
   }
   return true;
 }
 
-void RecordedLaunch::run_again(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
-                               uintptr_t stream) const {
-  launch.run(inputs, outputs, stream);
-  cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
-}
-
 std::shared_ptr<const RecordedLaunch> RecordedLaunches::find(
-    const BoundKernel& bound, std::span<const ArrayRef> inputs,
-    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device) {
-  RecordedLaunches& kept = *bound.recorded_;
+    std::span<const ArrayRef> inputs, std::optional<std::span<const ArrayRef>> outputs,
+    const std::optional<Device>& device) {
   std::shared_ptr<const RecordedLaunch> launch;
   {
-    std::lock_guard lock(kept.mutex_);
-    launch = kept.last_[outputs.has_value()];
+    std::lock_guard lock(mutex_);
+    launch = last_[outputs.has_value()];
   }
   if (!launch || !launch->matches(inputs, outputs, device)) return nullptr;
   return launch;
+}
+
+namespace {
+
+void run_again(const KernelSpec& spec, const RecordedLaunch& launch,
+               std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
+               uintptr_t stream) {
+  run_launch(spec, *launch.launch, inputs, outputs, stream);
+  cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::optional<std::vector<Array>> RecordedLaunches::run(
+    const KernelSpec& spec, const CallSettings& settings, std::span<const ArrayRef> inputs,
+    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
+    uintptr_t stream) {
+  const std::shared_ptr<const RecordedLaunch> launch = find(inputs, outputs, device);
+  if (!launch) return std::nullopt;
+  if (outputs) {
+    run_again(spec, *launch, inputs, *outputs, stream);
+    return std::vector<Array>();
+  }
+  std::vector<Array> made =
+      make_outputs(spec, settings.output_shapes, settings.output_dtypes, launch->device, stream);
+  run_again(spec, *launch, inputs, refs_of(made), stream);
+  return made;
+}
+
+bool RecordedLaunches::run_into(const KernelSpec& spec, const CallSettings& settings,
+                                std::span<const ArrayRef> inputs,
+                                const std::optional<Device>& device, uintptr_t stream,
+                                const OutputMemory& memory, std::span<ArrayRef> made) {
+  const std::shared_ptr<const RecordedLaunch> launch = find(inputs, std::nullopt, device);
+  if (!launch) return false;
+  for (size_t o = 0; o < made.size(); ++o) {
+    const Shape& shape = settings.output_shapes[o];
+    made[o] = {.data = nullptr,
+               .dtype = settings.output_dtypes[o],
+               .device = launch->device,
+               .ndim = static_cast<int>(shape.size()),
+               .shape = shape.data(),
+               .strides = launch->made_strides[o].data(),
+               .read_only = false};
+    made[o].data = memory(o, made[o]);
+  }
+  run_again(spec, *launch, inputs, made, stream);
+  return true;
+}
+
+void RecordedLaunches::keep(std::shared_ptr<const RecordedLaunch> launch) {
+  const bool given = launch->outputs_given;
+  std::lock_guard lock(mutex_);
+  last_[given] = std::move(launch);
 }
 
 std::optional<std::vector<Array>> RecordedLaunches::run(
     const BoundKernel& bound, std::span<const ArrayRef> inputs,
     std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
     uintptr_t stream) {
-  const std::shared_ptr<const RecordedLaunch> launch = find(bound, inputs, outputs, device);
-  if (!launch) return std::nullopt;
-  if (outputs) {
-    launch->run_again(inputs, *outputs, stream);
-    return std::vector<Array>();
-  }
-  std::vector<Array> made = make_outputs(*bound.kernel_.spec_, bound.output_shapes_,
-                                         bound.output_dtypes_, launch->device, stream);
-  launch->run_again(inputs, refs_of(made), stream);
-  return made;
+  return bound.recorded_->run(*bound.kernel_.spec_, settings_of(bound), inputs, outputs, device,
+                              stream);
 }
 
-void RecordedLaunches::keep(const BoundKernel& bound,
-                            std::shared_ptr<const RecordedLaunch> launch) {
-  RecordedLaunches& kept = *bound.recorded_;
-  const bool given = launch->outputs_given;
-  std::lock_guard lock(kept.mutex_);
-  kept.last_[given] = std::move(launch);
+bool RecordedLaunches::run_into(const BoundKernel& bound, std::span<const ArrayRef> inputs,
+                                const std::optional<Device>& device, uintptr_t stream,
+                                const OutputMemory& memory, std::span<ArrayRef> made) {
+  return bound.recorded_->run_into(*bound.kernel_.spec_, settings_of(bound), inputs, device, stream,
+                                   memory, made);
 }
 
-std::vector<Array> make_outputs(const KernelSpec& spec, const std::vector<Shape>& shapes,
-                                const std::vector<Dtype>& dtypes, const Device& device,
-                                uintptr_t stream) {
-  std::vector<Array> outputs;
-  outputs.reserve(shapes.size());
-  for (size_t o = 0; o < shapes.size(); ++o) {
-    try {
-      outputs.push_back(make_array(shapes[o], dtypes[o], device, stream));
-    } catch (const OutOfMemory& e) {
-      throw OutOfMemory(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] ('" +
-                        spec.output_names[o] + "'): " + e.what());
-    }
-  }
-  return outputs;
+CallSettings RecordedLaunches::settings_of(const BoundKernel& bound) {
+  return {bound.output_shapes_, bound.output_dtypes_, bound.grid_,   bound.threadgroup_,
+          bound.template_args_, bound.init_value_,    bound.verbose_};
 }
 
 }  // namespace kjit

@@ -5,13 +5,18 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
+#include <vector>
 
+#include "backend/cpu/host_allocator.h"
 #include "backend/cpu/host_compiler.h"
 #include "backend/cpu/kernel_traps.h"
+#include "backend/cpu/module.h"
 #include "backend/cpu/thread_pool.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
 #include "cache/stats.h"
+#include "support/small_vector.h"
 
 namespace kjit::cpu {
 namespace {
@@ -24,12 +29,11 @@ cache::MemoryCache<const Module>& modules() {
 // Launches smaller than this run on the calling thread: waking the pool costs more.
 constexpr uint64_t kInlineThreads = 1 << 14;
 
-}  // namespace
-
-std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& source) {
+// The module for |source|, from memory, from disk, or compiled now.
+std::shared_ptr<const Module> build_module(const KernelSpec& spec, const std::string& source) {
   const MathMode mode = spec.compile_options.math_mode;
-  const std::string key = std::string("kjit ") + version() + " cpu\n" + compiler_identity(mode) +
-                          "\n" + source;
+  const std::string key =
+      std::string("kjit ") + version() + " cpu\n" + compiler_identity(mode) + "\n" + source;
   return modules().get_or_build(key, [&]() -> std::shared_ptr<const Module> {
     cache::DiskCache& disk = cache::DiskCache::instance();
     if (std::optional<std::string> cached = disk.load(key)) {
@@ -48,71 +52,170 @@ std::shared_ptr<const Module> build(const KernelSpec& spec, const std::string& s
   });
 }
 
-void launch(const Module& module, const std::vector<Array>& inputs,
-            const std::vector<Array>& outputs, const LaunchDims& dims) {
-  const size_t n_in = inputs.size();
-  std::vector<void*> args(n_in + outputs.size());
-  std::vector<int> shapes(n_in * KJIT_MAX_NDIM, 0), ndims(n_in);
-  std::vector<int64_t> strides(n_in * KJIT_MAX_NDIM, 0);
-  for (size_t i = 0; i < n_in; ++i) {
-    const Array& a = inputs[i];
-    args[i] = a.data();
-    ndims[i] = a.ndim();
-    for (int d = 0; d < a.ndim(); ++d) {
-      shapes[i * KJIT_MAX_NDIM + d] = static_cast<int>(a.shape(d));
-      strides[i * KJIT_MAX_NDIM + d] = a.stride(d);
+// A launch's record with what depends on the layouts filled in: the inputs' shapes, strides
+// and ndims, and the sizes. A run adds the arrays' addresses.
+class CpuLaunch final : public PreparedLaunch {
+ public:
+  CpuLaunch(std::shared_ptr<const Module> module, const LaunchLayout& layout)
+      : module_(std::move(module)),
+        n_inputs_(layout.inputs.size()),
+        n_outputs_(layout.outputs.size()),
+        shapes_(n_inputs_ * KJIT_MAX_NDIM),
+        strides_(n_inputs_ * KJIT_MAX_NDIM),
+        ndims_(n_inputs_) {
+    for (size_t i = 0; i < n_inputs_; ++i) {
+      const ArrayRef& a = layout.inputs[i];
+      ndims_[i] = a.ndim;
+      for (int d = 0; d < a.ndim; ++d) {
+        shapes_[i * KJIT_MAX_NDIM + d] = static_cast<int>(a.shape[d]);
+        strides_[i * KJIT_MAX_NDIM + d] = a.strides[d];
+      }
     }
+    std::memcpy(grid_, layout.dims.grid, sizeof grid_);
+    std::memcpy(group_, layout.dims.group, sizeof group_);
+    std::memcpy(groups_, layout.dims.groups, sizeof groups_);
   }
-  for (size_t o = 0; o < outputs.size(); ++o) args[n_in + o] = outputs[o].data();
-  kjit_cpu_launch L{};
-  L.args = args.data();
-  L.shapes = shapes.data();
-  L.strides = strides.data();
-  L.ndims = ndims.data();
-  for (int d = 0; d < 3; ++d) {
-    L.grid[d] = dims.grid[d];
-    L.group[d] = dims.group[d];
-    L.groups[d] = dims.groups[d];
-  }
-  const uint64_t groups = uint64_t{L.groups[0]} * L.groups[1] * L.groups[2];
-  const uint64_t threads = uint64_t{L.grid[0]} * L.grid[1] * L.grid[2];
-  if (threads == 0) return;
-  kjit_cpu_entry_fn entry = module.entry();
-  const CodeRange& code = module.code();
-  const uint64_t interrupts = interrupt_count();  // a SIGINT from here on stops the launch
-  std::atomic<int> trapped{0};  // the first trap's signal
-  auto run = [&](uint64_t begin, uint64_t end) {
-    if (trapped.load(std::memory_order_relaxed)) return;
-    if (const int signal = run_trapping([&] { entry(&L, begin, end); }, interrupts, code)) {
-      int none = 0;
-      trapped.compare_exchange_strong(none, signal, std::memory_order_relaxed);
-    }
-  };
-  if (threads <= kInlineThreads || groups == 1) {
-    run(0, groups);
-  } else {
-    parallel_for(groups, run);
-  }
-  if (const int signal = trapped.load(); signal == SIGFPE) {
-    throw LaunchError(
-        "an integer division by zero (or of a type's lowest value by -1) stopped the kernel on "
-        "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete");
-  } else if (signal == SIGSEGV || signal == SIGBUS) {
-    throw LaunchError(
-        "the kernel accessed memory the process does not have (an index out of its arrays' "
-        "bounds, a null pointer, or its stack overflowing; a GPU reports an illegal address). "
-        "The outputs are incomplete, and memory the kernel wrote out of bounds before that may "
-        "be damaged");
-  } else if (signal == SIGINT) {
-    throw Interrupted("SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete");
-  } else if (signal != 0) {
-    throw LaunchError(
-        "the kernel stopped at a trap: an assert failed (its message is on standard error) or "
-        "__trap() was called. The outputs are incomplete");
-  }
-}
 
-uint64_t memory_entries() { return modules().size(); }
-void clear_memory() { modules().clear(); }
+  void run(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
+           uintptr_t) const override {
+    const uint64_t groups = uint64_t{groups_[0]} * groups_[1] * groups_[2];
+    const uint64_t threads = uint64_t{grid_[0]} * grid_[1] * grid_[2];
+    if (threads == 0) return;
+    SmallVector<void*, 16> args(n_inputs_ + n_outputs_);
+    for (size_t i = 0; i < n_inputs_; ++i) args[i] = inputs[i].data;
+    for (size_t o = 0; o < n_outputs_; ++o) args[n_inputs_ + o] = outputs[o].data;
+    kjit_cpu_launch L{};
+    L.args = args.data();
+    L.shapes = shapes_.data();
+    L.strides = strides_.data();
+    L.ndims = ndims_.data();
+    std::memcpy(L.grid, grid_, sizeof grid_);
+    std::memcpy(L.group, group_, sizeof group_);
+    std::memcpy(L.groups, groups_, sizeof groups_);
+    kjit_cpu_entry_fn entry = module_->entry();
+    const CodeRange& code = module_->code();
+    const uint64_t interrupts = interrupt_count();  // a SIGINT from here on stops the launch
+    std::atomic<int> trapped{0};                    // the first trap's signal
+    auto run_groups = [&](uint64_t begin, uint64_t end) {
+      if (trapped.load(std::memory_order_relaxed)) return;
+      if (const int signal = run_trapping([&] { entry(&L, begin, end); }, interrupts, code)) {
+        int none = 0;
+        trapped.compare_exchange_strong(none, signal, std::memory_order_relaxed);
+      }
+    };
+    if (threads <= kInlineThreads || groups == 1) {
+      run_groups(0, groups);
+    } else {
+      parallel_for(groups, run_groups);
+    }
+    throw_if_trapped(trapped.load());
+  }
+
+ private:
+  static void throw_if_trapped(int signal) {
+    if (signal == SIGFPE) {
+      throw LaunchError(
+          "an integer division by zero (or of a type's lowest value by -1) stopped the kernel on "
+          "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete");
+    } else if (signal == SIGSEGV || signal == SIGBUS) {
+      throw LaunchError(
+          "the kernel accessed memory the process does not have (an index out of its arrays' "
+          "bounds, a null pointer, or its stack overflowing; a GPU reports an illegal address). "
+          "The outputs are incomplete, and memory the kernel wrote out of bounds before that may "
+          "be damaged");
+    } else if (signal == SIGINT) {
+      throw Interrupted(
+          "SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete");
+    } else if (signal != 0) {
+      throw LaunchError(
+          "the kernel stopped at a trap: an assert failed (its message is on standard error) or "
+          "__trap() was called. The outputs are incomplete");
+    }
+  }
+
+  std::shared_ptr<const Module> module_;
+  size_t n_inputs_, n_outputs_;
+  std::vector<int> shapes_;
+  std::vector<int64_t> strides_;
+  std::vector<int> ndims_;
+  unsigned grid_[3], group_[3], groups_[3];
+};
+
+class CpuProgram final : public Program {
+ public:
+  explicit CpuProgram(std::shared_ptr<const Module> module) : module_(std::move(module)) {}
+  std::unique_ptr<const PreparedLaunch> prepare(const LaunchLayout& layout) const override {
+    return std::make_unique<const CpuLaunch>(module_, layout);
+  }
+
+ private:
+  std::shared_ptr<const Module> module_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  // A missing host compiler is reported by the first build, with the compiler's path.
+  std::string unavailable_reason() const override { return {}; }
+  int device_count() const override { return 1; }
+  // The GPU's limit, so that code written here runs there.
+  int max_threads_per_group(int) const override { return 1024; }
+  std::vector<StatusEntry> status() const override {
+    const HostCompiler c = host_compiler();
+    return {{"compiler", c.path}, {"compiler_found", c.found}};
+  }
+
+  std::shared_ptr<const Program> build(std::shared_ptr<const KernelSpec> spec,
+                                       std::shared_ptr<const codegen::GeneratedSource> source,
+                                       int) const override {
+    return std::make_shared<const CpuProgram>(build_module(*spec, source->text));
+  }
+  void build_for_architecture(const KernelSpec&, const codegen::GeneratedSource&,
+                              int) const override {
+    throw ValueError("target: the CPU has no architectures to build for");
+  }
+
+  std::shared_ptr<void> allocate(int, size_t bytes, uintptr_t) const override {
+    try {
+      return host_allocate(bytes);
+    } catch (const std::bad_alloc&) {
+      throw OutOfMemory(std::to_string(bytes) + " bytes could not be allocated on the CPU");
+    }
+  }
+  MemoryLease lease(int device, size_t bytes, uintptr_t stream) const override {
+    // The owner itself is the token: end_lease releases it.
+    auto* owner = new std::shared_ptr<void>(allocate(device, bytes, stream));
+    return {owner->get(), owner};
+  }
+  void end_lease(void* token) const noexcept override {
+    delete static_cast<std::shared_ptr<void>*>(token);
+  }
+  void copy(void* dst, const void* src, size_t bytes, int, uintptr_t, bool, bool) const override {
+    std::memcpy(dst, src, bytes);
+  }
+  void fill(void* dst, const void* value, size_t item_size, size_t count, int,
+            uintptr_t) const override {
+    auto* p = static_cast<unsigned char*>(dst);
+    const auto* one = static_cast<const unsigned char*>(value);
+    bool zero = true;
+    for (size_t b = 0; b < item_size; ++b) zero = zero && one[b] == 0;
+    if (zero) {
+      std::memset(p, 0, count * item_size);
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) std::memcpy(p + i * item_size, one, item_size);
+  }
+  void synchronize(int, uintptr_t) const override {}  // CPU launches end before they return
+
+  uint64_t memory_entries() const override { return modules().size(); }
+  void clear_memory() const override { modules().clear(); }
+  void add_library_search_dir(const std::string&) const override {}
+};
+
+}  // namespace
+
+const Backend& backend() {
+  static const CpuBackend* b = new CpuBackend();  // used in static teardown too
+  return *b;
+}
 
 }  // namespace kjit::cpu

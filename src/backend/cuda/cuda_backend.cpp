@@ -8,6 +8,7 @@
 
 #include "../../../prelude/cuda_abi.h"
 #include "backend/cuda/block_cache.h"
+#include "backend/cuda/library_search.h"
 #include "backend/cuda/nvrtc_compiler.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
@@ -323,7 +324,8 @@ void fill(void* dst, const void* value, size_t item_size, size_t count, int devi
       KJIT_CU(cuMemsetD2D32Async, as_ptr(dst) + 4, 8, v[1], 1, count, s);
       return;
     }
-    default: throw InternalError("cuda::fill: unsupported element size");
+    default:
+      throw InternalError("cuda::fill: unsupported element size");
   }
 }
 
@@ -590,5 +592,107 @@ void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const Array
 }
 
 uint64_t memory_entries() { return modules().size(); }
+
+namespace {
+
+class CudaProgram final : public Program {
+ public:
+  CudaProgram(std::shared_ptr<const KernelSpec> spec,
+              std::shared_ptr<const codegen::GeneratedSource> source, int device)
+      : spec_(std::move(spec)), source_(std::move(source)), device_(device) {}
+
+  std::unique_ptr<const kjit::PreparedLaunch> prepare(const LaunchLayout& layout) const override {
+    return std::make_unique<const PreparedLaunch>(
+        entry_points_, *spec_,
+        LaunchArgs{*source_, layout.inputs, layout.outputs, layout.dims, spec_->shared_memory,
+                   device_});
+  }
+  void build_all() const override { entry_points_.build_all(*spec_, *source_, device_); }
+
+ private:
+  std::shared_ptr<const KernelSpec> spec_;
+  std::shared_ptr<const codegen::GeneratedSource> source_;
+  int device_;
+  mutable EntryPoints entry_points_;  // built as launches need them
+};
+
+class CudaBackend final : public Backend {
+ public:
+  std::string unavailable_reason() const override { return cuda::unavailable_reason(); }
+  int device_count() const override { return cuda::device_count(); }
+  int max_threads_per_group(int device) const override {
+    return device < cuda::device_count() ? device_info(device).max_threads_per_block : 1024;
+  }
+  std::vector<StatusEntry> status() const override {
+    const DriverApi& d = driver();
+    const NvrtcApi& r = nvrtc();
+    int driver_version = 0;
+    if (d.loaded) d.cuDriverGetVersion(&driver_version);
+    auto text_or_none = [](bool loaded, const std::string& text) -> StatusEntry::Value {
+      if (!loaded) return std::monostate();
+      return text;
+    };
+    StatusEntry::Devices devices;
+    for (int i = 0; i < cuda::device_count(); ++i) {
+      const DeviceInfo& info = device_info(i);
+      devices.emplace_back(info.name, "sm_" + std::to_string(info.cc));
+    }
+    return {{"driver", text_or_none(d.loaded, d.library)},
+            {"driver_version", int64_t{driver_version}},
+            {"driver_error", d.error},
+            {"nvrtc", text_or_none(r.loaded, r.library)},
+            {"nvrtc_version",
+             text_or_none(r.loaded, std::to_string(r.major) + "." + std::to_string(r.minor))},
+            {"nvrtc_error", r.error},
+            {"devices", std::move(devices)},
+            {"unavailable", cuda::unavailable_reason()}};
+  }
+
+  std::shared_ptr<const Program> build(std::shared_ptr<const KernelSpec> spec,
+                                       std::shared_ptr<const codegen::GeneratedSource> source,
+                                       int device) const override {
+    // Entry points are built when a launch first needs them.
+    return std::make_shared<const CudaProgram>(std::move(spec), std::move(source), device);
+  }
+  void build_for_architecture(const KernelSpec& spec, const codegen::GeneratedSource& source,
+                              int architecture) const override {
+    build_offline(spec, source, architecture);
+  }
+
+  std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) const override {
+    return cuda::allocate(device, bytes, stream);
+  }
+  MemoryLease lease(int device, size_t bytes, uintptr_t stream) const override {
+    const Lease lent = cuda::lease(device, bytes, stream);
+    return {lent.ptr, lent.block};
+  }
+  void end_lease(void* token) const noexcept override {
+    cuda::end_lease(static_cast<BlockCache::Block*>(token));
+  }
+  void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream, bool to_host,
+            bool from_host) const override {
+    cuda::copy(dst, src, bytes, device, stream, to_host, from_host);
+  }
+  void fill(void* dst, const void* value, size_t item_size, size_t count, int device,
+            uintptr_t stream) const override {
+    cuda::fill(dst, value, item_size, count, device, stream);
+  }
+  void synchronize(int device, uintptr_t stream) const override {
+    cuda::synchronize(device, stream);
+  }
+
+  uint64_t memory_entries() const override { return cuda::memory_entries(); }
+  void clear_memory() const override {}  // modules stay loaded: launches may still be queued
+  void add_library_search_dir(const std::string& dir) const override {
+    cuda::add_library_search_dir(dir);
+  }
+};
+
+}  // namespace
+
+const Backend& backend() {
+  static const CudaBackend* b = new CudaBackend();  // used in static teardown too
+  return *b;
+}
 
 }  // namespace kjit::cuda

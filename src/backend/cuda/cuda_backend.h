@@ -16,9 +16,10 @@
 
 #include "backend/cuda/block_cache.h"
 #include "backend/cuda/cuda_api.h"
+#include "codegen/kernel_spec.h"
 #include "codegen/source.h"
 #include "core/array_ref.h"
-#include "codegen/kernel_spec.h"
+#include "core/backend.h"
 #include "core/launch_dims.h"
 #include "support/small_vector.h"
 
@@ -117,14 +118,14 @@ struct LaunchArgs {
 /// A kernel's launch with its entry point found and its parameters packed: what depends on the
 /// arrays' layouts only. A run fills in what depends on the arrays themselves (their addresses,
 /// the values of 0-d inputs), so a launch can run again on other arrays of the same layouts.
-class PreparedLaunch {
+class PreparedLaunch final : public kjit::PreparedLaunch {
  public:
   /// Finds (or builds) the entry point |args| needs and packs the parameters of its layout.
   PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& args);
   /// Launches on |stream| on |inputs| and |outputs|, laid out as the arrays the launch was
   /// prepared with.
   void run(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
-           uintptr_t stream) const;
+           uintptr_t stream) const override;
 
  private:
   // Where a parameter lies in the packed parameters, and for those a run fills in, what fills
@@ -147,5 +148,8 @@ class PreparedLaunch {
 /// Modules loaded in this process. They stay loaded (and in the memory cache) for good:
 /// launches of them may still be queued, and kernels hold their entry points.
 uint64_t memory_entries();
+
+/// The backend interface over the functions above.
+const Backend& backend();
 
 }  // namespace kjit::cuda

@@ -1,4 +1,4 @@
-#include "core/host_allocator.h"
+#include "backend/cpu/host_allocator.h"
 
 #include <sys/mman.h>
 
@@ -9,7 +9,7 @@
 
 #include "support/env_bytes.h"
 
-namespace kjit {
+namespace kjit::cpu {
 namespace {
 
 constexpr size_t kAlignment = 64;
@@ -76,4 +76,4 @@ std::shared_ptr<void> host_allocate(size_t bytes) {
   return std::shared_ptr<void>(p, [rounded](void* q) { pool().give(q, rounded); });
 }
 
-}  // namespace kjit
+}  // namespace kjit::cpu

@@ -1,9 +1,8 @@
 #include <kjit/cache.h>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/cuda_backend.h"
 #include "cache/disk_cache.h"
 #include "cache/stats.h"
+#include "core/backend.h"
 
 namespace kjit {
 
@@ -16,7 +15,10 @@ CacheInfo cache_info() {
   info.disk_entries = u.entries;
   info.disk_bytes = u.bytes;
   info.disk_limit_bytes = disk.max_bytes();
-  info.memory_entries = cpu::memory_entries() + cuda::memory_entries();
+  info.memory_entries = 0;
+  for (DeviceType type : kDeviceTypes) {
+    info.memory_entries += backend_for(type).memory_entries();
+  }
   info.compiles = cache::stats().compiles;
   info.disk_hits = cache::stats().disk_hits;
   info.launches_again = cache::stats().launches_again;
@@ -24,7 +26,7 @@ CacheInfo cache_info() {
 }
 
 void clear_cache() {
-  cpu::clear_memory();  // the GPU's modules stay loaded (cuda_backend.h says why)
+  for (DeviceType type : kDeviceTypes) backend_for(type).clear_memory();
   cache::DiskCache::instance().clear();
 }
 

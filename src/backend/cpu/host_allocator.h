@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <memory>
 
-namespace kjit {
+namespace kjit::cpu {
 
 /// At least |bytes| of 64-byte-aligned memory, released when the last owner goes.
 std::shared_ptr<void> host_allocate(size_t bytes);
 
-}  // namespace kjit
+}  // namespace kjit::cpu
