@@ -134,3 +134,12 @@ def exp_kernel():
 def run_exp(x, **kw):
     return exp_kernel()(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
                         grid=(int(np.prod(x.shape)), 1, 1), threadgroup=(256, 1, 1), **kw)[0]
+
+
+DIALECTS = ["metal", "cuda"]
+
+
+def make_kernel(dialect, **kwargs):
+    """A kernel of |dialect| ("metal" or "cuda"), made with |kwargs|."""
+    factory = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    return factory(**kwargs)
