@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import kjit
 from conftest import poisoned
@@ -40,10 +41,10 @@ class EmptiesOnIndex:
         return self.value
 
 
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels read the arguments again
 def test_argument_lists_emptied_while_they_are_read(rng):
-    # Unwrapped (conftest's wrapper reads the arguments again after the call).
-    kernel = kjit._kjit.metal_kernel(name="add_emptied", input_names=["a", "b"],
-                                     output_names=["out"], source=ADD)
+    kernel = kjit.metal_kernel(name="add_emptied", input_names=["a", "b"],
+                               output_names=["out"], source=ADD)
     a, b = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
     inputs: list = []
     inputs += [EmptiesOnExport(a, inputs), b]
@@ -95,9 +96,10 @@ def test_inputs_dropped_by_another_thread_while_the_kernel_runs():
     assert run.stdout.strip() == "same"
 
 
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels read the arguments again
 def test_a_conversion_that_calls_the_kernel_again_keeps_each_calls_arguments():
-    kernel = kjit._kjit.cuda_kernel(name="reentrant_copy", input_names=["x"], output_names=["out"],
-                                    source="out[threadIdx.x + blockIdx.x * blockDim.x] = x[0];")
+    kernel = kjit.cuda_kernel(name="reentrant_copy", input_names=["x"], output_names=["out"],
+                              source="out[threadIdx.x + blockIdx.x * blockDim.x] = x[0];")
     x = np.ones(1, np.float32)
 
     def call(shape, n):

@@ -71,10 +71,11 @@ def test_new_argument_lists_convert_to_what_they_hold(rng):
         np.testing.assert_array_equal(y, (x[:n] * float(scale)).astype(dtype))
 
 
+@pytest.mark.usefixtures("real_factories")  # kjit.Kernel itself, its type included
 def test_every_way_python_calls_a_kernel(rng):
-    kernel = kjit._kjit.metal_kernel(name="twice", input_names=["x"], output_names=["y"],
-                                     source="y[thread_position_in_grid.x] = "
-                                            "2 * x[thread_position_in_grid.x];")
+    kernel = kjit.metal_kernel(name="twice", input_names=["x"], output_names=["y"],
+                               source="y[thread_position_in_grid.x] = "
+                                      "2 * x[thread_position_in_grid.x];")
     x = rng.standard_normal(40).astype(np.float32)
     kw = dict(inputs=[x], output_shapes=[(40,)], output_dtypes=[np.float32], grid=(40, 1, 1),
               threadgroup=(8, 1, 1))

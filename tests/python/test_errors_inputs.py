@@ -51,6 +51,7 @@ def test_an_input_whose_export_fails_says_why():
         twice()(**call_args(inputs=[Refusing()]))
 
 
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels read the arguments again
 def test_an_export_that_returns_a_capsule_already_read_is_refused(rng):
     # A DLPack capsule is read once: its reader frees the memory it describes when done.
     x = rng.standard_normal(N).astype(np.float32)
@@ -63,9 +64,8 @@ def test_an_export_that_returns_a_capsule_already_read_is_refused(rng):
         def __dlpack_device__(self):
             return (1, 0)
 
-    # kjit._kjit's factory: the tests' kjit.metal_kernel reads each call's inputs again.
-    k = kjit._kjit.metal_kernel(name="twice", input_names=["inp"], output_names=["out"],
-                                source=TWICE_METAL)
+    k = kjit.metal_kernel(name="twice", input_names=["inp"], output_names=["out"],
+                          source=TWICE_METAL)
     (first,) = k(**call_args(inputs=[SameCapsule()], device="cpu"))
     np.testing.assert_allclose(first.numpy(), 2.0 * x.astype(np.float64), rtol=1e-6)
     with pytest.raises(ValueError, match=r"inputs\[0\] \('inp'\): its __dlpack__ returned a "
