@@ -10,11 +10,12 @@ namespace kjit::codegen {
 namespace {
 
 // |log| mapped for a kernel of |source| and |header|.
-MappedDiagnostics mapped(const std::string& log, std::string source, std::string header = {}) {
-  KernelSpec spec;  // neither copied nor moved
-  spec.source = std::move(source);
-  spec.header = std::move(header);
-  return map_diagnostics(log, spec);
+MappedDiagnostics mapped(const std::string& log, const std::string& source,
+                         const std::string& header = {}) {
+  const auto spec = make_spec(Dialect::Metal, "k", {"inp"}, {"out"}, source, header,
+                              /*ensure_row_contiguous=*/true, /*atomic_outputs=*/false,
+                              /*shared_memory=*/0, {});
+  return map_diagnostics(log, *spec);
 }
 
 const char kAssertion[] = "simdgroup_matrix: kjit provides 8x8 matrices only";

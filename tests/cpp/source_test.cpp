@@ -13,16 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_spec.h"
 #include "codegen/lexer.h"
 #include "codegen/regions.h"
 #include "codegen/rewrite.h"
 #include "codegen/source.h"
-#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 namespace {
 
-// A spec built the way metal_kernel / cuda_kernel build theirs.
+// The arguments of a metal_kernel / cuda_kernel call, made into a spec by the library's make_spec.
 class Spec {
  public:
   Spec& dialect(Dialect d) {
@@ -50,26 +50,9 @@ class Spec {
     return *this;
   }
 
-  std::unique_ptr<KernelSpec> make() const {
-    auto spec = std::make_unique<KernelSpec>();
-    spec->dialect = dialect_;
-    spec->name = "k";
-    spec->input_names = inputs_;
-    spec->output_names = outputs_;
-    spec->source = source_;
-    spec->header = header_;
-    spec->atomic_outputs = atomic_;
-    spec->source_tokens = lex(spec->source);
-    spec->header_tokens = lex(spec->header);
-    for (const std::string& n : spec->input_names) {
-      spec->input_uses.push_back({has_identifier(spec->source_tokens, n + "_shape"),
-                                  has_identifier(spec->source_tokens, n + "_strides"),
-                                  has_identifier(spec->source_tokens, n + "_ndim")});
-    }
-    for (const Attribute& attr : metal_attributes()) {
-      if (has_identifier(spec->source_tokens, attr.name)) spec->attributes.push_back(attr.name);
-    }
-    return spec;
+  std::shared_ptr<const KernelSpec> make() const {
+    return make_spec(dialect_, "k", inputs_, outputs_, source_, header_,
+                     /*ensure_row_contiguous=*/true, atomic_, /*shared_memory=*/0, {});
   }
 
  private:

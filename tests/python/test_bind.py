@@ -155,10 +155,10 @@ def test_bound_calls_from_many_threads(rng):
         np.testing.assert_allclose(out, axpy_reference(alpha, x, y), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels wrap what they make
 def test_bind_gives_a_bound_kernel():
-    # kjit._kjit's factory: the tests' kjit.metal_kernel wraps what it makes.
-    k = kjit._kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
-                                output_names=["out"], source=AXPY)
+    k = kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
+                          output_names=["out"], source=AXPY)
     bound = k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),
                    threadgroup=(8, 1, 1), template=[("T", np.float32)])
     assert type(bound) is kjit.BoundKernel
@@ -245,14 +245,14 @@ def test_bound_calls_check_their_arrays(rng):
         kjit.BoundKernel.__new__(kjit.BoundKernel)
 
 
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels keep bind's arguments
 def test_a_bound_kernel_keeps_its_stream_object():
-    # A CuPy stream destroys its handle when it goes: the bound kernel holds the object. (Made
-    # by kjit._kjit's factory: the tests' wrapper keeps bind's arguments itself.)
+    # A CuPy stream destroys its handle when it goes: the bound kernel holds the object.
     class Stream:
         cuda_stream = 0  # the legacy stream's handle
 
-    k = kjit._kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
-                                output_names=["out"], source=AXPY)
+    k = kjit.metal_kernel(name="bound_axpy", input_names=["alpha", "x", "y"],
+                          output_names=["out"], source=AXPY)
     stream = Stream()
     alive = weakref.ref(stream)
     bound = k.bind(output_shapes=[(8,)], output_dtypes=[np.float32], grid=(8, 1, 1),

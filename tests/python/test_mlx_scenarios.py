@@ -8,14 +8,7 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import poisoned
-
-DIALECTS = ["metal", "cuda"]
-
-
-def make_kernel(dialect, **kwargs):
-    factory = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
-    return factory(**kwargs)
+from conftest import DIALECTS, make_kernel, poisoned
 
 
 # --- basic: a plain copy ----------------------------------------------------------------------
