@@ -7,7 +7,7 @@ import json
 import sys
 
 import kjit
-from kjit import _kjit
+from kjit import _kjit, _torch_bridge
 
 
 def doctor() -> int:
@@ -36,7 +36,8 @@ def doctor() -> int:
     except ImportError:
         print("torch: not installed")
     else:
-        print(f"torch {torch.__version__}: tensors through {_kjit.torch_path()}")
+        path = _kjit.torch_path()  # loads kjit._torch, or says why not
+        print(_torch_bridge.describe(str(torch.__version__), path, _torch_bridge.loaded))
     info = kjit.cache_info()
     where = info["directory"] if info["disk_enabled"] else "disabled (memory only)"
     print(f"disk cache: {where}")

@@ -208,6 +208,14 @@ struct TorchBridgeState {
   std::string why_not;
 };
 
+// kjit._torch: kjit's build's own, or one built for the running torch at first use
+// (kjit/_torch_bridge.py). Invalid, with the Python error set, when it cannot be had.
+nb::object import_torch_bridge() {
+  nb::object loader = nb::steal(PyImport_ImportModule("kjit._torch_bridge"));
+  if (!loader.is_valid()) return loader;
+  return nb::steal(PyObject_CallMethod(loader.ptr(), "load", nullptr));
+}
+
 TorchBridgeState& torch_bridge_state() {
   static TorchBridgeState* state = new TorchBridgeState;  // never destroyed: Python may outlive it
   if (state->looked) return *state;
@@ -218,7 +226,7 @@ TorchBridgeState& torch_bridge_state() {
     return *state;
   }
   // The module is imported first: PyCapsule_Import only looks up attributes after "kjit".
-  nb::object module = nb::steal(PyImport_ImportModule("kjit._torch"));
+  nb::object module = import_torch_bridge();
   auto* found = module.is_valid()
                     ? static_cast<const TorchBridge*>(PyCapsule_Import(kTorchBridgeCapsule, 0))
                     : nullptr;

@@ -1,0 +1,29 @@
+// Runs a small kernel on the CPU and checks it against a closed form: thread i sums 0..i, which
+// is i * (i + 1) / 2.
+#include <kjit/kjit.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+int main() {
+  const char* source = R"(
+    uint i = thread_position_in_grid.x;
+    ulong sum = 0;
+    for (uint k = 0; k <= i; ++k) sum += k;
+    out[i] = sum;
+  )";
+  const kjit::Kernel kernel = kjit::metal_kernel("triangular", {}, {"out"}, source);
+  const int64_t n = 1000;
+  const std::vector<kjit::Array> out =
+      kernel({}, {{n}}, {kjit::Dtype::UInt64}, {n, 1, 1}, {64, 1, 1});
+  const auto* result = static_cast<const uint64_t*>(out.at(0).data());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto expected = static_cast<uint64_t>(i) * static_cast<uint64_t>(i + 1) / 2;
+    if (result[i] != expected) ++wrong;
+  }
+  std::printf("kjit %s: %lld of %lld sums wrong\n", kjit::version(), static_cast<long long>(wrong),
+              static_cast<long long>(n));
+  return wrong == 0 && out.at(0).device() == kjit::Device::cpu() ? 0 : 1;
+}
