@@ -3,7 +3,8 @@
 #         -DWORK_DIR=<scratch> [-DGENERATOR=...] [-DCXX=...] -P check.cmake
 #   cmake -DMODE=add_subdirectory -DSOURCE_DIR=<kjit source> -DWORK_DIR=<scratch> ... -P check.cmake
 # find_package installs BUILD_DIR into a fresh prefix first. add_subdirectory refuses Python,
-# nanobind and GoogleTest to the configure step: kjit as a subproject must need none of them.
+# nanobind and GoogleTest to the configure step: kjit as a subproject must need none of them. It
+# also builds kjit without its CUDA backend, which must leave the CPU backend working.
 cmake_minimum_required(VERSION 3.22)
 
 function(run)
@@ -38,7 +39,8 @@ if(MODE STREQUAL "find_package")
   endforeach()
   list(APPEND configure -DCMAKE_PREFIX_PATH=${prefix} -DKJIT_SOURCE_DIR=)
 elseif(MODE STREQUAL "add_subdirectory")
-  list(APPEND configure -DKJIT_SOURCE_DIR=${SOURCE_DIR} -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON
+  list(APPEND configure -DKJIT_SOURCE_DIR=${SOURCE_DIR} -DKJIT_WITH_CUDA=OFF
+       -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON
        -DCMAKE_DISABLE_FIND_PACKAGE_nanobind=ON -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON)
 else()
   message(FATAL_ERROR "MODE is find_package or add_subdirectory, not '${MODE}'")

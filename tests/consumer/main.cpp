@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 int main() {
@@ -25,5 +26,22 @@ int main() {
   }
   std::printf("kjit %s: %lld of %lld sums wrong\n", kjit::version(), static_cast<long long>(wrong),
               static_cast<long long>(n));
-  return wrong == 0 && out.at(0).device() == kjit::Device::cpu() ? 0 : 1;
+  bool cuda_as_expected = true;
+#if KJIT_CONSUMER_EXPECTS_NO_CUDA
+  // Without the CUDA backend there are no CUDA devices, and asking for one says why.
+  cuda_as_expected = kjit::devices().size() == 1;
+  kjit::LaunchOptions on_gpu;
+  on_gpu.device = kjit::Device::cuda(0);
+  try {
+    kernel({}, {{n}}, {kjit::Dtype::UInt64}, {n, 1, 1}, {64, 1, 1}, {}, std::nullopt, false,
+           on_gpu);
+    cuda_as_expected = false;
+  } catch (const kjit::ValueError& e) {
+    const std::string message = e.what();
+    std::printf("on cuda:0: %s\n", message.c_str());
+    cuda_as_expected =
+        cuda_as_expected && message.find("without CUDA support") != std::string::npos;
+  }
+#endif
+  return wrong == 0 && out.at(0).device() == kjit::Device::cpu() && cuda_as_expected ? 0 : 1;
 }
