@@ -17,7 +17,7 @@ BENCH_PACKAGES = pyopencl
 # PYTHON=... they use that interpreter as it is (no downloads).
 SETUP = $(if $(filter .venv/bin/python,$(PYTHON)),venv,)
 
-.PHONY: all venv build test check demo bench clean format
+.PHONY: all venv build test check demo bench clean format docs-images
 
 all: build
 
@@ -55,6 +55,10 @@ demo: $(SETUP) build
 bench: $(SETUP) $(if $(SETUP),.venv/.bench,) build
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/cpu.py
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/cooperative.py --cpu
+
+# The diagrams in docs/, rendered from their Graphviz sources (Debian: graphviz).
+docs-images:
+	for f in docs/images/*.dot; do dot -Tsvg $$f -o $${f%.dot}.svg; done
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -15,7 +15,7 @@ struct CacheInfo {
   uint64_t memory_entries = 0;
   uint64_t compiles = 0;    // compiler runs in this process
   uint64_t disk_hits = 0;   // kernels loaded from disk in this process
-  uint64_t launches_again = 0;  // bound kernels' GPU launches made again from their record
+  uint64_t launches_again = 0;  // launches made again from a record (core/launch_record.h)
 };
 
 CacheInfo cache_info();

@@ -131,7 +131,7 @@ def default_device() -> str:
 
 def cache_info() -> dict[str, object]:
     """
-    What the compile caches hold, and how many compiles, disk hits and bound kernels' GPU launches made again from their record this process had.
+    What the compile caches hold, and how many compiles, disk hits and launches made again from their record this process had.
     """
 
 def host_compiler() -> tuple[str, bool]:

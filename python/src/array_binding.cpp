@@ -188,8 +188,8 @@ void init_array(nb::module_& m) {
         return d;
       },
       nb::sig("def cache_info() -> dict[str, object]"),
-      "What the compile caches hold, and how many compiles, disk hits and bound kernels' GPU "
-      "launches made again from their record this process had.");
+      "What the compile caches hold, and how many compiles, disk hits and launches made "
+      "again from their record this process had.");
   m.def(
       "host_compiler",
       [] {
