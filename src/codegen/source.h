@@ -23,7 +23,7 @@ struct CallSignature {
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
 
 /// A CUDA kernel has an entry point per way a launch lays out its groups as blocks
-/// (kjit_cuda_layout in prelude/cuda_abi.h) and per whether every group is full. Each is
+/// (kjit_cuda_layout in prelude/target/cuda/abi.h) and per whether every group is full. Each is
 /// compiled when a launch first needs it: most kernels are launched one way only.
 inline constexpr unsigned kCudaEntryPoints = 8;
 inline constexpr unsigned kAllCudaEntryPoints = (1u << kCudaEntryPoints) - 1;
