@@ -170,10 +170,11 @@ std::shared_ptr<const Plan> build_plan(const KernelSpec& spec, codegen::CallSign
       try {
         plan->cpu_module = cpu::build(spec, plan->source.text);
       } catch (const CompileError&) {
-        if (!plan->source.regions) throw;
+        if (plan->source.cpu_mode != codegen::CpuMode::Regions) throw;
         // Region mode's rewriting of a body with barriers may not suit every body: cooperative
         // mode runs it, and reports its errors against the user's lines.
-        plan->source = codegen::generate(spec, sig, target, /*regions=*/false);
+        plan->source = codegen::generate(
+            spec, sig, codegen::coroutine_mode(spec, "region mode's rewriting did not compile"));
         plan->cpu_module = cpu::build(spec, plan->source.text);
       }
     } catch (const Interrupted&) {  // a compile SIGINT ended
