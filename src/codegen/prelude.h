@@ -1,19 +1,20 @@
-// The device-side headers compiled in front of every kernel (prelude/*.h, embedded at build time).
+// The device-side headers compiled in front of every kernel (prelude/, embedded at build time).
 #pragma once
 
 #include <string_view>
 
-#include "codegen/rewrite.h"
 #include "codegen/kernel_spec.h"
+#include "codegen/rewrite.h"
 
 namespace kjit::codegen {
 
-/// The text of one prelude file (e.g. "msl.h"); empty when there is no such file.
-std::string_view prelude_file(std::string_view name);
+/// The text of the entry header prelude/entry/|name|.h (e.g. "msl_on_cpu_loop") with the prelude
+/// headers it includes in place, in the order the compiler reads them; empty when there is no
+/// such entry.
+std::string_view prelude_entry(std::string_view name);
 
-/// Every prelude file a kernel of |dialect| needs on |target|, concatenated in order;
-/// |cooperative| adds the CPU's cooperative mode (Metal bodies with barriers or SIMD-group
-/// operations).
+/// The prelude a kernel of |dialect| needs on |target|: one entry header per combination;
+/// |cooperative| picks the CPU's cooperative mode (bodies whose threads wait as coroutines).
 std::string_view prelude_for(Dialect dialect, Target target, bool cooperative = false);
 
 }  // namespace kjit::codegen

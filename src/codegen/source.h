@@ -8,8 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/rewrite.h"
+#include "codegen/cpu_mode.h"
 #include "codegen/kernel_spec.h"
+#include "codegen/rewrite.h"
 
 namespace kjit::codegen {
 
@@ -23,7 +24,7 @@ struct CallSignature {
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
 
 /// A CUDA kernel has an entry point per way a launch lays out its groups as blocks
-/// (kjit_cuda_layout in prelude/cuda_abi.h) and per whether every group is full. Each is
+/// (kjit_cuda_layout in prelude/target/cuda/abi.h) and per whether every group is full. Each is
 /// compiled when a launch first needs it: most kernels are launched one way only.
 inline constexpr unsigned kCudaEntryPoints = 8;
 inline constexpr unsigned kAllCudaEntryPoints = (1u << kCudaEntryPoints) - 1;
@@ -43,11 +44,12 @@ struct Param {
 };
 
 struct GeneratedSource {
-  std::string text;           // the whole translation unit
-  bool regions = false;       // a CPU body with barriers in region mode (codegen/regions.h)
-  size_t user_part = 0;       // offset where the part after the prelude begins
-  std::string kernel_name;    // custom_kernel_<name>
-  std::vector<Param> layout;  // the entry point's parameters, as the launcher packs them
+  std::string text;                  // the whole translation unit
+  CpuMode cpu_mode = CpuMode::Loop;  // how the body runs on the CPU (codegen/cpu_mode.h)
+  std::string cpu_mode_reason;       // why, on the CPU
+  size_t user_part = 0;              // offset where the part after the prelude begins
+  std::string kernel_name;           // custom_kernel_<name>
+  std::vector<Param> layout;         // the entry point's parameters, as the launcher packs them
 };
 
 /// The kernel's parameters after generation: per input its data (a pointer, or the value of a
@@ -66,11 +68,14 @@ std::string signature(const KernelSpec& spec, const CallSignature& call);
 /// Lines declaring the template arguments (using T = float; constexpr int f = 3; ...).
 std::string template_declarations(const KernelSpec& spec, const TemplateArgs& args);
 
-/// The whole translation unit (for CUDA, all but the entry points). A CPU body with barriers runs
-/// in region mode where it can unless |regions| is false, else in cooperative mode. Throws
-/// kjit::ValueError for an unusable template argument.
-GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target,
-                         bool regions = true);
+/// The whole translation unit (for CUDA, all but the entry points): the common part, then the
+/// target's own (cpu_entry.cpp, cuda_entry.cpp). On the CPU the body runs in the mode
+/// choose_cpu_mode picks. Throws kjit::ValueError for an unusable template argument.
+GeneratedSource generate(const KernelSpec& spec, const CallSignature& call, Target target);
+
+/// The CPU's translation unit with the body in |mode| (choose_cpu_mode, coroutine_mode).
+GeneratedSource generate(const KernelSpec& spec, const CallSignature& call,
+                         const CpuModeChoice& mode);
 
 /// The CUDA entry points whose bit is set in |mask|, to follow |g|'s text.
 std::string cuda_entry_points(const GeneratedSource& g, unsigned mask);

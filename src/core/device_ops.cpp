@@ -13,7 +13,7 @@
 #include "core/strided_copy.h"
 
 // The prelude's conversions, shared so that host and kernels round identically.
-#include "../../prelude/float_bits.h"
+#include "../../prelude/common/float_bits.h"
 
 namespace kjit {
 namespace {

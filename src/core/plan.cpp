@@ -50,11 +50,11 @@ std::shared_ptr<const Plan> build_plan(const std::shared_ptr<const KernelSpec>& 
     try {
       plan->program = backend.build(spec_ptr, source, device.index);
     } catch (const CompileError&) {
-      if (!source->regions) throw;
+      if (source->cpu_mode != codegen::CpuMode::Regions) throw;
       // Region mode's rewriting of a body with barriers may not suit every body: cooperative
       // mode runs it, and reports its errors against the user's lines.
-      source = std::make_shared<const codegen::GeneratedSource>(
-          codegen::generate(spec, sig, target, /*regions=*/false));
+      source = std::make_shared<const codegen::GeneratedSource>(codegen::generate(
+          spec, sig, codegen::coroutine_mode(spec, "region mode's rewriting did not compile")));
       plan->program = backend.build(spec_ptr, source, device.index);
     }
   } catch (const Interrupted&) {  // a compile SIGINT ended

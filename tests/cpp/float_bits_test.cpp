@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "../../prelude/float_bits.h"
+#include "../../prelude/common/float_bits.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "../../../prelude/abi.h"
+#include "../../../prelude/target/cpu/abi.h"
 #include "backend/cpu/code_range.h"
 
 namespace kjit::cpu {

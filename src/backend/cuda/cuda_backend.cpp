@@ -6,7 +6,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "../../../prelude/cuda_abi.h"
+#include "../../../prelude/target/cuda/abi.h"
 #include "backend/cuda/block_cache.h"
 #include "backend/cuda/library_search.h"
 #include "backend/cuda/nvrtc_compiler.h"

@@ -1,0 +1,25 @@
+// A CUDA kernel on the CPU, in loop or region mode: the group's threads are iterations of a
+// loop, or of one loop per stretch between barriers.
+// The platform layer, the shared numeric types and math, the target's thread model, then the
+// dialect, in the order they are compiled (each header's own includes name what it needs).
+// clang-format off
+#include "target/cpu/platform.h"
+#include "target/cpu/abi.h"
+#include "common/float_bits.h"
+#include "common/scalar.h"
+#include "common/math.h"
+#include "common/vec.h"
+#include "common/int_bits.h"
+#include "common/mlx_utils.h"
+#include "common/thread_ctx.h"
+#include "target/cpu/thread.h"
+#include "common/atomics.h"
+#include "dialect/cuda/names.h"
+#include "dialect/cuda/on_cpu/vector_types.h"
+#include "dialect/cuda/on_cpu/runtime.h"
+#include "dialect/cuda/on_cpu/math.h"
+#include "dialect/cuda/on_cpu/intrinsics.h"
+#include "dialect/cuda/half2.h"
+#include "dialect/cuda/half_atomics.h"
+#include "dialect/cuda/user.h"
+// clang-format on

@@ -1,0 +1,24 @@
+// A Metal kernel on the CPU, in loop or region mode: the group's threads are iterations of a
+// loop, or of one loop per stretch between barriers.
+// The platform layer, the shared numeric types and math, the target's thread model, then the
+// dialect, in the order they are compiled (each header's own includes name what it needs).
+// clang-format off
+// First: the shared headers test KJIT_METAL.
+#include "dialect/msl/dialect.h"
+#include "target/cpu/platform.h"
+#include "target/cpu/abi.h"
+#include "common/float_bits.h"
+#include "common/scalar.h"
+#include "common/math.h"
+#include "common/vec.h"
+#include "common/int_bits.h"
+#include "common/mlx_utils.h"
+#include "common/thread_ctx.h"
+#include "target/cpu/thread.h"
+#include "dialect/msl/names.h"
+#include "dialect/msl/library.h"
+#include "dialect/msl/pack.h"
+#include "dialect/msl/types.h"
+#include "common/atomics.h"
+#include "dialect/msl/atomics.h"
+// clang-format on

@@ -1,0 +1,21 @@
+// The launch record shared by the library and generated CPU kernels. Plain C layout, no
+// includes: it is compiled into every kernel.
+#pragma once
+
+#define KJIT_MAX_NDIM 10
+
+struct kjit_cpu_launch {
+  void* const* args;              // inputs then outputs; a 0-d input points at its value
+  const int* shapes;              // KJIT_MAX_NDIM entries per input
+  const __INT64_TYPE__* strides;  // KJIT_MAX_NDIM entries per input, in elements
+  const int* ndims;               // one per input
+  unsigned grid[3];               // threads per dimension
+  unsigned group[3];              // threads per full group
+  unsigned groups[3];             // groups per dimension
+};
+
+// Runs groups [first, end) of the launch, groups numbered x-fastest.
+typedef void (*kjit_cpu_entry_fn)(const struct kjit_cpu_launch* launch, unsigned long long first,
+                                  unsigned long long end);
+
+#define KJIT_CPU_ENTRY_SYMBOL "kjit_cpu_entry"

@@ -1,0 +1,84 @@
+// How the CPU backend runs a launch: the library hands each worker a range of groups; within a
+// group the threads are iterations of a loop nest over grid positions.
+#pragma once
+
+#include "common/thread_ctx.h"
+#include "target/cpu/abi.h"
+
+namespace kjit {
+
+// The context of the thread running now, for APIs that take no arguments
+// (cooperative_groups::this_grid()). Set only by kernels that use such an API.
+inline thread_local const thread_ctx* current_thread = nullptr;
+
+// The calling line, as cooperative mode's meeting points need it (a default argument is
+// evaluated where the call is).
+#define KJIT_CALL_SITE __builtin_LINE()
+
+// The launch's sizes, as each group's context starts from.
+KJIT_INLINE thread_ctx launch_ctx(const kjit_cpu_launch* L) {
+  thread_ctx t;
+  t.grid = uint3(L->grid[0], L->grid[1], L->grid[2]);
+  t.group = uint3(L->group[0], L->group[1], L->group[2]);
+  t.groups = uint3(L->groups[0], L->groups[1], L->groups[2]);
+  return t;
+}
+
+// Calls body(t, i) for each thread of the group |group| has entered: its context and its index
+// in the group (x fastest, as thread_index_in_threadgroup counts). The loops run over grid
+// positions, so that thread_position_in_grid.x is the induction variable itself: indexing with
+// it is contiguous and the x loop vectorises.
+template <class Body>
+KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
+  thread_ctx t = group;
+  const uint3 stop = t.origin + t.group_size;
+  unsigned i = 0;
+  for (unsigned z = t.origin.z; z < stop.z; ++z)
+    for (unsigned y = t.origin.y; y < stop.y; ++y)
+      for (unsigned x = t.origin.x; x < stop.x; ++x) {
+        t.global_id = uint3(x, y, z);
+        body(t, i++);
+      }
+}
+
+// Region mode: |group| runs each group in [first, end) whole, given the group's context.
+template <class Group>
+KJIT_INLINE void run_whole_groups(const kjit_cpu_launch* L, unsigned long long first,
+                                  unsigned long long end, Group group) {
+  thread_ctx t = launch_ctx(L);
+  for (unsigned long long g = first; g < end; ++g) {
+    t.enter_group(g);
+    t.global_id = t.origin;
+    group(t);
+  }
+}
+
+// Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
+template <class Body>
+KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,
+                                 unsigned long long end, Body body) {
+  run_whole_groups(
+      L, first, end, [&](const thread_ctx& group) __attribute__((always_inline)) {
+        for_each_thread(
+            group, [&](const thread_ctx& thread, unsigned)
+                       __attribute__((always_inline)) { body(thread); });
+      });
+}
+
+// Shape and strides parameters point into the launch record: x_shape[i], x_shape.data(), and a
+// pointer where MLX passes one.
+template <class T>
+struct dims_view {
+  const T* p;
+  template <class I>
+  KJIT_INLINE const T& operator[](I i) const {
+    return p[i];
+  }
+  KJIT_INLINE const T* data() const { return p; }
+  KJIT_INLINE operator const T*() const { return p; }
+};
+
+}  // namespace kjit
+
+typedef ::kjit::dims_view<int> kjit_shape;
+typedef ::kjit::dims_view<int64_t> kjit_strides;

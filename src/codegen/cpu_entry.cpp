@@ -1,0 +1,203 @@
+// The CPU's emitter: the body as a loop over a group's threads, as regions between barriers,
+// or as coroutines (codegen/cpu_mode.h), and the entry point the CPU backend calls with a range
+// of groups.
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "codegen/emit.h"
+#include "codegen/regions.h"
+#include "codegen/token_scan.h"
+
+namespace kjit::codegen {
+namespace {
+
+// The header reads the running thread's index variables through its context.
+std::string header_defines(const IndexVariables& vars) {
+  std::string out;
+  for (const CudaBuiltin* b : vars.header) {
+    out +=
+        "#define " + std::string(b->name) + " (" +
+        cuda_typed(*b, Target::Cpu, std::string("::kjit::current_thread->") + b->attribute + "()") +
+        ")\n";
+  }
+  return out;
+}
+
+// Sets the running thread for what reads it without arguments: the header's index variables,
+// this_grid() and this_thread_block(). Cooperative mode sets it for each thread it resumes.
+std::string current_thread_local(const KernelSpec& spec, const IndexVariables& vars,
+                                 const std::string& ctx) {
+  if (!vars.header.empty() || has_identifier(spec.source_tokens, "this_grid") ||
+      has_identifier(spec.source_tokens, "this_thread_block") ||
+      has_identifier(spec.header_tokens, "this_grid") ||
+      has_identifier(spec.header_tokens, "this_thread_block")) {
+    return "  ::kjit::current_thread = &" + ctx + ";\n";
+  }
+  return "";
+}
+
+// A body in region mode: a function that runs one whole group, each region a loop over the
+// group's threads (codegen/regions.h).
+void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
+                   const RegionPlan& plan, const IndexVariables& vars, const std::string& name,
+                   const std::string& params) {
+  std::deque<std::string> texts;
+  const std::vector<Token> edited = region_tokens(spec, plan, texts);
+  // Tokens [begin, end) of |tokens|, the body's own or as regions see them.
+  auto user_text = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
+    w << "#line " << std::to_string(tokens[begin].line) << " \"" << kSourceFile << "\"\n";
+    w << rewrite(std::vector<Token>(tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                                    tokens.begin() + static_cast<std::ptrdiff_t>(end)),
+                 spec.dialect, Target::Cpu, false, spec.shared_memory);
+    w.resume_generated();
+  };
+  w << "static KJIT_INLINE void " << name << "(\n"
+    << params << (params.empty() ? "    " : ",\n    ")
+    << "const ::kjit::thread_ctx& kjit_group) {\n";
+  w << template_declarations(spec, call.template_args);
+  // Loop headers read the uniform ones.
+  w << thread_locals(spec, Target::Cpu, vars, "kjit_group", "");
+  for (const auto& [begin, end] : plan.group_memory) user_text(spec.source_tokens, begin, end);
+  for (const RegionPlan::Carried& c : plan.carried) {
+    std::string type;
+    for (size_t k = c.type_begin; k < c.type_end; ++k) {
+      const Token& t = spec.source_tokens[k];
+      if (t.kind == TokenKind::Space || t.kind == TokenKind::Comment || t.text == "const" ||
+          t.text == "constexpr" || (spec.dialect == Dialect::Metal && t.text == "thread")) {
+        continue;
+      }
+      type += std::string(t.text) + " ";
+    }
+    if (spec.dialect == Dialect::Metal) type = rewrite(lex(type), spec.dialect, Target::Cpu);
+    w << "  " << type << "kjit_carried_" << c.name << "[1024];\n";
+  }
+  if (plan.returns) {
+    w << "  bool kjit_exited[1024];\n"
+         "  for (unsigned kjit_i = 0; kjit_i < kjit_group.group_threads(); ++kjit_i) "
+         "kjit_exited[kjit_i] = false;\n";
+  }
+  for (const RegionPlan::Piece& piece : plan.pieces) {
+    switch (piece.kind) {
+      case RegionPlan::Piece::Kind::Region:
+        w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
+             "unsigned kjit_wi) __attribute__((always_inline)) {\n";
+        if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
+        w << thread_locals(spec, Target::Cpu, vars, "kjit_thread",
+                           current_thread_local(spec, vars, "kjit_thread"))
+          << "  (void)kjit_wi;\n";
+        user_text(edited, piece.begin, piece.end);
+        w << "  });\n";
+        break;
+      case RegionPlan::Piece::Kind::LoopBegin:
+        user_text(edited, piece.begin, piece.end);
+        w << "  {\n";
+        break;
+      case RegionPlan::Piece::Kind::LoopEnd:
+        // The group's loop ends when every thread has left the kernel: a loop its threads
+        // leave by returning may have no end of its own.
+        if (plan.returns) {
+          w << "  {\n    bool kjit_running = false;\n"
+               "    for (unsigned kjit_i = 0; kjit_i < kjit_group.group_threads(); ++kjit_i) "
+               "kjit_running = kjit_running || !kjit_exited[kjit_i];\n"
+               "    if (!kjit_running) break;\n  }\n";
+        }
+        w << "  }\n";
+        break;
+    }
+  }
+  w << "}\n\n";
+}
+
+// The entry point the library calls with a range of groups, running the kernel function
+// |g|.kernel_name as |mode| says, and the end of namespace kjit_user.
+void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& spec,
+                       const CallSignature& call, CpuMode mode) {
+  // Arguments are unpacked once, outside the thread loop, into locals the loop captures by value.
+  const std::vector<Param>& layout = g.layout;
+  const std::string args = arguments(layout);
+  w << "extern \"C\" __attribute__((visibility(\"default\"))) void " << kCpuEntry
+    << "(\n"
+       "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
+       "    unsigned long long kjit_end) {\n";
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const Param& p = layout[k];
+    const std::string i = std::to_string(p.index);
+    const std::string at = std::to_string(p.index * 10);
+    std::string init;
+    switch (p.kind) {
+      case Param::Kind::Input:
+        init = "static_cast<" + p.type + ">(kjit_launch->args[" + i + "])";
+        break;
+      case Param::Kind::Scalar:
+        init = "{*static_cast<const " + std::string(type_name(spec, call.inputs[p.index].first)) +
+               "*>(kjit_launch->args[" + i + "])}";
+        break;
+      case Param::Kind::Shape:
+        init = "{kjit_launch->shapes + " + at + "}";
+        break;
+      case Param::Kind::Strides:
+        init = "{kjit_launch->strides + " + at + "}";
+        break;
+      case Param::Kind::Ndim:
+        init = "kjit_launch->ndims[" + i + "]";
+        break;
+      case Param::Kind::Output:
+        init = "static_cast<" + p.type + ">(kjit_launch->args[" +
+               std::to_string(spec.input_names.size() + p.index) + "])";
+        break;
+    }
+    w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
+  }
+  switch (mode) {
+    case CpuMode::Coroutine:
+      w << "  ::kjit::coop::run_groups(kjit_launch, kjit_first, kjit_end,\n"
+           "      [=](const ::kjit::thread_ctx& t) {\n        return "
+        << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+      break;
+    case CpuMode::Regions:
+      w << "  ::kjit::run_whole_groups(kjit_launch, kjit_first, kjit_end,\n"
+           "      [=](const ::kjit::thread_ctx& kjit_group) {\n        "
+        << g.kernel_name << "(" << args
+        << "kjit_group);\n      });\n}\n\n}  // namespace kjit_user\n";
+      break;
+    case CpuMode::Loop:
+      w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
+           "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
+           "        "
+        << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+      break;
+  }
+}
+
+}  // namespace
+
+GeneratedSource emit_cpu_source(const KernelSpec& spec, const CallSignature& call,
+                                const CpuModeChoice& mode) {
+  const WaitingHelpers& helpers = mode.helpers;
+  check_waits_are_suspendable(spec.source_tokens, spec.dialect, TextOrigin::Source, helpers);
+  check_waits_are_suspendable(spec.header_tokens, spec.dialect, TextOrigin::Header, helpers);
+  check_header_macros_do_not_wait(spec.header_tokens, spec.source_tokens, spec.dialect, helpers);
+  const bool coroutine = mode.mode == CpuMode::Coroutine;
+  GeneratedSource g;
+  g.cpu_mode = mode.mode;
+  g.cpu_mode_reason = mode.reason;
+  const IndexVariables vars = index_variables(spec, Target::Cpu);
+  Writer w;
+  write_common_part(w, g, spec, Target::Cpu, coroutine, vars, header_defines(vars), helpers);
+  const std::string params = kernel_parameters(spec, call, Target::Cpu);
+  if (mode.mode == CpuMode::Regions) {
+    write_regions(w, spec, call, *mode.regions, vars, g.kernel_name, params);
+  } else {
+    const std::string locals =
+        thread_locals(spec, Target::Cpu, vars, "kjit_thread",
+                      coroutine ? std::string() : current_thread_local(spec, vars, "kjit_thread"));
+    write_kernel_function(w, g, spec, call, Target::Cpu, params, locals, coroutine, helpers);
+  }
+  g.layout = parameter_layout(spec, call);
+  write_entry_point(w, g, spec, call, mode.mode);
+  g.text = std::move(w.str());
+  return g;
+}
+
+}  // namespace kjit::codegen
