@@ -6,6 +6,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
+#include "frameworks/dlpack.h"
+#include "frameworks/numpy.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -60,14 +62,14 @@ void init_array(nb::module_& m) {
       .def_prop_ro("nbytes", &Array::nbytes)
       .def_prop_ro("device", [](const Array& a) { return a.device().str(); })
       .def(
-          "numpy", [](const Array& a) { return from_array(a, Framework::Numpy); },
+          "numpy", [](const Array& a) { return to_numpy(a); },
           "A NumPy view of the array (CPU arrays only).")
       .def(
           "__array__",
           [](const Array& a, nb::handle dtype, nb::handle copy) {
             // NumPy's protocol: copy=True always copies, copy=False never does (and raises
             // when it would have to), None copies only when it must.
-            nb::object view = from_array(a, Framework::Numpy);
+            nb::object view = to_numpy(a);
             nb::object arr = view;
             if (!dtype.is_none()) arr = arr.attr("astype")(dtype, "copy"_a = false);
             if (!copy.is_none() && !PyObject_IsTrue(copy.ptr()) && !arr.is(view)) {
@@ -106,7 +108,7 @@ void init_array(nb::module_& m) {
   m.def(
       "array",
       [](nb::handle obj, nb::handle device, nb::handle dtype) {
-        Array a = to_array(obj, "obj", /*keep_alive=*/true);
+        Array a = to_array(obj, {.param = "obj", .keep_alive = true});
         if (!dtype.is_none() && to_dtype(dtype, "dtype") != a.dtype()) {
           throw ValueError("dtype: kjit.array does not convert between dtypes (got " +
                            std::string(dtype_name(a.dtype())) + ")");

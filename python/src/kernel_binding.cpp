@@ -8,11 +8,12 @@
 
 #include <array>
 
-#include "backend/cuda/cuda_backend.h"
+#include "backend_calls.h"
 #include "call_memo.h"
+#include "call_place.h"
 #include "convert.h"
-#include "core/launch_record.h"
 #include "errors_binding.h"
+#include "recorded_call.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -81,10 +82,14 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
     std::string k = nb::cast<std::string>(nb::repr(key));
     if (k != "'math_mode'") throw ValueError(p + ": unknown option " + k + " (known: 'math_mode')");
     std::string v = nb::isinstance<nb::str>(value) ? utf8_of(value, p + "['math_mode']") : "";
-    if (v == "safe") options.math_mode = MathMode::Safe;
-    else if (v == "relaxed") options.math_mode = MathMode::Relaxed;
-    else if (v == "fast") options.math_mode = MathMode::Fast;
-    else throw ValueError(p + ": math_mode must be 'safe', 'relaxed' or 'fast'");
+    if (v == "safe")
+      options.math_mode = MathMode::Safe;
+    else if (v == "relaxed")
+      options.math_mode = MathMode::Relaxed;
+    else if (v == "fast")
+      options.math_mode = MathMode::Fast;
+    else
+      throw ValueError(p + ": math_mode must be 'safe', 'relaxed' or 'fast'");
   }
   return options;
 }
@@ -168,74 +173,6 @@ bool is_real_number(nb::handle obj) {
   return d && (is_floating(*d) || is_integral(*d) || *d == Dtype::Bool);
 }
 
-// A stream handle given as an int: an address, so in [0, 2^64).
-uintptr_t to_handle(nb::handle value, const Param& param) {
-  const unsigned long long handle = PyLong_AsUnsignedLongLong(value.ptr());
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    throw ValueError(param.str() + ": " + nb::cast<std::string>(nb::repr(value)).substr(0, 40) +
-                     " is not a stream handle (an int in [0, 2^64))");
-  }
-  return static_cast<uintptr_t>(handle);
-}
-
-// A CUDA stream: None (the default), a raw handle (int), or an object exposing one through
-// __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
-uintptr_t to_stream(nb::handle obj, const Param& param) {
-  if (obj.is_none()) return 0;
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return to_handle(obj, param);
-  nb::object handle = nb::borrow(obj);
-  try {
-    if (nb::hasattr(obj, "__cuda_stream__")) {
-      nb::object pair = obj.attr("__cuda_stream__")();
-      if (!is_list(pair) || nb::len(pair) != 2) {
-        throw TypeError(param.str() + ": __cuda_stream__() must return (version, handle)");
-      }
-      handle = pair[1];
-    } else if (nb::hasattr(obj, "cuda_stream")) {
-      handle = obj.attr("cuda_stream");
-    } else if (nb::hasattr(obj, "ptr")) {
-      handle = obj.attr("ptr");
-    }
-  } catch (nb::python_error& e) {
-    // The stream object's own error, said of the parameter.
-    throw TypeError(param.str() + ": reading the stream's handle raised " + error_text(e));
-  }
-  if (PyBool_Check(handle.ptr()) || !PyLong_Check(handle.ptr())) {
-    throw TypeError(param.str() + ": expected a CUDA stream (an int handle, or an object with "
-                    "__cuda_stream__, .cuda_stream or .ptr), got " +
-                    nb::cast<std::string>(obj.type().attr("__name__")));
-  }
-  return to_handle(handle, param);
-}
-
-// The stream a framework's work on |device| is queued on now, so that a kernel is ordered after
-// it and its outputs are ready for that framework's next operations (0: the legacy stream).
-uintptr_t current_stream(Framework framework, int device) {
-  const Param param("the current stream");
-  if (framework == Framework::Torch) {
-    if (const TorchBridge* bridge = torch_bridge()) {
-      uintptr_t handle = 0;
-      if (!bridge->current_stream(device, &handle)) throw nb::python_error();
-      return handle;
-    }
-    static const nb::object& raw =
-        *new nb::object(attr_or_invalid("torch._C", "_cuda_getCurrentRawStream"));
-    if (raw.is_valid()) return to_stream(raw(device), param);
-    return to_stream(nb::module_::import_("torch.cuda").attr("current_stream")(device), param);
-  }
-  if (framework == Framework::Cupy) {
-    static const nb::object& current =
-        *new nb::object(attr_or_invalid("cupy.cuda", "get_current_stream"));
-    // A CuPy stream's handle is its .ptr: read at once rather than after to_stream's look for
-    // the other protocols.
-    const nb::object stream = current();
-    const nb::object ptr = nb::getattr(stream, "ptr", nb::none());
-    return PyLong_Check(ptr.ptr()) ? to_handle(ptr, param) : to_stream(stream, param);
-  }
-  return 0;
-}
-
 // A list or tuple, else a TypeError naming |param|.
 void check_list(nb::handle obj, const Param& param) {
   if (!is_list(obj)) {
@@ -263,14 +200,6 @@ std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handl
   check_list(obj, param);
   return convert_items(HeldItems(obj), param, convert);
 }
-
-// Where a call runs, as given: the stream (none: the inputs' framework's current stream), the
-// device, and whether the generated source is printed.
-struct CallPlace {
-  std::optional<uintptr_t> stream;
-  std::optional<Device> device;
-  bool verbose = false;
-};
 
 CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb::handle verbose) {
   CallPlace place;
@@ -324,22 +253,24 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
   options.stream = place.stream.value_or(0);
   options.device = place.device;
   const size_t n_in = inputs.size();
-  const Framework framework = outputs_framework(inputs);
-  // JAX inputs on a GPU are exported for the kernel's stream when it is known now (DLPack's
-  // numbering, 1: the legacy stream): the one given, or the legacy stream a JAX call runs on.
-  // Otherwise (0) their export waits until they are ready.
+  const FrameworkAdapter& library = outputs_framework(inputs);
+  // The kernel's stream, when it is known before the inputs are read (DLPack's numbering, 1:
+  // the legacy stream): the one given, or the legacy stream of a library whose work runs there.
+  // Libraries that can export their arrays ready for work on it do (JAX); otherwise (0) their
+  // export waits until the arrays are ready.
   const uintptr_t dlpack_stream = place.stream ? (*place.stream ? *place.stream : 1)
-                                  : framework == Framework::Jax ? 1
-                                                                : 0;
+                                  : library.queues_on_legacy_stream ? 1
+                                                                    : 0;
   std::vector<Array> arrays;
   arrays.reserve(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     const std::string* name = i < k.input_names().size() ? &k.input_names()[i] : nullptr;
-    arrays.push_back(to_array(inputs[i], input_param.at(i, name), false, false, dlpack_stream));
+    arrays.push_back(
+        to_array(inputs[i], {.param = input_param.at(i, name), .dlpack_stream = dlpack_stream}));
   }
   if (outputs) {
     options.outputs = convert_items(*outputs, t / "outputs", [](nb::handle o, const Param& p) {
-      return to_array(o, p, false, /*writable=*/true);
+      return to_array(o, {.param = p, .writable = true});
     });
   }
   if (place.verbose) {
@@ -351,21 +282,24 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
     };
   }
   // With arrays on a GPU, work (a kernel, or a copy of a 0-d input to a CPU kernel) runs on the
-  // stream of the inputs' framework unless told otherwise.
+  // stream of the inputs' library unless told otherwise.
   std::optional<Device> gpu;
   if (options.device && options.device->type == DeviceType::CUDA) gpu = options.device;
   for (const Array& a : arrays) {
     if (!gpu && a.device().type == DeviceType::CUDA) gpu = a.device();
   }
-  if (gpu && !place.stream) options.stream = current_stream(framework, gpu->index);
+  if (gpu && !place.stream && library.current_stream) {
+    options.stream = library.current_stream(gpu->index);
+  }
   const std::vector<Array> result = run_without_gil([&] {
     std::vector<Array> made = run(arrays, options);
-    // JAX reads DLPack imports without waiting on the exporter's stream.
-    if (gpu && framework == Framework::Jax) cuda::synchronize(gpu->index, options.stream);
+    if (gpu && library.after_launch == AfterLaunch::Synchronize) {
+      synchronize(gpu->index, options.stream);
+    }
     return made;
   });
   if (outputs) return outputs->list();
-  return list_of(result, framework);
+  return list_of(result, library);
 }
 
 nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
@@ -425,123 +359,15 @@ struct PyBoundKernel {
   nb::object stream_object;
 };
 
-// Ends the lease of a block a torch tensor made by a bound call held.
-void end_tensor_lease(void* block) {
-  cuda::end_lease(static_cast<cuda::BlockCache::Block*>(block));
-}
-
-// A bound call on torch tensors alone, read through kjit._torch, run as the bound kernel's last
-// GPU launch of the same kind ran when they are laid out as that launch's arrays were
-// (RecordedLaunches): no Array is made, and no check, lookup or packing is done again. Outputs
-// it makes are blocks leased from the block cache, each held by its torch tensor. Nothing, and
-// no error, when the call is not of that kind: the general path (call_bound) takes it.
-std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObject* const* args,
-                                                 size_t n) {
-  const size_t n_in = py.n_inputs, n_out = py.n_outputs;
-  constexpr size_t kMaxArrays = 8;  // the views of more would take much of the stack
-  if (n_in == 0 || (n != n_in && n != n_in + n_out) || n_in + n_out > kMaxArrays ||
-      py.place.verbose || (py.place.device && py.place.device->type != DeviceType::CUDA)) {
-    return std::nullopt;
-  }
-  // The bridge is looked for once a torch tensor is seen, as the general path does: kjit never
-  // imports torch itself.
-  if (framework_of(args[0]) != Framework::Torch) return std::nullopt;
-  const TorchBridge* bridge = torch_bridge();
-  if (!bridge) return std::nullopt;
-  // The tensors as torch describes them, and as a launch reads them (refs point into views).
-  std::array<TorchTensorView, kMaxArrays> views;
-  std::array<ArrayRef, kMaxArrays> refs;
-  // The stream's device, as the general path finds it: the one asked for, else the inputs'.
-  std::optional<int> gpu;
-  if (py.place.device && py.place.device->type == DeviceType::CUDA) gpu = py.place.device->index;
-  for (size_t i = 0; i < n; ++i) {
-    const bool output = i >= n_in;
-    TorchTensorView& view = views[i];
-    // Tensors only, as the general path reads them (a tensor subclass of another library is
-    // another framework's).
-    if (framework_of(args[i]) != Framework::Torch || !bridge->read(args[i], output, &view) ||
-        (output && view.write != TorchWrite::Allowed)) {
-      return std::nullopt;
-    }
-    if (!gpu && !output && view.cuda) gpu = view.device_index;
-    refs[i] = ref_of(view);
-  }
-  if (!gpu) return std::nullopt;  // only GPU launches are recorded
-  const uintptr_t stream =
-      py.place.stream ? *py.place.stream : current_stream(Framework::Torch, *gpu);
-  const std::span<const ArrayRef> inputs(refs.data(), n_in), outputs(refs.data() + n_in, n_out);
-  if (n > n_in) {
-    const bool ran = run_without_gil([&] {
-      return RecordedLaunches::run(py.bound, inputs, outputs, py.place.device, stream).has_value();
-    });
-    if (!ran) return std::nullopt;
-    return list_of(args + n_in, n_out);
-  }
-  // The outputs are described in the views after the inputs'. Their leases are ended here
-  // until a tensor holds each.
-  std::array<cuda::BlockCache::Block*, kMaxArrays> leased;
-  size_t n_leased = 0;
-  auto end_leases = [&](size_t from) {
-    for (size_t o = from; o < n_leased; ++o) cuda::end_lease(leased[o]);
-    n_leased = from;
-  };
-  bool ran = false;
-  try {
-    ran = run_without_gil([&] {
-      const auto launch = RecordedLaunches::find(py.bound, inputs, std::nullopt, py.place.device);
-      if (!launch) return false;
-      try {
-        for (size_t o = 0; o < n_out; ++o) {
-          TorchTensorView& view = views[n_in + o];
-          const Shape& shape = py.bound.output_shapes()[o];
-          view.ndim = static_cast<int>(shape.size());
-          int64_t size = 1;
-          for (int d = view.ndim - 1; d >= 0; --d) {
-            view.shape[d] = shape[d];
-            view.strides[d] = size;
-            size *= shape[d];
-          }
-          view.dtype = py.bound.output_dtypes()[o];
-          view.cuda = true;
-          view.device_index = launch->device.index;
-          const cuda::Lease lease = cuda::lease(
-              view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
-          leased[n_leased++] = lease.block;
-          view.data = lease.ptr;
-          refs[n_in + o] = ref_of(view);
-        }
-      } catch (const OutOfMemory&) {
-        end_leases(0);
-        return false;  // the general path says which output did not fit
-      }
-      launch->run_again(inputs, outputs, stream);
-      return true;
-    });
-  } catch (...) {
-    end_leases(0);  // also after the launch, when a warning issued then is an error
-    throw;
-  }
-  if (!ran) return std::nullopt;
-  nb::list made = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n_out)));
-  if (!made.is_valid()) {
-    end_leases(0);
-    throw nb::python_error();
-  }
-  for (size_t o = 0; o < n_out; ++o) {
-    // wrap ends the lease itself when it fails.
-    PyObject* tensor = bridge->wrap(&views[n_in + o], leased[o], end_tensor_lease);
-    if (!tensor) {
-      end_leases(o + 1);
-      throw nb::python_error();
-    }
-    PyList_SET_ITEM(made.ptr(), static_cast<Py_ssize_t>(o), tensor);
-  }
-  return made;
-}
-
 // A bound call's arguments: the inputs, then optionally the outputs to write.
 nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
-  if (std::optional<nb::object> out = call_bound_as_recorded(py, args, n)) return *std::move(out);
+  const BoundCall recorded{py.bound, py.place, py.n_inputs, py.n_outputs, args, n};
+  if (may_run_as_recorded(recorded)) {
+    const FrameworkAdapter& library = framework_of(args[0]);
+    if (library.call_recorded) {
+      if (std::optional<nb::object> out = library.call_recorded(recorded)) return *std::move(out);
+    }
+  }
   const Kernel& k = py.bound.kernel();
   const size_t n_in = py.n_inputs, n_out = py.n_outputs;
   if (n != n_in && n != n_in + n_out) {
@@ -812,19 +638,18 @@ void init_kernel(nb::module_& m) {
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
         std::vector<std::pair<Dtype, int>> sig =
-            to_list(
-                inputs, t / "inputs", [](nb::handle item, const Param& p) {
-                  if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
-                    throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
-                  }
-                  int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), p / " ndim");
-                  if (ndim < 0 || ndim > kMaxNdim) {
-                    throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
-                                     std::to_string(ndim));
-                  }
-                  return std::pair{to_dtype(PySequence_Fast_GET_ITEM(item.ptr(), 0), p),
-                                   static_cast<int>(ndim)};
-                });
+            to_list(inputs, t / "inputs", [](nb::handle item, const Param& p) {
+              if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
+                throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
+              }
+              int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), p / " ndim");
+              if (ndim < 0 || ndim > kMaxNdim) {
+                throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
+                                 std::to_string(ndim));
+              }
+              return std::pair{to_dtype(PySequence_Fast_GET_ITEM(item.ptr(), 0), p),
+                               static_cast<int>(ndim)};
+            });
         std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
         TemplateArgs targs = to_template_args(t / "template", template_args);
         if (!nb::isinstance<nb::str>(target)) {

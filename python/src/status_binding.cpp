@@ -7,7 +7,7 @@
 #include "backend/cpu/host_compiler.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/library_search.h"
-#include "convert.h"
+#include "frameworks/torch.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
