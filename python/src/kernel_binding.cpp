@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "arguments.h"
 #include "backend_calls.h"
 #include "call_memo.h"
 #include "call_place.h"
@@ -410,142 +411,99 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   }
 }
 
-// An argument of a function: its name, and its default (null: required).
-struct Argument {
-  const char* name;
-  PyObject* default_value = nullptr;
-};
-
-// A default str, kept for the process.
-PyObject* text(const char* value) { return PyUnicode_InternFromString(value); }
-
-// The arguments of a function, in its order (the required ones first), the first |positional|
-// of them also given by position (none: keywords only, when |keywords_only| says what to pass
-// instead). Arguments are placed into one slot each, a default where none is given, with errors
-// that name the function and the argument.
-template <size_t N>
-class ArgumentSignature {
- public:
-  using Slots = std::array<PyObject*, N>;
-  ArgumentSignature(const char* function, const std::array<Argument, N>& arguments,
-                    size_t positional, const char* keywords_only = "")
-      : function_(function), positional_(positional), keywords_only_(keywords_only) {
-    for (size_t i = 0; i < N; ++i) {
-      names_[i] = PyUnicode_InternFromString(arguments[i].name);
-      defaults_[i] = arguments[i].default_value;
-    }
-  }
-
-  // From a vectorcall: |values| then |kwnames|, whose first |positional| have no name.
-  Slots place(PyObject* const* values, size_t positional, PyObject* kwnames) const {
-    Slots slots = by_position(values, positional);
-    const Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < n; ++k) {
-      by_name(slots, PyTuple_GET_ITEM(kwnames, k), values[positional + static_cast<size_t>(k)]);
-    }
-    fill_defaults(slots);
-    return slots;
-  }
-  // From nanobind's *args and **kwargs.
-  Slots place(nb::args args, nb::kwargs kwargs) const {
-    Slots slots = by_position(PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
-    for (auto [key, value] : kwargs) by_name(slots, key.ptr(), value.ptr());
-    fill_defaults(slots);
-    return slots;
-  }
-
- private:
-  Slots by_position(PyObject* const* values, size_t n) const {
-    if (n > positional_) {
-      throw TypeError(std::string(function_) +
-                      (positional_ == 0
-                           ? std::string(" ") + keywords_only_
-                           : " takes at most " + std::to_string(positional_) +
-                                 " positional arguments (" + std::to_string(n) + " given)"));
-    }
-    Slots slots{};
-    std::copy_n(values, n, slots.begin());
-    return slots;
-  }
-  void by_name(Slots& slots, PyObject* key, PyObject* value) const {
-    size_t slot = 0;
-    while (slot < N && key != names_[slot]) ++slot;  // keywords in code are interned
-    if (slot == N) {
-      slot = 0;
-      while (slot < N && PyUnicode_Compare(key, names_[slot]) != 0) ++slot;
-    }
-    if (slot == N) {
-      PyErr_Clear();  // a key with no UTF-8 form compares as unequal, with an error set
-      // repr writes such a key with escapes.
-      throw TypeError(std::string(function_) + " got an unexpected keyword argument " +
-                      nb::cast<std::string>(nb::repr(key)));
-    }
-    if (slots[slot]) {
-      throw TypeError(std::string(function_) + " got multiple values for argument '" +
-                      PyUnicode_AsUTF8(names_[slot]) + "'");
-    }
-    slots[slot] = value;
-  }
-  void fill_defaults(Slots& slots) const {
-    for (size_t i = 0; i < N; ++i) {
-      if (slots[i]) continue;
-      if (!defaults_[i]) {
-        throw TypeError(std::string(function_) +
-                        (positional_ == 0 ? " missing keyword argument '" : " missing argument '") +
-                        PyUnicode_AsUTF8(names_[i]) + "'");
-      }
-      slots[i] = defaults_[i];
-    }
-  }
-
-  const char* function_;
-  std::array<PyObject*, N> names_;     // interned, kept for the process
-  std::array<PyObject*, N> defaults_;  // borrowed from objects kept for the process
-  size_t positional_;
-  const char* keywords_only_;
-};
+// The types arguments of several functions share.
+constexpr char kNames[] = "collections.abc.Sequence[str]";
+constexpr char kDtypes[] = "collections.abc.Sequence[object]";
+constexpr char kDim3[] = "tuple[int, int, int]";
+constexpr char kTemplate[] = "collections.abc.Sequence[tuple[str, object]] | None";
 
 // The arguments of metal_kernel and cuda_kernel: the six they share, then |rest|, each
 // factory's own, in its order.
 template <size_t K>
 std::array<Argument, 6 + K> kernel_arguments(const std::array<Argument, K>& rest) {
-  std::array<Argument, 6 + K> all = {{{"name"},
-                                      {"input_names"},
-                                      {"output_names"},
-                                      {"source"},
-                                      {"header", text("")},
-                                      {"ensure_row_contiguous", Py_True}}};
+  std::array<Argument, 6 + K> all = {{{"name", "str"},
+                                      {"input_names", kNames},
+                                      {"output_names", kNames},
+                                      {"source", "str"},
+                                      {"header", "str", text("")},
+                                      {"ensure_row_contiguous", "bool", Py_True}}};
   std::copy(rest.begin(), rest.end(), all.begin() + 6);
   return all;
+}
+
+const ArgumentSignature<8>& metal_kernel_signature() {
+  static const auto& signature = *new ArgumentSignature<8>(
+      "metal_kernel",
+      kernel_arguments<2>({{{"atomic_outputs", "bool", Py_False},
+                            {"compile_options", "dict[str, str] | None", Py_None}}}),
+      8, "Kernel");
+  return signature;
+}
+
+const ArgumentSignature<9>& cuda_kernel_signature() {
+  static const auto& signature = *new ArgumentSignature<9>(
+      "cuda_kernel",
+      kernel_arguments<3>({{{"shared_memory", "int", PyLong_FromLong(0)},
+                            {"compile_options", "dict[str, str] | None", Py_None},
+                            {"atomic_outputs", "bool", Py_False}}}),
+      9, "Kernel");
+  return signature;
 }
 
 // Kernel.__call__'s keyword arguments, in its order: the arrays first and last, the settings
 // that bind takes between them.
 std::array<Argument, 11> call_arguments() {
-  return {{{"inputs"},
-           {"output_shapes"},
-           {"output_dtypes"},
-           {"grid"},
-           {"threadgroup"},
-           {"template", Py_None},
-           {"init_value", Py_None},
-           {"verbose", Py_False},
-           {"stream", Py_None},
-           {"device", Py_None},
-           {"outputs", Py_None}}};
+  return {{{"inputs", "collections.abc.Sequence[object]"},
+           {"output_shapes", "collections.abc.Sequence[collections.abc.Sequence[int]]"},
+           {"output_dtypes", kDtypes},
+           {"grid", kDim3},
+           {"threadgroup", kDim3},
+           {"template", kTemplate, Py_None},
+           {"init_value", "float | None", Py_None},
+           {"verbose", "bool", Py_False},
+           {"stream", "object | None", Py_None},
+           {"device", "str | None", Py_None},
+           {"outputs", "collections.abc.Sequence[object] | None", Py_None}}};
 }
 
 const ArgumentSignature<11>& call_signature() {
   static const auto& signature = *new ArgumentSignature<11>(
-      "kjit.Kernel.__call__()", call_arguments(), 0,
+      "Kernel.__call__", call_arguments(), 0, "list[object]",
       "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
+  return signature;
+}
+
+// A call's settings: its arguments but the arrays.
+const ArgumentSignature<9>& bind_signature() {
+  static const auto& signature = *new ArgumentSignature<9>(
+      "Kernel.bind",
+      [] {
+        const std::array<Argument, 11> call = call_arguments();
+        std::array<Argument, 9> settings;
+        std::copy(call.begin() + 1, call.end() - 1, settings.begin());
+        return settings;
+      }(),
+      0, "BoundKernel",
+      "takes keyword arguments only (output_shapes=..., grid=...); the arrays come with each "
+      "call of the bound kernel");
+  return signature;
+}
+
+const ArgumentSignature<4>& build_signature() {
+  static const auto& signature = *new ArgumentSignature<4>(
+      "Kernel.build",
+      {{{"inputs", "collections.abc.Sequence[tuple[object, int]]"},
+        {"output_dtypes", kDtypes},
+        {"template", kTemplate, Py_None},
+        {"target", "str", text("cpu")}}},
+      0, "None", "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
   return signature;
 }
 
 // A kernel instance is called through vectorcall, its keywords matched here, straight into
 // call(): nanobind's dispatch of __call__ (a method lookup, the keywords through a dict, then
-// general matching) costs ~0.4 us of a ~1 us call. Kernel.__call__ stays nanobind's, with the
-// same arguments, for explicit calls and the signature.
+// general matching) costs ~0.4 us of a ~1 us call. Kernel.__call__ is defined too, placing its
+// arguments the same way, for explicit calls and the signature.
 PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
   try {
@@ -608,31 +566,21 @@ void init_kernel(nb::module_& m) {
   kernel.def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_prop_ro("input_names", [](const PyKernel& k) { return k.kernel.input_names(); })
       .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); })
-      .def("__call__", &call, nb::kw_only(), "inputs"_a.none(), "output_shapes"_a.none(),
-           "output_dtypes"_a.none(), "grid"_a.none(), "threadgroup"_a.none(),
-           "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
-           "verbose"_a.none() = false, "stream"_a.none() = nb::none(),
-           "device"_a.none() = nb::none(), "outputs"_a.none() = nb::none(),
-           nb::sig("def __call__(self, *, inputs: collections.abc.Sequence[object], "
-                   "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
-                   "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
-                   "threadgroup: tuple[int, int, int], "
-                   "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-                   "init_value: float | None = None, verbose: bool = False, "
-                   "stream: object | None = None, device: str | None = None, "
-                   "outputs: collections.abc.Sequence[object] | None = None) -> list[object]"),
-           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
-           "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
-           "template declares names at the top of the body; init_value fills outputs first; "
-           "outputs= writes into preallocated arrays; verbose prints the generated source.");
+      .def(
+          "__call__",
+          [](PyKernel& py, nb::args args, nb::kwargs kwargs) {
+            const auto s = call_signature().place(args, kwargs);
+            return call(py, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
+          },
+          nb::sig(call_signature().python()),
+          "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
+          "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
+          "template declares names at the top of the body; init_value fills outputs first; "
+          "outputs= writes into preallocated arrays; verbose prints the generated source.");
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature<4>(
-            "kjit.Kernel.build()",
-            {{{"inputs"}, {"output_dtypes"}, {"template", Py_None}, {"target", text("cpu")}}}, 0,
-            "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
-        const auto slots = signature.place(args, kwargs);
+        const auto slots = build_signature().place(args, kwargs);
         const nb::handle inputs = slots[0], output_dtypes = slots[1], template_args = slots[2],
                          target = slots[3];
         const Kernel& k = py.kernel;
@@ -658,10 +606,7 @@ void init_kernel(nb::module_& m) {
         std::string where = utf8_of(target, t / "target");
         run_without_gil([&] { k.build(sig, dtypes, targs, where); });
       },
-      nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
-              "output_dtypes: collections.abc.Sequence[object], "
-              "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-              "target: str = 'cpu') -> None"),
+      nb::sig(build_signature().python()),
       "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
       "running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as "
       "'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every "
@@ -670,19 +615,7 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "bind",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        // A call's settings: its arguments but the arrays.
-        static const auto& signature = *new ArgumentSignature<9>(
-            "kjit.Kernel.bind()",
-            [] {
-              const std::array<Argument, 11> call = call_arguments();
-              std::array<Argument, 9> settings;
-              std::copy(call.begin() + 1, call.end() - 1, settings.begin());
-              return settings;
-            }(),
-            0,
-            "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
-            "with each call of the bound kernel");
-        const auto slots = signature.place(args, kwargs);
+        const auto slots = bind_signature().place(args, kwargs);
         const nb::handle output_shapes = slots[0], output_dtypes = slots[1], grid = slots[2],
                          threadgroup = slots[3], template_args = slots[4], init_value = slots[5],
                          verbose = slots[6], stream = slots[7], device = slots[8];
@@ -699,13 +632,7 @@ void init_kernel(nb::module_& m) {
                                place.verbose);
         return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream)));
       },
-      nb::sig("def bind(self, *, "
-              "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
-              "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
-              "threadgroup: tuple[int, int, int], "
-              "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-              "init_value: float | None = None, verbose: bool = False, "
-              "stream: object | None = None, device: str | None = None) -> BoundKernel"),
+      nb::sig(bind_signature().python()),
       "The kernel with every argument of a call but its arrays fixed, and checked now (all but "
       "what depends on the arrays and the device): "
       "bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes "
@@ -723,10 +650,7 @@ void init_kernel(nb::module_& m) {
   m.def(
       "metal_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature<8>(
-            "kjit.metal_kernel()",
-            kernel_arguments<2>({{{"atomic_outputs", Py_False}, {"compile_options", Py_None}}}), 8);
-        const auto a = signature.place(args, kwargs);
+        const auto a = metal_kernel_signature().place(args, kwargs);
         const char* api = "metal_kernel";
         return as_python(PyKernel(
             metal_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
@@ -734,22 +658,13 @@ void init_kernel(nb::module_& m) {
                          to_text(a[4], api, "header"), to_bool(a[5], api, "ensure_row_contiguous"),
                          to_bool(a[6], api, "atomic_outputs"), to_compile_options(a[7], api))));
       },
-      nb::sig("def metal_kernel(name: str, input_names: collections.abc.Sequence[str], "
-              "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
-              "ensure_row_contiguous: bool = True, atomic_outputs: bool = False, "
-              "compile_options: dict[str, str] | None = None) -> Kernel"),
+      nb::sig(metal_kernel_signature().python()),
       "A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).");
 
   m.def(
       "cuda_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature =
-            *new ArgumentSignature<9>("kjit.cuda_kernel()",
-                                      kernel_arguments<3>({{{"shared_memory", PyLong_FromLong(0)},
-                                                            {"compile_options", Py_None},
-                                                            {"atomic_outputs", Py_False}}}),
-                                      9);
-        const auto a = signature.place(args, kwargs);
+        const auto a = cuda_kernel_signature().place(args, kwargs);
         const char* api = "cuda_kernel";
         const nb::handle shared_memory = a[6];
         if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
@@ -769,11 +684,7 @@ void init_kernel(nb::module_& m) {
                         static_cast<int>(smem), to_compile_options(a[7], api),
                         to_bool(a[8], api, "atomic_outputs"))));
       },
-      nb::sig("def cuda_kernel(name: str, input_names: collections.abc.Sequence[str], "
-              "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
-              "ensure_row_contiguous: bool = True, shared_memory: int = 0, "
-              "compile_options: dict[str, str] | None = None, atomic_outputs: bool = False) "
-              "-> Kernel"),
+      nb::sig(cuda_kernel_signature().python()),
       "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
 }
 
