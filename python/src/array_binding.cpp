@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
+#include "frameworks/adapter.h"
 #include "frameworks/dlpack.h"
 #include "frameworks/numpy.h"
 

@@ -1,5 +1,6 @@
-// Conversions between Python objects (arrays of any library, scalars, dtype objects, streams) and
-// kjit's C++ types. Errors name the parameter they are about.
+// Conversions between Python objects (scalars, dtype objects, shapes, streams, lists) and kjit's
+// C++ types; arrays are read and made by their library's adapter (frameworks/). Errors name the
+// parameter they are about.
 #pragma once
 
 #include <kjit/kjit.h>
@@ -9,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "frameworks/adapter.h"
 #include "param.h"
 
 namespace kjit::python {
@@ -34,14 +34,6 @@ bool is_immutable(nb::handle obj);
 
 /// True for Python bool, int and float objects (kernel scalars).
 bool is_python_scalar(nb::handle obj);
-
-/// A kernel input (or, when request.writable, an output) from a Python scalar, a kjit.Array or
-/// an array of any library, read by its library's adapter. The result borrows the object's
-/// memory, keeping what DLPack or the buffer protocol exported.
-Array to_array(nb::handle obj, const ReadRequest& request);
-
-/// A kernel's outputs as a list of |library|'s arrays.
-nb::list list_of(const std::vector<Array>& arrays, const FrameworkAdapter& library);
 
 /// A Python int or an object with __index__ (not a bool).
 int64_t to_int(nb::handle obj, const Param& param);
@@ -89,10 +81,6 @@ class HeldItems {
   PyObject** items_ = in_place_;
   size_t size_ = 0;
 };
-
-/// The library a call's outputs belong to: that of its first array input. Scalars, Python's or
-/// a library's (np.float32(2)), decide only when no input is an array.
-const FrameworkAdapter& outputs_framework(const HeldItems& inputs);
 
 /// A new list of |n| items.
 nb::list list_of(PyObject* const* items, size_t n);

@@ -14,6 +14,7 @@
 #include "call_place.h"
 #include "convert.h"
 #include "errors_binding.h"
+#include "frameworks/adapter.h"
 #include "recorded_call.h"
 
 namespace nb = nanobind;

@@ -1,8 +1,9 @@
 // What kjit knows of one array library (NumPy, torch, CuPy, JAX, kjit's own arrays, and any
 // other DLPack producer): how its arrays are recognised, read and made, which stream its work
-// is queued on, and what its arrays need after a launch. The call path picks an adapter with
-// framework_of and never names a library; each library's adapter lives in its own file here, and
-// a new library is one more file and one more entry in adapter.cpp's table.
+// is queued on, and what its arrays need after a launch. The call path reads and makes arrays
+// through to_array and list_of, which pick an object's adapter with framework_of: it never names
+// a library. Each library's adapter lives in its own file here, and a new library is one more
+// file and one more entry in adapter.cpp's table.
 #pragma once
 
 #include <kjit/kjit.h>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string_view>
 
+#include "../convert.h"
 #include "../param.h"
 
 namespace kjit::python {
@@ -87,5 +89,17 @@ const FrameworkAdapter& framework_of(nb::handle obj);
 
 /// The adapter whose arrays a call returns when no input is an array: kjit.Array.
 const FrameworkAdapter& no_framework();
+
+/// A kernel input (or, when request.writable, an output) from a Python scalar, a kjit.Array or
+/// an array of any library, read by its library's adapter. The result borrows the object's
+/// memory, keeping what DLPack or the buffer protocol exported.
+Array to_array(nb::handle obj, const ReadRequest& request);
+
+/// The library a call's outputs belong to: that of its first array input. Scalars, Python's or
+/// a library's (np.float32(2)), decide only when no input is an array.
+const FrameworkAdapter& outputs_framework(const HeldItems& inputs);
+
+/// A kernel's outputs as a list of |library|'s arrays.
+nb::list list_of(const std::vector<Array>& arrays, const FrameworkAdapter& library);
 
 }  // namespace kjit::python
