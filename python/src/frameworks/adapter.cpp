@@ -5,15 +5,9 @@
 #include <string>
 #include <unordered_map>
 
-namespace kjit::python {
+#include "adapters.h"
 
-// Each library's adapter, defined in its own file.
-extern const FrameworkAdapter kKjitAdapter;
-extern const FrameworkAdapter kNumpyAdapter;
-extern const FrameworkAdapter kTorchAdapter;
-extern const FrameworkAdapter kCupyAdapter;
-extern const FrameworkAdapter kJaxAdapter;
-extern const FrameworkAdapter kDlpackAdapter;
+namespace kjit::python {
 
 namespace {
 

@@ -56,7 +56,6 @@ struct BoundCall {
 /// One array library. Plain data and function pointers: framework_of finds an object's adapter
 /// by its type's address, and a call asks each of its hooks at most once per array.
 struct FrameworkAdapter {
-  const char* name;
   /// Whether objects of |type|, defined in |module|, are this library's arrays. Asked once for
   /// each new type (framework_of remembers the answer), in the table's order.
   bool (*claims)(nb::handle type, std::string_view module);

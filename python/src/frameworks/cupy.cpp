@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../convert.h"
+#include "adapters.h"
 #include "dlpack.h"
 
 namespace kjit::python {
@@ -135,8 +136,7 @@ uintptr_t current_stream(int) {
 
 }  // namespace
 
-extern const FrameworkAdapter kCupyAdapter = {
-    .name = "cupy",
+const FrameworkAdapter kCupyAdapter = {
     .claims = claims,
     .remember_types = true,
     .is_scalar = nullptr,

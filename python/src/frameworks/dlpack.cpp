@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../convert.h"
+#include "adapters.h"
 
 namespace kjit::python {
 
@@ -191,8 +192,7 @@ nb::object from_array(const Array& array) { return nb::cast(array); }
 }  // namespace
 
 // Any other library's arrays: their outputs come back as kjit.Array, itself a DLPack producer.
-extern const FrameworkAdapter kDlpackAdapter = {
-    .name = "dlpack",
+const FrameworkAdapter kDlpackAdapter = {
     .claims = claims,
     .remember_types = false,
     .is_scalar = nullptr,

@@ -3,6 +3,7 @@
 // legacy stream, which its GPU inputs are exported for, and waits for the launch before
 // returning.
 #include "../convert.h"
+#include "adapters.h"
 #include "dlpack.h"
 
 namespace kjit::python {
@@ -40,8 +41,7 @@ nb::object from_array(const Array& array) {
 
 }  // namespace
 
-extern const FrameworkAdapter kJaxAdapter = {
-    .name = "jax",
+const FrameworkAdapter kJaxAdapter = {
     .claims = claims,
     .remember_types = true,
     .is_scalar = nullptr,

@@ -1,6 +1,7 @@
 // kjit's own objects. A kjit.Array is taken as it is before any adapter is asked; this adapter
 // serves kjit's other objects, which no library reads, and the calls whose inputs include no
 // array: their outputs are kjit.Array.
+#include "adapters.h"
 #include "dlpack.h"
 
 namespace kjit::python {
@@ -17,8 +18,7 @@ nb::object from_array(const Array& array) { return nb::cast(array); }
 
 }  // namespace
 
-extern const FrameworkAdapter kKjitAdapter = {
-    .name = "kjit",
+const FrameworkAdapter kKjitAdapter = {
     .claims = claims,
     .remember_types = true,
     .is_scalar = nullptr,

@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include "../convert.h"
+#include "adapters.h"
 #include "dlpack.h"
 
 namespace kjit::python {
@@ -42,8 +43,7 @@ nb::object to_numpy(const Array& array) {
   return export_as<nb::numpy>(array, to_dlpack_dtype(array.dtype()));
 }
 
-extern const FrameworkAdapter kNumpyAdapter = {
-    .name = "numpy",
+const FrameworkAdapter kNumpyAdapter = {
     .claims = claims,
     .remember_types = true,
     .is_scalar = is_scalar,

@@ -9,11 +9,10 @@
 
 #include "../convert.h"
 #include "../recorded_call.h"
+#include "adapters.h"
 #include "dlpack.h"
 
 namespace kjit::python {
-
-extern const FrameworkAdapter kTorchAdapter;
 
 namespace {
 
@@ -263,8 +262,7 @@ std::optional<nb::object> call_recorded(const BoundCall& call) {
 
 }  // namespace
 
-extern const FrameworkAdapter kTorchAdapter = {
-    .name = "torch",
+const FrameworkAdapter kTorchAdapter = {
     .claims = claims,
     .remember_types = true,
     .is_scalar = nullptr,
