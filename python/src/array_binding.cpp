@@ -6,7 +6,9 @@
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
-#include "core/backend.h"
+#include "frameworks/adapter.h"
+#include "frameworks/dlpack.h"
+#include "frameworks/numpy.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -20,28 +22,6 @@ Device to_device(nb::handle obj, const char* param) {
     throw TypeError(std::string(param) + ": expected 'cpu', 'cuda' or 'cuda:N'");
   }
   return Device::parse(utf8_of(obj, param), param);
-}
-
-// A backend's status as a dict: a missing value is None, devices are (name, architecture).
-nb::dict status_dict(const Backend& backend) {
-  nb::dict out;
-  for (const StatusEntry& entry : backend.status()) {
-    out[entry.key.c_str()] = std::visit(
-        [](const auto& v) -> nb::object {
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::monostate>) {
-            return nb::none();
-          } else if constexpr (std::is_same_v<V, StatusEntry::Devices>) {
-            nb::list devices;
-            for (const auto& [name, arch] : v) devices.append(nb::make_tuple(name, arch));
-            return devices;
-          } else {
-            return nb::cast(v);
-          }
-        },
-        entry.value);
-  }
-  return out;
 }
 
 nb::tuple shape_tuple(const Array& a) {
@@ -83,14 +63,14 @@ void init_array(nb::module_& m) {
       .def_prop_ro("nbytes", &Array::nbytes)
       .def_prop_ro("device", [](const Array& a) { return a.device().str(); })
       .def(
-          "numpy", [](const Array& a) { return from_array(a, Framework::Numpy); },
+          "numpy", [](const Array& a) { return to_numpy(a); },
           "A NumPy view of the array (CPU arrays only).")
       .def(
           "__array__",
           [](const Array& a, nb::handle dtype, nb::handle copy) {
             // NumPy's protocol: copy=True always copies, copy=False never does (and raises
             // when it would have to), None copies only when it must.
-            nb::object view = from_array(a, Framework::Numpy);
+            nb::object view = to_numpy(a);
             nb::object arr = view;
             if (!dtype.is_none()) arr = arr.attr("astype")(dtype, "copy"_a = false);
             if (!copy.is_none() && !PyObject_IsTrue(copy.ptr()) && !arr.is(view)) {
@@ -129,7 +109,7 @@ void init_array(nb::module_& m) {
   m.def(
       "array",
       [](nb::handle obj, nb::handle device, nb::handle dtype) {
-        Array a = to_array(obj, "obj", /*keep_alive=*/true);
+        Array a = to_array(obj, {.param = "obj", .keep_alive = true});
         if (!dtype.is_none() && to_dtype(dtype, "dtype") != a.dtype()) {
           throw ValueError("dtype: kjit.array does not convert between dtypes (got " +
                            std::string(dtype_name(a.dtype())) + ")");
@@ -171,50 +151,6 @@ void init_array(nb::module_& m) {
   m.def(
       "default_device", [] { return default_device().str(); },
       "The GPU when one works, else 'cpu'.");
-  m.def(
-      "cache_info",
-      [] {
-        CacheInfo c = cache_info();
-        nb::dict d;
-        d["directory"] = c.directory;
-        d["disk_enabled"] = c.disk_enabled;
-        d["disk_entries"] = c.disk_entries;
-        d["disk_bytes"] = c.disk_bytes;
-        d["disk_limit_bytes"] = c.disk_limit_bytes;
-        d["memory_entries"] = c.memory_entries;
-        d["compiles"] = c.compiles;
-        d["disk_hits"] = c.disk_hits;
-        d["launches_again"] = c.launches_again;
-        return d;
-      },
-      nb::sig("def cache_info() -> dict[str, object]"),
-      "What the compile caches hold, and how many compiles, disk hits and launches made "
-      "again from their record this process had.");
-  m.def(
-      "host_compiler",
-      [] {
-        const auto status = status_dict(backend_for(DeviceType::CPU));
-        return nb::make_tuple(status["compiler"], status["compiler_found"]);
-      },
-      nb::sig("def host_compiler() -> tuple[str, bool]"),
-      "The CPU backend's compiler: (path, found).");
-  m.def(
-      "cuda_status", [] { return status_dict(backend_for(DeviceType::CUDA)); },
-      nb::sig("def cuda_status() -> dict[str, object]"),
-      "What the CUDA backend found: driver and NVRTC libraries and versions, devices, and why "
-      "it cannot run (empty when it can).");
-  m.def("torch_path", &torch_path,
-        "How torch tensors are read and made: through kjit._torch, or through DLPack and why. "
-        "Call it after importing torch.");
-  m.def(
-      "add_library_search_dir",
-      [](const std::string& dir) { backend_for(DeviceType::CUDA).add_library_search_dir(dir); },
-      "dir"_a, "Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.");
-  m.def("clear_cache", &clear_cache,
-        "Empties the CPU's in-memory cache and deletes disk entries (modules loaded on a GPU stay "
-        "loaded).");
-  m.def(
-      "version", [] { return std::string(version()); }, "The library version.");
 }
 
 }  // namespace kjit::python

@@ -8,11 +8,14 @@
 
 #include <array>
 
+#include "arguments.h"
 #include "call_memo.h"
+#include "call_place.h"
 #include "convert.h"
 #include "core/backend.h"
-#include "core/launch_record.h"
 #include "errors_binding.h"
+#include "frameworks/adapter.h"
+#include "recorded_call.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -172,75 +175,6 @@ bool is_real_number(nb::handle obj) {
   return d && (is_floating(*d) || is_integral(*d) || *d == Dtype::Bool);
 }
 
-// A stream handle given as an int: an address, so in [0, 2^64).
-uintptr_t to_handle(nb::handle value, const Param& param) {
-  const unsigned long long handle = PyLong_AsUnsignedLongLong(value.ptr());
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    throw ValueError(param.str() + ": " + nb::cast<std::string>(nb::repr(value)).substr(0, 40) +
-                     " is not a stream handle (an int in [0, 2^64))");
-  }
-  return static_cast<uintptr_t>(handle);
-}
-
-// A CUDA stream: None (the default), a raw handle (int), or an object exposing one through
-// __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
-uintptr_t to_stream(nb::handle obj, const Param& param) {
-  if (obj.is_none()) return 0;
-  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return to_handle(obj, param);
-  nb::object handle = nb::borrow(obj);
-  try {
-    if (nb::hasattr(obj, "__cuda_stream__")) {
-      nb::object pair = obj.attr("__cuda_stream__")();
-      if (!is_list(pair) || nb::len(pair) != 2) {
-        throw TypeError(param.str() + ": __cuda_stream__() must return (version, handle)");
-      }
-      handle = pair[1];
-    } else if (nb::hasattr(obj, "cuda_stream")) {
-      handle = obj.attr("cuda_stream");
-    } else if (nb::hasattr(obj, "ptr")) {
-      handle = obj.attr("ptr");
-    }
-  } catch (nb::python_error& e) {
-    // The stream object's own error, said of the parameter.
-    throw TypeError(param.str() + ": reading the stream's handle raised " + error_text(e));
-  }
-  if (PyBool_Check(handle.ptr()) || !PyLong_Check(handle.ptr())) {
-    throw TypeError(param.str() +
-                    ": expected a CUDA stream (an int handle, or an object with "
-                    "__cuda_stream__, .cuda_stream or .ptr), got " +
-                    nb::cast<std::string>(obj.type().attr("__name__")));
-  }
-  return to_handle(handle, param);
-}
-
-// The stream a framework's work on |device| is queued on now, so that a kernel is ordered after
-// it and its outputs are ready for that framework's next operations (0: the legacy stream).
-uintptr_t current_stream(Framework framework, int device) {
-  const Param param("the current stream");
-  if (framework == Framework::Torch) {
-    if (const TorchBridge* bridge = torch_bridge()) {
-      uintptr_t handle = 0;
-      if (!bridge->current_stream(device, &handle)) throw nb::python_error();
-      return handle;
-    }
-    static const nb::object& raw =
-        *new nb::object(attr_or_invalid("torch._C", "_cuda_getCurrentRawStream"));
-    if (raw.is_valid()) return to_stream(raw(device), param);
-    return to_stream(nb::module_::import_("torch.cuda").attr("current_stream")(device), param);
-  }
-  if (framework == Framework::Cupy) {
-    static const nb::object& current =
-        *new nb::object(attr_or_invalid("cupy.cuda", "get_current_stream"));
-    // A CuPy stream's handle is its .ptr: read at once rather than after to_stream's look for
-    // the other protocols.
-    const nb::object stream = current();
-    const nb::object ptr = nb::getattr(stream, "ptr", nb::none());
-    return PyLong_Check(ptr.ptr()) ? to_handle(ptr, param) : to_stream(stream, param);
-  }
-  return 0;
-}
-
 // A list or tuple, else a TypeError naming |param|.
 void check_list(nb::handle obj, const Param& param) {
   if (!is_list(obj)) {
@@ -268,14 +202,6 @@ std::vector<std::invoke_result_t<F, nb::handle, const Param&>> to_list(nb::handl
   check_list(obj, param);
   return convert_items(HeldItems(obj), param, convert);
 }
-
-// Where a call runs, as given: the stream (none: the inputs' framework's current stream), the
-// device, and whether the generated source is printed.
-struct CallPlace {
-  std::optional<uintptr_t> stream;
-  std::optional<Device> device;
-  bool verbose = false;
-};
 
 CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb::handle verbose) {
   CallPlace place;
@@ -329,22 +255,24 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
   options.stream = place.stream.value_or(0);
   options.device = place.device;
   const size_t n_in = inputs.size();
-  const Framework framework = outputs_framework(inputs);
-  // JAX inputs on a GPU are exported for the kernel's stream when it is known now (DLPack's
-  // numbering, 1: the legacy stream): the one given, or the legacy stream a JAX call runs on.
-  // Otherwise (0) their export waits until they are ready.
+  const FrameworkAdapter& library = outputs_framework(inputs);
+  // The kernel's stream, when it is known before the inputs are read (DLPack's numbering, 1:
+  // the legacy stream): the one given, or the legacy stream of a library whose work runs there.
+  // Libraries that can export their arrays ready for work on it do (JAX); otherwise (0) their
+  // export waits until the arrays are ready.
   const uintptr_t dlpack_stream = place.stream ? (*place.stream ? *place.stream : 1)
-                                  : framework == Framework::Jax ? 1
-                                                                : 0;
+                                  : library.queues_on_legacy_stream ? 1
+                                                                    : 0;
   std::vector<Array> arrays;
   arrays.reserve(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     const std::string* name = i < k.input_names().size() ? &k.input_names()[i] : nullptr;
-    arrays.push_back(to_array(inputs[i], input_param.at(i, name), false, false, dlpack_stream));
+    arrays.push_back(
+        to_array(inputs[i], {.param = input_param.at(i, name), .dlpack_stream = dlpack_stream}));
   }
   if (outputs) {
     options.outputs = convert_items(*outputs, t / "outputs", [](nb::handle o, const Param& p) {
-      return to_array(o, p, false, /*writable=*/true);
+      return to_array(o, {.param = p, .writable = true});
     });
   }
   if (place.verbose) {
@@ -356,23 +284,24 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
     };
   }
   // With arrays on a GPU, work (a kernel, or a copy of a 0-d input to a CPU kernel) runs on the
-  // stream of the inputs' framework unless told otherwise.
+  // stream of the inputs' library unless told otherwise.
   std::optional<Device> gpu;
   if (options.device && options.device->type == DeviceType::CUDA) gpu = options.device;
   for (const Array& a : arrays) {
     if (!gpu && a.device().type == DeviceType::CUDA) gpu = a.device();
   }
-  if (gpu && !place.stream) options.stream = current_stream(framework, gpu->index);
+  if (gpu && !place.stream && library.current_stream) {
+    options.stream = library.current_stream(gpu->index);
+  }
   const std::vector<Array> result = run_without_gil([&] {
     std::vector<Array> made = run(arrays, options);
-    // JAX reads DLPack imports without waiting on the exporter's stream.
-    if (gpu && framework == Framework::Jax) {
+    if (gpu && library.after_launch == AfterLaunch::Synchronize) {
       backend_for(DeviceType::CUDA).synchronize(gpu->index, options.stream);
     }
     return made;
   });
   if (outputs) return outputs->list();
-  return list_of(result, framework);
+  return list_of(result, library);
 }
 
 nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
@@ -432,117 +361,15 @@ struct PyBoundKernel {
   nb::object stream_object;
 };
 
-// Ends the lease of a block a torch tensor made by a bound call held.
-void end_tensor_lease(void* token) { backend_for(DeviceType::CUDA).end_lease(token); }
-
-// A bound call on torch tensors alone, read through kjit._torch, run as the bound kernel's last
-// GPU launch of the same kind ran when they are laid out as that launch's arrays were
-// (RecordedLaunches): no Array is made, and no check, lookup or packing is done again. Outputs
-// it makes are blocks leased from the block cache, each held by its torch tensor. Nothing, and
-// no error, when the call is not of that kind: the general path (call_bound) takes it.
-std::optional<nb::object> call_bound_as_recorded(const PyBoundKernel& py, PyObject* const* args,
-                                                 size_t n) {
-  const size_t n_in = py.n_inputs, n_out = py.n_outputs;
-  constexpr size_t kMaxArrays = 8;  // the views of more would take much of the stack
-  if (n_in == 0 || (n != n_in && n != n_in + n_out) || n_in + n_out > kMaxArrays ||
-      py.place.verbose || (py.place.device && py.place.device->type != DeviceType::CUDA)) {
-    return std::nullopt;
-  }
-  // The bridge is looked for once a torch tensor is seen, as the general path does: kjit never
-  // imports torch itself.
-  if (framework_of(args[0]) != Framework::Torch) return std::nullopt;
-  const TorchBridge* bridge = torch_bridge();
-  if (!bridge) return std::nullopt;
-  // The tensors as torch describes them, and as a launch reads them (refs point into views).
-  std::array<TorchTensorView, kMaxArrays> views;
-  std::array<ArrayRef, kMaxArrays> refs;
-  // The stream's device, as the general path finds it: the one asked for, else the inputs'.
-  std::optional<int> gpu;
-  if (py.place.device && py.place.device->type == DeviceType::CUDA) gpu = py.place.device->index;
-  for (size_t i = 0; i < n; ++i) {
-    const bool output = i >= n_in;
-    TorchTensorView& view = views[i];
-    // Tensors only, as the general path reads them (a tensor subclass of another library is
-    // another framework's).
-    if (framework_of(args[i]) != Framework::Torch || !bridge->read(args[i], output, &view) ||
-        (output && view.write != TorchWrite::Allowed)) {
-      return std::nullopt;
-    }
-    if (!gpu && !output && view.cuda) gpu = view.device_index;
-    refs[i] = ref_of(view);
-  }
-  if (!gpu) return std::nullopt;  // only GPU launches are recorded
-  const uintptr_t stream =
-      py.place.stream ? *py.place.stream : current_stream(Framework::Torch, *gpu);
-  const std::span<const ArrayRef> inputs(refs.data(), n_in), outputs(refs.data() + n_in, n_out);
-  if (n > n_in) {
-    const bool ran = run_without_gil([&] {
-      return RecordedLaunches::run(py.bound, inputs, outputs, py.place.device, stream).has_value();
-    });
-    if (!ran) return std::nullopt;
-    return list_of(args + n_in, n_out);
-  }
-  // The outputs are described in the views after the inputs'. Their leases are ended here
-  // until a tensor holds each.
-  const Backend& gpu_backend = backend_for(DeviceType::CUDA);
-  std::array<void*, kMaxArrays> leased;
-  size_t n_leased = 0;
-  auto end_leases = [&](size_t from) {
-    for (size_t o = from; o < n_leased; ++o) gpu_backend.end_lease(leased[o]);
-    n_leased = from;
-  };
-  const OutputMemory memory = [&](size_t o, const ArrayRef& layout) {
-    TorchTensorView& view = views[n_in + o];
-    view.ndim = layout.ndim;
-    std::copy_n(layout.shape, layout.ndim, view.shape);
-    std::copy_n(layout.strides, layout.ndim, view.strides);
-    view.dtype = layout.dtype;
-    view.cuda = true;
-    view.device_index = layout.device.index;
-    int64_t size = 1;
-    for (int d = 0; d < layout.ndim; ++d) size *= layout.shape[d];
-    const MemoryLease lease = gpu_backend.lease(
-        view.device_index, static_cast<size_t>(size) * itemsize(view.dtype), stream);
-    leased[n_leased++] = lease.token;
-    view.data = lease.ptr;
-    return lease.ptr;
-  };
-  bool ran = false;
-  try {
-    ran = run_without_gil([&] {
-      try {
-        return RecordedLaunches::run_into(py.bound, inputs, py.place.device, stream, memory,
-                                          std::span<ArrayRef>(refs.data() + n_in, n_out));
-      } catch (const OutOfMemory&) {
-        end_leases(0);
-        return false;  // the general path says which output did not fit
-      }
-    });
-  } catch (...) {
-    end_leases(0);  // also after the launch, when a warning issued then is an error
-    throw;
-  }
-  if (!ran) return std::nullopt;
-  nb::list made = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n_out)));
-  if (!made.is_valid()) {
-    end_leases(0);
-    throw nb::python_error();
-  }
-  for (size_t o = 0; o < n_out; ++o) {
-    // wrap ends the lease itself when it fails.
-    PyObject* tensor = bridge->wrap(&views[n_in + o], leased[o], end_tensor_lease);
-    if (!tensor) {
-      end_leases(o + 1);
-      throw nb::python_error();
-    }
-    PyList_SET_ITEM(made.ptr(), static_cast<Py_ssize_t>(o), tensor);
-  }
-  return made;
-}
-
 // A bound call's arguments: the inputs, then optionally the outputs to write.
 nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
-  if (std::optional<nb::object> out = call_bound_as_recorded(py, args, n)) return *std::move(out);
+  const BoundCall recorded{py.bound, py.place, py.n_inputs, py.n_outputs, args, n};
+  if (may_run_as_recorded(recorded)) {
+    const FrameworkAdapter& library = framework_of(args[0]);
+    if (library.call_recorded) {
+      if (std::optional<nb::object> out = library.call_recorded(recorded)) return *std::move(out);
+    }
+  }
   const Kernel& k = py.bound.kernel();
   const size_t n_in = py.n_inputs, n_out = py.n_outputs;
   if (n != n_in && n != n_in + n_out) {
@@ -585,142 +412,99 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
   }
 }
 
-// An argument of a function: its name, and its default (null: required).
-struct Argument {
-  const char* name;
-  PyObject* default_value = nullptr;
-};
-
-// A default str, kept for the process.
-PyObject* text(const char* value) { return PyUnicode_InternFromString(value); }
-
-// The arguments of a function, in its order (the required ones first), the first |positional|
-// of them also given by position (none: keywords only, when |keywords_only| says what to pass
-// instead). Arguments are placed into one slot each, a default where none is given, with errors
-// that name the function and the argument.
-template <size_t N>
-class ArgumentSignature {
- public:
-  using Slots = std::array<PyObject*, N>;
-  ArgumentSignature(const char* function, const std::array<Argument, N>& arguments,
-                    size_t positional, const char* keywords_only = "")
-      : function_(function), positional_(positional), keywords_only_(keywords_only) {
-    for (size_t i = 0; i < N; ++i) {
-      names_[i] = PyUnicode_InternFromString(arguments[i].name);
-      defaults_[i] = arguments[i].default_value;
-    }
-  }
-
-  // From a vectorcall: |values| then |kwnames|, whose first |positional| have no name.
-  Slots place(PyObject* const* values, size_t positional, PyObject* kwnames) const {
-    Slots slots = by_position(values, positional);
-    const Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < n; ++k) {
-      by_name(slots, PyTuple_GET_ITEM(kwnames, k), values[positional + static_cast<size_t>(k)]);
-    }
-    fill_defaults(slots);
-    return slots;
-  }
-  // From nanobind's *args and **kwargs.
-  Slots place(nb::args args, nb::kwargs kwargs) const {
-    Slots slots = by_position(PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
-    for (auto [key, value] : kwargs) by_name(slots, key.ptr(), value.ptr());
-    fill_defaults(slots);
-    return slots;
-  }
-
- private:
-  Slots by_position(PyObject* const* values, size_t n) const {
-    if (n > positional_) {
-      throw TypeError(std::string(function_) +
-                      (positional_ == 0
-                           ? std::string(" ") + keywords_only_
-                           : " takes at most " + std::to_string(positional_) +
-                                 " positional arguments (" + std::to_string(n) + " given)"));
-    }
-    Slots slots{};
-    std::copy_n(values, n, slots.begin());
-    return slots;
-  }
-  void by_name(Slots& slots, PyObject* key, PyObject* value) const {
-    size_t slot = 0;
-    while (slot < N && key != names_[slot]) ++slot;  // keywords in code are interned
-    if (slot == N) {
-      slot = 0;
-      while (slot < N && PyUnicode_Compare(key, names_[slot]) != 0) ++slot;
-    }
-    if (slot == N) {
-      PyErr_Clear();  // a key with no UTF-8 form compares as unequal, with an error set
-      // repr writes such a key with escapes.
-      throw TypeError(std::string(function_) + " got an unexpected keyword argument " +
-                      nb::cast<std::string>(nb::repr(key)));
-    }
-    if (slots[slot]) {
-      throw TypeError(std::string(function_) + " got multiple values for argument '" +
-                      PyUnicode_AsUTF8(names_[slot]) + "'");
-    }
-    slots[slot] = value;
-  }
-  void fill_defaults(Slots& slots) const {
-    for (size_t i = 0; i < N; ++i) {
-      if (slots[i]) continue;
-      if (!defaults_[i]) {
-        throw TypeError(std::string(function_) +
-                        (positional_ == 0 ? " missing keyword argument '" : " missing argument '") +
-                        PyUnicode_AsUTF8(names_[i]) + "'");
-      }
-      slots[i] = defaults_[i];
-    }
-  }
-
-  const char* function_;
-  std::array<PyObject*, N> names_;     // interned, kept for the process
-  std::array<PyObject*, N> defaults_;  // borrowed from objects kept for the process
-  size_t positional_;
-  const char* keywords_only_;
-};
+// The types arguments of several functions share.
+constexpr char kNames[] = "collections.abc.Sequence[str]";
+constexpr char kDtypes[] = "collections.abc.Sequence[object]";
+constexpr char kDim3[] = "tuple[int, int, int]";
+constexpr char kTemplate[] = "collections.abc.Sequence[tuple[str, object]] | None";
 
 // The arguments of metal_kernel and cuda_kernel: the six they share, then |rest|, each
 // factory's own, in its order.
 template <size_t K>
 std::array<Argument, 6 + K> kernel_arguments(const std::array<Argument, K>& rest) {
-  std::array<Argument, 6 + K> all = {{{"name"},
-                                      {"input_names"},
-                                      {"output_names"},
-                                      {"source"},
-                                      {"header", text("")},
-                                      {"ensure_row_contiguous", Py_True}}};
+  std::array<Argument, 6 + K> all = {{{"name", "str"},
+                                      {"input_names", kNames},
+                                      {"output_names", kNames},
+                                      {"source", "str"},
+                                      {"header", "str", text("")},
+                                      {"ensure_row_contiguous", "bool", Py_True}}};
   std::copy(rest.begin(), rest.end(), all.begin() + 6);
   return all;
+}
+
+const ArgumentSignature<8>& metal_kernel_signature() {
+  static const auto& signature = *new ArgumentSignature<8>(
+      "metal_kernel",
+      kernel_arguments<2>({{{"atomic_outputs", "bool", Py_False},
+                            {"compile_options", "dict[str, str] | None", Py_None}}}),
+      8, "Kernel");
+  return signature;
+}
+
+const ArgumentSignature<9>& cuda_kernel_signature() {
+  static const auto& signature = *new ArgumentSignature<9>(
+      "cuda_kernel",
+      kernel_arguments<3>({{{"shared_memory", "int", PyLong_FromLong(0)},
+                            {"compile_options", "dict[str, str] | None", Py_None},
+                            {"atomic_outputs", "bool", Py_False}}}),
+      9, "Kernel");
+  return signature;
 }
 
 // Kernel.__call__'s keyword arguments, in its order: the arrays first and last, the settings
 // that bind takes between them.
 std::array<Argument, 11> call_arguments() {
-  return {{{"inputs"},
-           {"output_shapes"},
-           {"output_dtypes"},
-           {"grid"},
-           {"threadgroup"},
-           {"template", Py_None},
-           {"init_value", Py_None},
-           {"verbose", Py_False},
-           {"stream", Py_None},
-           {"device", Py_None},
-           {"outputs", Py_None}}};
+  return {{{"inputs", "collections.abc.Sequence[object]"},
+           {"output_shapes", "collections.abc.Sequence[collections.abc.Sequence[int]]"},
+           {"output_dtypes", kDtypes},
+           {"grid", kDim3},
+           {"threadgroup", kDim3},
+           {"template", kTemplate, Py_None},
+           {"init_value", "float | None", Py_None},
+           {"verbose", "bool", Py_False},
+           {"stream", "object | None", Py_None},
+           {"device", "str | None", Py_None},
+           {"outputs", "collections.abc.Sequence[object] | None", Py_None}}};
 }
 
 const ArgumentSignature<11>& call_signature() {
   static const auto& signature = *new ArgumentSignature<11>(
-      "kjit.Kernel.__call__()", call_arguments(), 0,
+      "Kernel.__call__", call_arguments(), 0, "list[object]",
       "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
+  return signature;
+}
+
+// A call's settings: its arguments but the arrays.
+const ArgumentSignature<9>& bind_signature() {
+  static const auto& signature = *new ArgumentSignature<9>(
+      "Kernel.bind",
+      [] {
+        const std::array<Argument, 11> call = call_arguments();
+        std::array<Argument, 9> settings;
+        std::copy(call.begin() + 1, call.end() - 1, settings.begin());
+        return settings;
+      }(),
+      0, "BoundKernel",
+      "takes keyword arguments only (output_shapes=..., grid=...); the arrays come with each "
+      "call of the bound kernel");
+  return signature;
+}
+
+const ArgumentSignature<4>& build_signature() {
+  static const auto& signature = *new ArgumentSignature<4>(
+      "Kernel.build",
+      {{{"inputs", "collections.abc.Sequence[tuple[object, int]]"},
+        {"output_dtypes", kDtypes},
+        {"template", kTemplate, Py_None},
+        {"target", "str", text("cpu")}}},
+      0, "None", "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
   return signature;
 }
 
 // A kernel instance is called through vectorcall, its keywords matched here, straight into
 // call(): nanobind's dispatch of __call__ (a method lookup, the keywords through a dict, then
-// general matching) costs ~0.4 us of a ~1 us call. Kernel.__call__ stays nanobind's, with the
-// same arguments, for explicit calls and the signature.
+// general matching) costs ~0.4 us of a ~1 us call. Kernel.__call__ is defined too, placing its
+// arguments the same way, for explicit calls and the signature.
 PyObject* kernel_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
   try {
@@ -783,31 +567,21 @@ void init_kernel(nb::module_& m) {
   kernel.def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_prop_ro("input_names", [](const PyKernel& k) { return k.kernel.input_names(); })
       .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); })
-      .def("__call__", &call, nb::kw_only(), "inputs"_a.none(), "output_shapes"_a.none(),
-           "output_dtypes"_a.none(), "grid"_a.none(), "threadgroup"_a.none(),
-           "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(),
-           "verbose"_a.none() = false, "stream"_a.none() = nb::none(),
-           "device"_a.none() = nb::none(), "outputs"_a.none() = nb::none(),
-           nb::sig("def __call__(self, *, inputs: collections.abc.Sequence[object], "
-                   "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
-                   "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
-                   "threadgroup: tuple[int, int, int], "
-                   "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-                   "init_value: float | None = None, verbose: bool = False, "
-                   "stream: object | None = None, device: str | None = None, "
-                   "outputs: collections.abc.Sequence[object] | None = None) -> list[object]"),
-           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
-           "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
-           "template declares names at the top of the body; init_value fills outputs first; "
-           "outputs= writes into preallocated arrays; verbose prints the generated source.");
+      .def(
+          "__call__",
+          [](PyKernel& py, nb::args args, nb::kwargs kwargs) {
+            const auto s = call_signature().place(args, kwargs);
+            return call(py, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
+          },
+          nb::sig(call_signature().python()),
+          "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
+          "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
+          "template declares names at the top of the body; init_value fills outputs first; "
+          "outputs= writes into preallocated arrays; verbose prints the generated source.");
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature<4>(
-            "kjit.Kernel.build()",
-            {{{"inputs"}, {"output_dtypes"}, {"template", Py_None}, {"target", text("cpu")}}}, 0,
-            "takes keyword arguments only (inputs=..., output_dtypes=..., target=...)");
-        const auto slots = signature.place(args, kwargs);
+        const auto slots = build_signature().place(args, kwargs);
         const nb::handle inputs = slots[0], output_dtypes = slots[1], template_args = slots[2],
                          target = slots[3];
         const Kernel& k = py.kernel;
@@ -833,10 +607,7 @@ void init_kernel(nb::module_& m) {
         std::string where = utf8_of(target, t / "target");
         run_without_gil([&] { k.build(sig, dtypes, targs, where); });
       },
-      nb::sig("def build(self, *, inputs: collections.abc.Sequence[tuple[object, int]], "
-              "output_dtypes: collections.abc.Sequence[object], "
-              "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-              "target: str = 'cpu') -> None"),
+      nb::sig(build_signature().python()),
       "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
       "running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as "
       "'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every "
@@ -845,19 +616,7 @@ void init_kernel(nb::module_& m) {
   kernel.def(
       "bind",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
-        // A call's settings: its arguments but the arrays.
-        static const auto& signature = *new ArgumentSignature<9>(
-            "kjit.Kernel.bind()",
-            [] {
-              const std::array<Argument, 11> call = call_arguments();
-              std::array<Argument, 9> settings;
-              std::copy(call.begin() + 1, call.end() - 1, settings.begin());
-              return settings;
-            }(),
-            0,
-            "takes keyword arguments only (output_shapes=..., grid=...); the arrays come "
-            "with each call of the bound kernel");
-        const auto slots = signature.place(args, kwargs);
+        const auto slots = bind_signature().place(args, kwargs);
         const nb::handle output_shapes = slots[0], output_dtypes = slots[1], grid = slots[2],
                          threadgroup = slots[3], template_args = slots[4], init_value = slots[5],
                          verbose = slots[6], stream = slots[7], device = slots[8];
@@ -874,13 +633,7 @@ void init_kernel(nb::module_& m) {
                                place.verbose);
         return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream)));
       },
-      nb::sig("def bind(self, *, "
-              "output_shapes: collections.abc.Sequence[collections.abc.Sequence[int]], "
-              "output_dtypes: collections.abc.Sequence[object], grid: tuple[int, int, int], "
-              "threadgroup: tuple[int, int, int], "
-              "template: collections.abc.Sequence[tuple[str, object]] | None = None, "
-              "init_value: float | None = None, verbose: bool = False, "
-              "stream: object | None = None, device: str | None = None) -> BoundKernel"),
+      nb::sig(bind_signature().python()),
       "The kernel with every argument of a call but its arrays fixed, and checked now (all but "
       "what depends on the arrays and the device): "
       "bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes "
@@ -898,10 +651,7 @@ void init_kernel(nb::module_& m) {
   m.def(
       "metal_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature = *new ArgumentSignature<8>(
-            "kjit.metal_kernel()",
-            kernel_arguments<2>({{{"atomic_outputs", Py_False}, {"compile_options", Py_None}}}), 8);
-        const auto a = signature.place(args, kwargs);
+        const auto a = metal_kernel_signature().place(args, kwargs);
         const char* api = "metal_kernel";
         return as_python(PyKernel(
             metal_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
@@ -909,22 +659,13 @@ void init_kernel(nb::module_& m) {
                          to_text(a[4], api, "header"), to_bool(a[5], api, "ensure_row_contiguous"),
                          to_bool(a[6], api, "atomic_outputs"), to_compile_options(a[7], api))));
       },
-      nb::sig("def metal_kernel(name: str, input_names: collections.abc.Sequence[str], "
-              "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
-              "ensure_row_contiguous: bool = True, atomic_outputs: bool = False, "
-              "compile_options: dict[str, str] | None = None) -> Kernel"),
+      nb::sig(metal_kernel_signature().python()),
       "A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).");
 
   m.def(
       "cuda_kernel",
       [](nb::args args, nb::kwargs kwargs) {
-        static const auto& signature =
-            *new ArgumentSignature<9>("kjit.cuda_kernel()",
-                                      kernel_arguments<3>({{{"shared_memory", PyLong_FromLong(0)},
-                                                            {"compile_options", Py_None},
-                                                            {"atomic_outputs", Py_False}}}),
-                                      9);
-        const auto a = signature.place(args, kwargs);
+        const auto a = cuda_kernel_signature().place(args, kwargs);
         const char* api = "cuda_kernel";
         const nb::handle shared_memory = a[6];
         if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
@@ -944,11 +685,7 @@ void init_kernel(nb::module_& m) {
                         static_cast<int>(smem), to_compile_options(a[7], api),
                         to_bool(a[8], api, "atomic_outputs"))));
       },
-      nb::sig("def cuda_kernel(name: str, input_names: collections.abc.Sequence[str], "
-              "output_names: collections.abc.Sequence[str], source: str, header: str = '', "
-              "ensure_row_contiguous: bool = True, shared_memory: int = 0, "
-              "compile_options: dict[str, str] | None = None, atomic_outputs: bool = False) "
-              "-> Kernel"),
+      nb::sig(cuda_kernel_signature().python()),
       "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
 }
 

@@ -7,11 +7,13 @@ namespace nb = nanobind;
 namespace kjit::python {
 void init_array(nb::module_& m);
 void init_kernel(nb::module_& m);
+void init_status(nb::module_& m);
 }  // namespace kjit::python
 
 NB_MODULE(_kjit, m) {
   m.doc() = "kjit: GPU kernels written as a body string, run on NVIDIA GPUs or the CPU.";
   kjit::python::init_errors(m);
   kjit::python::init_array(m);
+  kjit::python::init_status(m);
   kjit::python::init_kernel(m);
 }

@@ -1,0 +1,56 @@
+// JAX arrays, read and made through DLPack. JAX reads imported memory without waiting on the
+// exporter's stream, and its work is ordered on no stream kjit can learn: a call runs on the
+// legacy stream, which its GPU inputs are exported for, and waits for the launch before
+// returning.
+#include "../convert.h"
+#include "adapters.h"
+#include "dlpack.h"
+
+namespace kjit::python {
+namespace {
+
+bool claims(nb::handle, std::string_view module) { return module.starts_with("jax"); }
+
+// True when |obj| says through __dlpack_device__ that it lives on a CUDA device.
+bool on_cuda(nb::handle obj) {
+  if (!nb::hasattr(obj, "__dlpack_device__")) return false;
+  nb::object device = obj.attr("__dlpack_device__")();
+  return is_list(device) && nb::len(device) == 2 &&
+         PyLong_AsLong(nb::object(device[0]).ptr()) == nb::device::cuda::value;
+}
+
+Array read_array(nb::handle obj, const ReadRequest& request) {
+  if (request.dlpack_stream && on_cuda(obj)) {
+    // Export for work on our stream: JAX makes it wait for the array instead of blocking the
+    // host until the array is ready.
+    try {
+      nb::object capsule = obj.attr("__dlpack__")(nb::arg("stream") = request.dlpack_stream);
+      nb::ndarray<> rw;
+      if (import_ndarray(capsule, rw)) return from_ndarray(rw, std::nullopt, request.param);
+    } catch (const nb::python_error&) {
+    }
+    // Otherwise the usual export, which waits until the array is ready.
+  }
+  if (std::optional<Array> a = import_array(obj, request)) return *std::move(a);
+  throw_unreadable(obj, request.param);
+}
+
+nb::object from_array(const Array& array) {
+  return export_as<nb::jax>(array, to_dlpack_dtype(array.dtype()));
+}
+
+}  // namespace
+
+const FrameworkAdapter kJaxAdapter = {
+    .claims = claims,
+    .remember_types = true,
+    .is_scalar = nullptr,
+    .to_array = read_array,
+    .from_array = from_array,
+    .current_stream = nullptr,
+    .queues_on_legacy_stream = true,
+    .after_launch = AfterLaunch::Synchronize,
+    .call_recorded = nullptr,
+};
+
+}  // namespace kjit::python

@@ -1,0 +1,33 @@
+// kjit's own objects. A kjit.Array is taken as it is before any adapter is asked; this adapter
+// serves kjit's other objects, which no library reads, and the calls whose inputs include no
+// array: their outputs are kjit.Array.
+#include "adapters.h"
+#include "dlpack.h"
+
+namespace kjit::python {
+namespace {
+
+bool claims(nb::handle, std::string_view module) { return module.starts_with("kjit"); }
+
+Array read_array(nb::handle obj, const ReadRequest& request) {
+  if (std::optional<Array> a = import_array(obj, request)) return *std::move(a);
+  throw_unreadable(obj, request.param);
+}
+
+nb::object from_array(const Array& array) { return nb::cast(array); }
+
+}  // namespace
+
+const FrameworkAdapter kKjitAdapter = {
+    .claims = claims,
+    .remember_types = true,
+    .is_scalar = nullptr,
+    .to_array = read_array,
+    .from_array = from_array,
+    .current_stream = nullptr,
+    .queues_on_legacy_stream = false,
+    .after_launch = AfterLaunch::Nothing,
+    .call_recorded = nullptr,
+};
+
+}  // namespace kjit::python
