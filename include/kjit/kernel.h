@@ -18,6 +18,7 @@ namespace kjit {
 /// Three sizes: a grid in threads, or a threadgroup.
 struct Dim3 {
   int64_t x = 1, y = 1, z = 1;
+  bool operator==(const Dim3&) const = default;
 };
 
 /// A template value: a bool, an int or a dtype (checked in that order from Python).
@@ -44,7 +45,7 @@ struct LaunchOptions {
 
 struct KernelSpec;
 class BoundKernel;
-class RecordedLaunches;
+struct CallRecord;
 
 class Kernel {
  public:
@@ -83,14 +84,13 @@ class Kernel {
 
  private:
   friend class BoundKernel;
-  friend class RecordedLaunches;
   struct State;
   std::shared_ptr<const KernelSpec> spec_;
   std::shared_ptr<State> state_;
 };
 
 /// A kernel's call with its output shapes and dtypes, grid, threadgroup, template arguments and
-/// init value fixed (Kernel::bind). It keeps its last GPU launch with outputs given and its last
+/// init value fixed (Kernel::bind). It keeps its last launch with outputs given and its last
 /// making them: a call of the same kind on arrays laid out as that launch's were (same dtypes,
 /// shapes, strides, devices and writability) repeats none of its checks, lookups or packing.
 class BoundKernel {
@@ -101,24 +101,16 @@ class BoundKernel {
                                 const LaunchOptions& options = {}) const;
 
   const Kernel& kernel() const { return kernel_; }
-  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
-  const std::vector<Dtype>& output_dtypes() const { return output_dtypes_; }
+  const std::vector<Shape>& output_shapes() const;
+  const std::vector<Dtype>& output_dtypes() const;
 
  private:
   friend class Kernel;
-  friend class RecordedLaunches;
-  BoundKernel(Kernel kernel, std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes,
-              Dim3 grid, Dim3 threadgroup, TemplateArgs template_args,
-              std::optional<double> init_value, bool verbose);
+  friend struct CallRecord;
+  BoundKernel(Kernel kernel, std::shared_ptr<const CallRecord> record);
 
   Kernel kernel_;
-  std::vector<Shape> output_shapes_;
-  std::vector<Dtype> output_dtypes_;
-  Dim3 grid_, threadgroup_;
-  TemplateArgs template_args_;
-  std::optional<double> init_value_;
-  bool verbose_;
-  std::shared_ptr<RecordedLaunches> recorded_;
+  std::shared_ptr<const CallRecord> record_;  // the settings, and the launches they recorded
 };
 
 /// A kernel whose body is Metal Shading Language (the API of mx.fast.metal_kernel).

@@ -1,5 +1,5 @@
-// A bound call run as the bound kernel's last GPU launch of the same kind ran (RecordedLaunches)
-// when its arrays are laid out as that launch's were: no Array is made, and no check, lookup or
+// A bound call run as the bound kernel's last GPU launch of the same kind ran (CallRecord) when
+// its arrays are laid out as that launch's were: no Array is made, and no check, lookup or
 // packing is done again. Outputs it makes are blocks leased from the block cache, each held by
 // the array its library makes over it. An array library with such a path instantiates
 // run_as_recorded with its side of it (see frameworks/torch.cpp).
@@ -45,8 +45,8 @@ inline bool may_run_as_recorded(const BoundCall& call) {
 ///   static ArrayRef ref_of(const View& view): the memory as a launch reads it, valid while
 ///     |view| is;
 ///   uintptr_t current_stream(int device): the library's stream on |device| now;
-///   static size_t describe_output(View& view, const Shape& shape, Dtype dtype, int device):
-///     a row-contiguous output, its memory still unset; returns its element count;
+///   static void describe_output(View& view, const ArrayRef& layout): an output laid out as
+///     |layout| says, its memory still unset;
 ///   PyObject* wrap(const View& view, void* block, void (*release)(void*)): a new array over
 ///     |view|'s memory that calls release(block) when freed (at once when making it fails);
 ///     nullptr with a Python error set on failure.
@@ -54,7 +54,7 @@ template <class Library>
 std::optional<nb::object> run_as_recorded(const BoundCall& call, const Library& library) {
   const size_t n_in = call.n_inputs, n_out = call.n_outputs, n = call.n;
   const CallPlace& place = call.place;
-  const BoundKernel& bound = call.bound;
+  const CallRecord& record = CallRecord::of(call.bound);
   // The arrays as the library describes them, and as a launch reads them (refs point into
   // views).
   std::array<typename Library::View, kMaxRecordedArrays> views;
@@ -68,61 +68,68 @@ std::optional<nb::object> run_as_recorded(const BoundCall& call, const Library& 
     refs[i] = Library::ref_of(views[i]);
     if (!gpu && !output && refs[i].device.type == DeviceType::CUDA) gpu = refs[i].device.index;
   }
-  if (!gpu) return std::nullopt;  // only GPU launches are recorded
+  if (!gpu) return std::nullopt;  // this path serves GPU launches
   const uintptr_t stream = place.stream ? *place.stream : library.current_stream(*gpu);
   const std::span<const ArrayRef> inputs(refs.data(), n_in), outputs(refs.data() + n_in, n_out);
   if (n > n_in) {
-    const bool ran = run_without_gil([&] {
-      return RecordedLaunches::run(bound, inputs, outputs, place.device, stream).has_value();
-    });
+    const bool ran = run_without_gil(
+        [&] { return record.run_again(inputs, outputs, place.device, stream).has_value(); });
     if (!ran) return std::nullopt;
     return list_of(call.args + n_in, n_out);
   }
-  // The outputs are described in the views after the inputs'. Their leases are ended here
-  // until an array holds each.
-  const Backend& gpu_backend = backend_for(DeviceType::CUDA);
-  std::array<void*, kMaxRecordedArrays> leased;
-  size_t n_leased = 0;
-  auto end_leases = [&](size_t from) {
-    for (size_t o = from; o < n_leased; ++o) gpu_backend.end_lease(leased[o]);
-    n_leased = from;
-  };
-  const OutputMemory memory = [&](size_t o, const ArrayRef& layout) -> void* {
-    typename Library::View& view = views[n_in + o];
-    const Shape& shape = bound.output_shapes()[o];
-    const size_t size = Library::describe_output(view, shape, layout.dtype, layout.device.index);
-    const MemoryLease lease =
-        gpu_backend.lease(layout.device.index, size * itemsize(layout.dtype), stream);
-    leased[n_leased++] = lease.token;
-    view.data = lease.ptr;
-    return lease.ptr;
-  };
+  // Each output's memory: a block leased for the array made over it, described in the views
+  // after the inputs'. None when there is none left (the general path then says which output
+  // did not fit) or the launch is not on a GPU. The leases are ended here until an array holds
+  // each.
+  struct Leases final : OutputMemory {
+    Leases(typename Library::View* views, uintptr_t stream) : views(views), stream(stream) {}
+    void* provide(size_t o, const ArrayRef& layout) override {
+      if (layout.device.type != DeviceType::CUDA) return nullptr;
+      Library::describe_output(views[o], layout);
+      size_t size = 1;
+      for (int d = 0; d < layout.ndim; ++d) size *= static_cast<size_t>(layout.shape[d]);
+      try {
+        const MemoryLease lease =
+            backend.lease(layout.device.index, size * itemsize(layout.dtype), stream);
+        tokens[count++] = lease.token;
+        views[o].data = lease.ptr;
+        return lease.ptr;
+      } catch (const OutOfMemory&) {
+        return nullptr;
+      }
+    }
+    void end(size_t from) noexcept {
+      for (size_t o = from; o < count; ++o) backend.end_lease(tokens[o]);
+      count = from;
+    }
+    const Backend& backend = backend_for(DeviceType::CUDA);
+    typename Library::View* views;
+    uintptr_t stream;
+    std::array<void*, kMaxRecordedArrays> tokens;
+    size_t count = 0;
+  } leases(views.data() + n_in, stream);
   bool ran = false;
   try {
-    ran = run_without_gil([&] {
-      try {
-        return RecordedLaunches::run_into(bound, inputs, place.device, stream, memory,
-                                          std::span<ArrayRef>(refs.data() + n_in, n_out));
-      } catch (const OutOfMemory&) {
-        end_leases(0);
-        return false;  // the general path says which output did not fit
-      }
-    });
+    ran = run_without_gil(
+        [&] { return record.run_again_into(inputs, place.device, stream, leases); });
   } catch (...) {
-    end_leases(0);  // also after the launch, when a warning issued then is an error
+    leases.end(0);  // also after the launch, when a warning issued then is an error
     throw;
   }
-  if (!ran) return std::nullopt;
+  if (!ran) {
+    leases.end(0);
+    return std::nullopt;
+  }
   nb::list made = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(n_out)));
   if (!made.is_valid()) {
-    end_leases(0);
+    leases.end(0);
     throw nb::python_error();
   }
   for (size_t o = 0; o < n_out; ++o) {
     // wrap ends the lease itself when it fails.
-    PyObject* array = library.wrap(views[n_in + o], leased[o], end_output_lease);
+    PyObject* array = library.wrap(views[n_in + o], leases.tokens[o], end_output_lease);
     if (!array) {
-      end_leases(o + 1);
+      leases.end(o + 1);
       throw nb::python_error();
     }
     PyList_SET_ITEM(made.ptr(), static_cast<Py_ssize_t>(o), array);

@@ -3,8 +3,10 @@
 #include <kjit/errors.h>
 
 #include <algorithm>
+#include <iostream>
 
 #include "core/device_ops.h"
+#include "core/launch_record.h"
 
 namespace kjit {
 
@@ -223,6 +225,53 @@ void finish_outputs(const KernelOutputs& outputs, const ResolvedCall& call,
     const Array& given = (*options.outputs)[o];
     if (!(given.device() == call.device)) copy_into(given, outputs.arrays[o], options.stream);
   }
+}
+
+namespace {
+
+void print_source(const KernelSpec& spec, const Plan& plan, const LaunchOptions& options) {
+  std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +
+                     plan.source->text.substr(plan.source->user_part) + "```\n";
+  if (options.print) {
+    options.print(text);
+  } else {
+    std::cout << text << std::flush;
+  }
+}
+
+}  // namespace
+
+std::vector<Array> run_pipeline(const std::shared_ptr<const KernelSpec>& spec, PlanCache& plans,
+                                const CallSettings& settings, const std::vector<Array>& inputs,
+                                const LaunchOptions& options, const RecordedLaunches* recorded) {
+  const ResolvedCall call = resolve(spec, plans, settings, inputs, options);
+  if (settings.verbose) print_source(*spec, *call.plan, options);
+  KernelOutputs outputs = prepare_outputs(*spec, settings, call, options);
+  const std::vector<Array> staged = stage_inputs(*spec, call, inputs, options.stream);
+  const std::vector<Array>& kernel_inputs = staged.empty() ? inputs : staged;
+  const std::vector<Array>& kernel_outputs = outputs.written(options);
+  const auto in = refs_of(kernel_inputs), out = refs_of(kernel_outputs);
+  std::unique_ptr<const PreparedLaunch> launch = dispatch(*spec, call, in, out, options.stream);
+  if (recorded && staged.empty() && !outputs.moved && !settings.init_value && !settings.verbose) {
+    recorded->keep(RecordedLaunch::of(call, options, in, out, std::move(launch)));
+  }
+  finish_outputs(outputs, call, options);
+  return options.outputs ? *options.outputs : std::move(outputs.arrays);
+}
+
+std::vector<Array> run_call(PlanCache& plans, const CallRecord& record,
+                            const std::vector<Array>& inputs, const LaunchOptions& options,
+                            bool keep) {
+  const auto in = refs_of(inputs);
+  std::optional<SmallVector<ArrayRef, 16>> out;
+  if (options.outputs) out = refs_of(*options.outputs);
+  if (std::optional<std::vector<Array>> made =
+          record.run_again(in, out ? std::optional<std::span<const ArrayRef>>(*out) : std::nullopt,
+                           options.device, options.stream)) {
+    return options.outputs ? *options.outputs : *std::move(made);
+  }
+  return run_pipeline(record.spec, plans, record.settings.view(), inputs, options,
+                      keep ? &record.launches : nullptr);
 }
 
 }  // namespace kjit

@@ -24,6 +24,9 @@
 
 namespace kjit {
 
+class RecordedLaunches;
+struct CallRecord;
+
 /// Where and how a call runs, once its arrays have been checked.
 struct ResolvedCall {
   Device device;
@@ -85,5 +88,18 @@ void run_launch(const KernelSpec& spec, const PreparedLaunch& launch,
 /// The caller's outputs that live elsewhere get what the kernel wrote.
 void finish_outputs(const KernelOutputs& outputs, const ResolvedCall& call,
                     const LaunchOptions& options);
+
+/// One call through every stage. With |recorded|, a launch that used the arrays as given and
+/// did nothing but launch is kept there, to be made again on arrays laid out alike.
+std::vector<Array> run_pipeline(const std::shared_ptr<const KernelSpec>& spec, PlanCache& plans,
+                                const CallSettings& settings, const std::vector<Array>& inputs,
+                                const LaunchOptions& options, const RecordedLaunches* recorded);
+
+/// A call of |record|'s settings: what the last such call of its kind launched, made again when
+/// the arrays are laid out as that call's were; else the whole pipeline, whose launch is kept
+/// in |record| when |keep|.
+std::vector<Array> run_call(PlanCache& plans, const CallRecord& record,
+                            const std::vector<Array>& inputs, const LaunchOptions& options,
+                            bool keep = true);
 
 }  // namespace kjit

@@ -3,11 +3,31 @@
 #include <kjit/errors.h>
 
 #include <algorithm>
+#include <bit>
 #include <set>
 
 #include "core/shape_check.h"
 
 namespace kjit {
+
+OwnedSettings::OwnedSettings(const CallSettings& s)
+    : output_shapes(s.output_shapes),
+      output_dtypes(s.output_dtypes),
+      grid(s.grid),
+      threadgroup(s.threadgroup),
+      template_args(s.template_args),
+      init_value(s.init_value),
+      verbose(s.verbose) {}
+
+bool OwnedSettings::matches(const CallSettings& s) const {
+  auto same_bits = [](std::optional<double> a, std::optional<double> b) {
+    return a.has_value() == b.has_value() &&
+           (!a || std::bit_cast<uint64_t>(*a) == std::bit_cast<uint64_t>(*b));
+  };
+  return grid == s.grid && threadgroup == s.threadgroup && verbose == s.verbose &&
+         same_bits(init_value, s.init_value) && output_dtypes == s.output_dtypes &&
+         output_shapes == s.output_shapes && template_args == s.template_args;
+}
 
 void check_count(const KernelSpec& spec, const char* param, const std::vector<std::string>& names,
                  size_t got, bool show_names) {

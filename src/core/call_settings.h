@@ -25,6 +25,24 @@ struct CallSettings {
   bool verbose;
 };
 
+/// Settings owned, as a bound kernel and a kernel's last keyword call keep them.
+struct OwnedSettings {
+  explicit OwnedSettings(const CallSettings& s);
+  CallSettings view() const {
+    return {output_shapes, output_dtypes, grid, threadgroup, template_args, init_value, verbose};
+  }
+  /// Whether |s| are these settings. The init value is compared bit for bit: -0.0 fills
+  /// otherwise than 0.0, and a NaN is a NaN.
+  bool matches(const CallSettings& s) const;
+
+  std::vector<Shape> output_shapes;
+  std::vector<Dtype> output_dtypes;
+  Dim3 grid, threadgroup;
+  TemplateArgs template_args;
+  std::optional<double> init_value;
+  bool verbose;
+};
+
 /// Throws ValueError "|param|: expected N (names), got |got|" unless |got| is |names|' count.
 /// Without |names| shown, the message gives the count alone.
 void check_count(const KernelSpec& spec, const char* param, const std::vector<std::string>& names,

@@ -4,7 +4,6 @@
 #include <kjit/kernel.h>
 
 #include <cctype>
-#include <iostream>
 #include <mutex>
 
 #include "codegen/kernel_spec.h"
@@ -15,94 +14,12 @@
 #include "core/plan.h"
 
 namespace kjit {
-namespace {
-
-// A keyword call's settings, owned, with the launches calls of those settings recorded.
-struct KeywordCall {
-  std::vector<Shape> output_shapes;
-  std::vector<Dtype> output_dtypes;
-  Dim3 grid, threadgroup;
-  TemplateArgs template_args;
-  std::optional<double> init_value;
-  bool verbose = false;
-  mutable RecordedLaunches recorded;
-
-  CallSettings settings() const {
-    return {output_shapes, output_dtypes, grid, threadgroup, template_args, init_value, verbose};
-  }
-  bool matches(const CallSettings& s) const {
-    auto same = [](Dim3 a, Dim3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
-    return same(grid, s.grid) && same(threadgroup, s.threadgroup) && verbose == s.verbose &&
-           init_value == s.init_value && output_dtypes == s.output_dtypes &&
-           output_shapes == s.output_shapes && template_args == s.template_args;
-  }
-};
-
-void print_source(const KernelSpec& spec, const Plan& plan, const LaunchOptions& options) {
-  std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +
-                     plan.source->text.substr(plan.source->user_part) + "```\n";
-  if (options.print) {
-    options.print(text);
-  } else {
-    std::cout << text << std::flush;
-  }
-}
-
-// One call through every stage. With |recorded|, a launch that used the arrays as given and did
-// nothing but launch is kept there, to be made again on arrays laid out alike.
-std::vector<Array> run_pipeline(const std::shared_ptr<const KernelSpec>& spec, PlanCache& plans,
-                                const CallSettings& settings, const std::vector<Array>& inputs,
-                                const LaunchOptions& options, RecordedLaunches* recorded) {
-  const ResolvedCall call = resolve(spec, plans, settings, inputs, options);
-  if (settings.verbose) print_source(*spec, *call.plan, options);
-  KernelOutputs outputs = prepare_outputs(*spec, settings, call, options);
-  const std::vector<Array> staged = stage_inputs(*spec, call, inputs, options.stream);
-  const std::vector<Array>& kernel_inputs = staged.empty() ? inputs : staged;
-  const std::vector<Array>& kernel_outputs = outputs.written(options);
-  const auto in = refs_of(kernel_inputs), out = refs_of(kernel_outputs);
-  std::unique_ptr<const PreparedLaunch> launch = dispatch(*spec, call, in, out, options.stream);
-  if (recorded && staged.empty() && !outputs.moved && !settings.init_value && !settings.verbose) {
-    auto record = std::make_shared<RecordedLaunch>();
-    record->device_asked = options.device;
-    record->device = call.device;
-    record->outputs_given = options.outputs.has_value();
-    for (const ArrayRef& i : in) record->inputs.emplace_back(i);
-    if (options.outputs) {
-      for (const ArrayRef& o : out) record->outputs.emplace_back(o);
-    } else {
-      for (const ArrayRef& o : out)
-        record->made_strides.emplace_back(o.strides, o.strides + o.ndim);
-    }
-    record->launch = std::move(launch);
-    recorded->keep(std::move(record));
-  }
-  finish_outputs(outputs, call, options);
-  return options.outputs ? *options.outputs : std::move(outputs.arrays);
-}
-
-// A call that makes again what the last call of its kind with these settings launched, when
-// its arrays are laid out as that call's were; else the whole pipeline, recorded.
-std::vector<Array> run_recorded(const std::shared_ptr<const KernelSpec>& spec, PlanCache& plans,
-                                const CallSettings& settings, RecordedLaunches& recorded,
-                                const std::vector<Array>& inputs, const LaunchOptions& options) {
-  const auto in = refs_of(inputs);
-  std::optional<SmallVector<ArrayRef, 16>> out;
-  if (options.outputs) out = refs_of(*options.outputs);
-  if (std::optional<std::vector<Array>> made = recorded.run(
-          *spec, settings, in, out ? std::optional<std::span<const ArrayRef>>(*out) : std::nullopt,
-          options.device, options.stream)) {
-    return options.outputs ? *options.outputs : *std::move(made);
-  }
-  return run_pipeline(spec, plans, settings, inputs, options, &recorded);
-}
-
-}  // namespace
 
 struct Kernel::State {
   PlanCache plans;
   // The last keyword call's settings: a loop's keyword calls launch again as bound calls do.
   std::mutex mutex;
-  std::shared_ptr<const KeywordCall> last_keyword_call;
+  std::shared_ptr<const CallRecord> last_keyword_call;
 };
 
 Kernel::Kernel(std::shared_ptr<const KernelSpec> spec)
@@ -178,57 +95,49 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                                       const LaunchOptions& options) const {
   const CallSettings settings{output_shapes, output_dtypes, grid,   threadgroup,
                               template_args, init_value,    verbose};
-  std::shared_ptr<const KeywordCall> last;
+  std::shared_ptr<const CallRecord> last;
   {
     std::lock_guard lock(state_->mutex);
     last = state_->last_keyword_call;
   }
-  // Settings equal to the last call's were checked then.
-  if (!last || !last->matches(settings)) {
-    check_settings(*spec_, settings);
-    auto made = std::make_shared<KeywordCall>();
-    made->output_shapes = output_shapes;
-    made->output_dtypes = output_dtypes;
-    made->grid = grid;
-    made->threadgroup = threadgroup;
-    made->template_args = template_args;
-    made->init_value = init_value;
-    made->verbose = verbose;
-    last = std::move(made);
+  if (last && last->settings.matches(settings)) {
+    return run_call(state_->plans, *last, inputs, options);  // checked when they were new
+  }
+  check_settings(*spec_, settings);
+  last = std::make_shared<const CallRecord>(spec_, OwnedSettings(settings));
+  {
     std::lock_guard lock(state_->mutex);
     state_->last_keyword_call = last;
   }
-  return run_recorded(spec_, state_->plans, last->settings(), last->recorded, inputs, options);
+  // Settings seen once are often not seen again (a shape that changes each call): their first
+  // launch is not kept.
+  return run_call(state_->plans, *last, inputs, options, /*keep=*/false);
 }
 
 BoundKernel Kernel::bind(std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes,
                          Dim3 grid, Dim3 threadgroup, TemplateArgs template_args,
                          std::optional<double> init_value, bool verbose) const {
-  check_settings(*spec_, {output_shapes, output_dtypes, grid, threadgroup, template_args,
-                          init_value, verbose});
+  const CallSettings settings{output_shapes, output_dtypes, grid,   threadgroup,
+                              template_args, init_value,    verbose};
+  check_settings(*spec_, settings);
   check_template_args(*spec_, template_args);
   check_atomic_outputs(*spec_, output_dtypes);
-  return BoundKernel(*this, std::move(output_shapes), std::move(output_dtypes), grid, threadgroup,
-                     std::move(template_args), init_value, verbose);
+  return BoundKernel(*this, std::make_shared<const CallRecord>(spec_, OwnedSettings(settings)));
 }
 
-BoundKernel::BoundKernel(Kernel kernel, std::vector<Shape> output_shapes,
-                         std::vector<Dtype> output_dtypes, Dim3 grid, Dim3 threadgroup,
-                         TemplateArgs template_args, std::optional<double> init_value, bool verbose)
-    : kernel_(std::move(kernel)),
-      output_shapes_(std::move(output_shapes)),
-      output_dtypes_(std::move(output_dtypes)),
-      grid_(grid),
-      threadgroup_(threadgroup),
-      template_args_(std::move(template_args)),
-      init_value_(init_value),
-      verbose_(verbose),
-      recorded_(std::make_shared<RecordedLaunches>()) {}
+BoundKernel::BoundKernel(Kernel kernel, std::shared_ptr<const CallRecord> record)
+    : kernel_(std::move(kernel)), record_(std::move(record)) {}
+
+const std::vector<Shape>& BoundKernel::output_shapes() const {
+  return record_->settings.output_shapes;
+}
+const std::vector<Dtype>& BoundKernel::output_dtypes() const {
+  return record_->settings.output_dtypes;
+}
 
 std::vector<Array> BoundKernel::operator()(const std::vector<Array>& inputs,
                                            const LaunchOptions& options) const {
-  return run_recorded(kernel_.spec_, kernel_.state_->plans, RecordedLaunches::settings_of(*this),
-                      *recorded_, inputs, options);
+  return run_call(kernel_.state_->plans, *record_, inputs, options);
 }
 
 Kernel metal_kernel(const std::string& name, const std::vector<std::string>& input_names,

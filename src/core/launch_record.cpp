@@ -27,6 +27,25 @@ bool ArrayLayout::matches(const ArrayRef& a) const {
   return true;
 }
 
+std::shared_ptr<const RecordedLaunch> RecordedLaunch::of(
+    const ResolvedCall& call, const LaunchOptions& options, std::span<const ArrayRef> inputs,
+    std::span<const ArrayRef> outputs, std::unique_ptr<const PreparedLaunch> launch) {
+  auto record = std::make_shared<RecordedLaunch>();
+  record->device_asked = options.device;
+  record->device = call.device;
+  record->outputs_given = options.outputs.has_value();
+  for (const ArrayRef& i : inputs) record->inputs.emplace_back(i);
+  for (const ArrayRef& o : outputs) {
+    if (record->outputs_given) {
+      record->outputs.emplace_back(o);
+    } else {
+      record->made_strides.emplace_back(o.strides, o.strides + o.ndim);
+    }
+  }
+  record->launch = std::move(launch);
+  return record;
+}
+
 bool RecordedLaunch::matches(std::span<const ArrayRef> in,
                              std::optional<std::span<const ArrayRef>> out,
                              const std::optional<Device>& asked) const {
@@ -45,7 +64,7 @@ bool RecordedLaunch::matches(std::span<const ArrayRef> in,
 
 std::shared_ptr<const RecordedLaunch> RecordedLaunches::find(
     std::span<const ArrayRef> inputs, std::optional<std::span<const ArrayRef>> outputs,
-    const std::optional<Device>& device) {
+    const std::optional<Device>& device) const {
   std::shared_ptr<const RecordedLaunch> launch;
   {
     std::lock_guard lock(mutex_);
@@ -53,6 +72,12 @@ std::shared_ptr<const RecordedLaunch> RecordedLaunches::find(
   }
   if (!launch || !launch->matches(inputs, outputs, device)) return nullptr;
   return launch;
+}
+
+void RecordedLaunches::keep(std::shared_ptr<const RecordedLaunch> launch) const {
+  const bool given = launch->outputs_given;
+  std::lock_guard lock(mutex_);
+  last_[given] = std::move(launch);
 }
 
 namespace {
@@ -66,28 +91,27 @@ void run_again(const KernelSpec& spec, const RecordedLaunch& launch,
 
 }  // namespace
 
-std::optional<std::vector<Array>> RecordedLaunches::run(
-    const KernelSpec& spec, const CallSettings& settings, std::span<const ArrayRef> inputs,
-    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
-    uintptr_t stream) {
-  const std::shared_ptr<const RecordedLaunch> launch = find(inputs, outputs, device);
+std::optional<std::vector<Array>> CallRecord::run_again(
+    std::span<const ArrayRef> inputs, std::optional<std::span<const ArrayRef>> outputs,
+    const std::optional<Device>& device, uintptr_t stream) const {
+  const std::shared_ptr<const RecordedLaunch> launch = launches.find(inputs, outputs, device);
   if (!launch) return std::nullopt;
   if (outputs) {
-    run_again(spec, *launch, inputs, *outputs, stream);
+    kjit::run_again(*spec, *launch, inputs, *outputs, stream);
     return std::vector<Array>();
   }
   std::vector<Array> made =
-      make_outputs(spec, settings.output_shapes, settings.output_dtypes, launch->device, stream);
-  run_again(spec, *launch, inputs, refs_of(made), stream);
+      make_outputs(*spec, settings.output_shapes, settings.output_dtypes, launch->device, stream);
+  kjit::run_again(*spec, *launch, inputs, refs_of(made), stream);
   return made;
 }
 
-bool RecordedLaunches::run_into(const KernelSpec& spec, const CallSettings& settings,
-                                std::span<const ArrayRef> inputs,
+bool CallRecord::run_again_into(std::span<const ArrayRef> inputs,
                                 const std::optional<Device>& device, uintptr_t stream,
-                                const OutputMemory& memory, std::span<ArrayRef> made) {
-  const std::shared_ptr<const RecordedLaunch> launch = find(inputs, std::nullopt, device);
+                                OutputMemory& memory) const {
+  const std::shared_ptr<const RecordedLaunch> launch = launches.find(inputs, std::nullopt, device);
   if (!launch) return false;
+  SmallVector<ArrayRef, 16> made(settings.output_shapes.size());
   for (size_t o = 0; o < made.size(); ++o) {
     const Shape& shape = settings.output_shapes[o];
     made[o] = {.data = nullptr,
@@ -97,36 +121,11 @@ bool RecordedLaunches::run_into(const KernelSpec& spec, const CallSettings& sett
                .shape = shape.data(),
                .strides = launch->made_strides[o].data(),
                .read_only = false};
-    made[o].data = memory(o, made[o]);
+    made[o].data = memory.provide(o, made[o]);
+    if (!made[o].data) return false;
   }
-  run_again(spec, *launch, inputs, made, stream);
+  kjit::run_again(*spec, *launch, inputs, made, stream);
   return true;
-}
-
-void RecordedLaunches::keep(std::shared_ptr<const RecordedLaunch> launch) {
-  const bool given = launch->outputs_given;
-  std::lock_guard lock(mutex_);
-  last_[given] = std::move(launch);
-}
-
-std::optional<std::vector<Array>> RecordedLaunches::run(
-    const BoundKernel& bound, std::span<const ArrayRef> inputs,
-    std::optional<std::span<const ArrayRef>> outputs, const std::optional<Device>& device,
-    uintptr_t stream) {
-  return bound.recorded_->run(*bound.kernel_.spec_, settings_of(bound), inputs, outputs, device,
-                              stream);
-}
-
-bool RecordedLaunches::run_into(const BoundKernel& bound, std::span<const ArrayRef> inputs,
-                                const std::optional<Device>& device, uintptr_t stream,
-                                const OutputMemory& memory, std::span<ArrayRef> made) {
-  return bound.recorded_->run_into(*bound.kernel_.spec_, settings_of(bound), inputs, device, stream,
-                                   memory, made);
-}
-
-CallSettings RecordedLaunches::settings_of(const BoundKernel& bound) {
-  return {bound.output_shapes_, bound.output_dtypes_, bound.grid_,   bound.threadgroup_,
-          bound.template_args_, bound.init_value_,    bound.verbose_};
 }
 
 }  // namespace kjit

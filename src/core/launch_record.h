@@ -1,12 +1,11 @@
-// A bound kernel's launches, kept for its next calls: a call on arrays laid out as a recorded
-// call's were does only what depends on the arrays themselves (their addresses, the values of
-// 0-d inputs), as its checks, plan and prepared launch depend on the layouts alone.
+// A call's launches, kept for the next calls of the same settings: a call on arrays laid out as
+// a recorded call's were does only what depends on the arrays themselves (their addresses, the
+// values of 0-d inputs), as its checks, plan and prepared launch depend on the layouts alone.
 #pragma once
 
 #include <kjit/array.h>
 #include <kjit/kernel.h>
 
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "codegen/kernel_spec.h"
 #include "core/array_ref.h"
 #include "core/backend.h"
+#include "core/call.h"
 #include "core/call_settings.h"
 
 namespace kjit {
@@ -36,7 +36,7 @@ class ArrayLayout {
   int64_t dims_[2 * kMaxNdim] = {};
 };
 
-/// A launch as a bound kernel's call made it, with the layouts of that call's arrays.
+/// A launch as a call made it, with the layouts of that call's arrays.
 struct RecordedLaunch {
   std::optional<Device> device_asked;  // the call's LaunchOptions::device
   Device device;                       // where the kernel ran
@@ -46,56 +46,70 @@ struct RecordedLaunch {
   std::vector<Strides> made_strides;  // the row-contiguous strides of the outputs made
   std::unique_ptr<const PreparedLaunch> launch;
 
+  /// The record of |launch|, which |call| ran on |inputs| and |outputs| as given (made by the
+  /// call when |options| gives none).
+  static std::shared_ptr<const RecordedLaunch> of(const ResolvedCall& call,
+                                                  const LaunchOptions& options,
+                                                  std::span<const ArrayRef> inputs,
+                                                  std::span<const ArrayRef> outputs,
+                                                  std::unique_ptr<const PreparedLaunch> launch);
+
   /// Whether a call on |inputs| and |outputs| (given, or none), asked to run on |asked|, would
   /// make this launch.
   bool matches(std::span<const ArrayRef> inputs, std::optional<std::span<const ArrayRef>> outputs,
                const std::optional<Device>& asked) const;
 };
 
-/// Gives output |o|'s memory for a launch made again, laid out as |layout| says (its data
-/// null); throws OutOfMemory when there is none.
-using OutputMemory = std::function<void*(size_t o, const ArrayRef& layout)>;
-
-/// A bound kernel's last recorded launches: one that wrote outputs given to it, one that made
-/// them. Shared by the copies of a bound kernel, which make the same launches.
+/// A call's last recorded launches: one that wrote outputs given to it, one that made them.
 class RecordedLaunches {
  public:
-  /// Makes the last recorded launch of the same kind again, on |stream|, when a call of |spec|'s
-  /// kernel with |settings| on |inputs| and |outputs| (given, or none to make them) asked to run
-  /// on |device| would make it: returns the outputs made (none when given). Nothing, having
-  /// done nothing, otherwise.
-  std::optional<std::vector<Array>> run(const KernelSpec& spec, const CallSettings& settings,
-                                        std::span<const ArrayRef> inputs,
-                                        std::optional<std::span<const ArrayRef>> outputs,
-                                        const std::optional<Device>& device, uintptr_t stream);
-  /// The same for a call that makes its outputs, with their memory from |memory| rather than
-  /// Arrays: returns whether it ran. |made| receives the outputs as the launch wrote them.
-  bool run_into(const KernelSpec& spec, const CallSettings& settings,
-                std::span<const ArrayRef> inputs, const std::optional<Device>& device,
-                uintptr_t stream, const OutputMemory& memory, std::span<ArrayRef> made);
-  /// Keeps |launch| as the last recorded launch of its kind.
-  void keep(std::shared_ptr<const RecordedLaunch> launch);
-
-  /// run for |bound|'s call.
-  static std::optional<std::vector<Array>> run(const BoundKernel& bound,
-                                               std::span<const ArrayRef> inputs,
-                                               std::optional<std::span<const ArrayRef>> outputs,
-                                               const std::optional<Device>& device,
-                                               uintptr_t stream);
-  /// run_into for |bound|'s call.
-  static bool run_into(const BoundKernel& bound, std::span<const ArrayRef> inputs,
-                       const std::optional<Device>& device, uintptr_t stream,
-                       const OutputMemory& memory, std::span<ArrayRef> made);
-  /// The settings |bound| fixes.
-  static CallSettings settings_of(const BoundKernel& bound);
-
- private:
+  /// The last recorded launch of the kind a call on |inputs| and |outputs| (given, or none to
+  /// make them) asked to run on |device| makes, when that call would make it; else null.
   std::shared_ptr<const RecordedLaunch> find(std::span<const ArrayRef> inputs,
                                              std::optional<std::span<const ArrayRef>> outputs,
-                                             const std::optional<Device>& device);
+                                             const std::optional<Device>& device) const;
+  /// Keeps |launch| as the last recorded launch of its kind.
+  void keep(std::shared_ptr<const RecordedLaunch> launch) const;
 
-  std::mutex mutex_;
-  std::shared_ptr<const RecordedLaunch> last_[2];  // indexed by whether outputs were given
+ private:
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const RecordedLaunch> last_[2];  // indexed by whether outputs were given
+};
+
+/// Memory for the outputs of a launch made again, from its caller (the binding hands out blocks
+/// that its library's arrays will hold).
+class OutputMemory {
+ public:
+  /// Output |o|'s memory, laid out as |layout| says (its data null; its shape and strides valid
+  /// during the call only), or null when there is none: then nothing is launched.
+  virtual void* provide(size_t o, const ArrayRef& layout) = 0;
+
+ protected:
+  ~OutputMemory() = default;
+};
+
+/// A call's settings, owned, with the launches calls of those settings recorded: what a bound
+/// kernel keeps, and a kernel for its last keyword call's settings. Shared by the copies of a
+/// bound kernel, which make the same launches.
+struct CallRecord {
+  std::shared_ptr<const KernelSpec> spec;
+  OwnedSettings settings;
+  RecordedLaunches launches;
+
+  /// Makes the last recorded launch of the same kind again, on |stream|, when a call on
+  /// |inputs| and |outputs| (given, or none to make them) asked to run on |device| would make
+  /// it: returns the outputs made (none when given). Nothing, having done nothing, otherwise.
+  std::optional<std::vector<Array>> run_again(std::span<const ArrayRef> inputs,
+                                              std::optional<std::span<const ArrayRef>> outputs,
+                                              const std::optional<Device>& device,
+                                              uintptr_t stream) const;
+  /// The same for a call that makes its outputs, with their memory from |memory| rather than
+  /// Arrays: returns whether it ran.
+  bool run_again_into(std::span<const ArrayRef> inputs, const std::optional<Device>& device,
+                      uintptr_t stream, OutputMemory& memory) const;
+
+  /// What |bound| keeps.
+  static const CallRecord& of(const BoundKernel& bound) { return *bound.record_; }
 };
 
 }  // namespace kjit

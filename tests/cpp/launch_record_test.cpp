@@ -81,7 +81,7 @@ TEST(ArrayLayout, ZeroDimensionalArraysNeedMemory) {
 // One call of |spec| through the stages, with its launch recorded as a call that launched
 // straight from the arrays given would keep it. The outputs it wrote come with it.
 struct Recording {
-  std::shared_ptr<RecordedLaunch> launch;
+  std::shared_ptr<const RecordedLaunch> launch;
   std::vector<Array> outputs;
 };
 
@@ -93,20 +93,13 @@ Recording record(const std::shared_ptr<const KernelSpec>& spec, PlanCache& plans
   EXPECT_FALSE(outputs.moved);
   const std::vector<Array> written = outputs.written(options);
   const auto in = refs_of(inputs), out = refs_of(written);
-  auto launch = std::make_shared<RecordedLaunch>();
-  launch->device_asked = options.device;
-  launch->device = call.device;
-  launch->outputs_given = options.outputs.has_value();
-  for (const ArrayRef& i : in) launch->inputs.emplace_back(i);
-  for (const ArrayRef& o : out) {
-    if (options.outputs) {
-      launch->outputs.emplace_back(o);
-    } else {
-      launch->made_strides.emplace_back(o.strides, o.strides + o.ndim);
-    }
-  }
-  launch->launch = dispatch(*spec, call, in, out, 0);
-  return {std::move(launch), written};
+  return {RecordedLaunch::of(call, options, in, out, dispatch(*spec, call, in, out, 0)), written};
+}
+
+// The record of calls of |spec|'s kernel with settings |s|, holding nothing yet.
+std::unique_ptr<CallRecord> call_record(const std::shared_ptr<const KernelSpec>& spec,
+                                        const Settings& s) {
+  return std::make_unique<CallRecord>(spec, OwnedSettings(s.view()));
 }
 
 // What scale_spec's kernel writes for |x| and |a|.
@@ -168,14 +161,14 @@ TEST(RecordedLaunches, RunMakesOutputsOnAMatch) {
   const Settings s = elementwise(*spec, 333);
   const Recording first =
       record(spec, plans, s, {random_floats({333}, r.rng), Array::scalar(0.5, Dtype::Float32)});
-  RecordedLaunches recorded;
-  recorded.keep(first.launch);
+  const auto recorded = call_record(spec, s);
+  recorded->launches.keep(first.launch);
   for (float a : {3.0f, -1.25f}) {
     const std::vector<Array> inputs = {random_floats({333}, r.rng),
                                        Array::scalar(a, Dtype::Float32)};
     const uint64_t before = launches_again();
     std::optional<std::vector<Array>> made =
-        recorded.run(*spec, s.view(), refs_of(inputs), std::nullopt, std::nullopt, 0);
+        recorded->run_again(refs_of(inputs), std::nullopt, std::nullopt, 0);
     EXPECT_EQ(launches_again() - before, 1u);
     ASSERT_TRUE(made.has_value());
     for (const Array& o : *made) {
@@ -194,10 +187,10 @@ TEST(RecordedLaunches, RunDoesNothingForArraysLaidOutOtherwise) {
   PlanCache plans;
   const Settings s = elementwise(*spec, 64);
   const Array a = Array::scalar(0.5, Dtype::Float32);
-  RecordedLaunches recorded;
+  const auto recorded = call_record(spec, s);
   const std::vector<Array> inputs = {random_floats({64}, r.rng), a};
-  EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(inputs), std::nullopt, std::nullopt, 0));
-  recorded.keep(record(spec, plans, s, inputs).launch);
+  EXPECT_FALSE(recorded->run_again(refs_of(inputs), std::nullopt, std::nullopt, 0));
+  recorded->launches.keep(record(spec, plans, s, inputs).launch);
   const Array base = random_floats({128}, r.rng);
   const std::vector<std::vector<Array>> others = {
       {random_doubles({64}, r.rng), a},
@@ -209,14 +202,13 @@ TEST(RecordedLaunches, RunDoesNothingForArraysLaidOutOtherwise) {
   };
   const uint64_t before = launches_again();
   for (size_t i = 0; i < others.size(); ++i) {
-    EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(others[i]), std::nullopt, std::nullopt, 0))
-        << i;
+    EXPECT_FALSE(recorded->run_again(refs_of(others[i]), std::nullopt, std::nullopt, 0)) << i;
   }
-  EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(inputs), std::nullopt, Device::cpu(), 0));
+  EXPECT_FALSE(recorded->run_again(refs_of(inputs), std::nullopt, Device::cpu(), 0));
   const std::vector<Array> given = {poisoned_floats({64}), poisoned_floats({64})};
   const auto out = refs_of(given);
-  EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(inputs), std::span<const ArrayRef>(out),
-                            std::nullopt, 0));
+  EXPECT_FALSE(
+      recorded->run_again(refs_of(inputs), std::span<const ArrayRef>(out), std::nullopt, 0));
   EXPECT_EQ(launches_again(), before);
   for (const Array& g : given) {
     for (int64_t i = 0; i < 64; ++i) ASSERT_TRUE(std::isnan(elements_of<float>(g)[i])) << i;
@@ -232,17 +224,17 @@ TEST(RecordedLaunches, RunWritesTheOutputsGiven) {
   options.outputs = {poisoned_floats({100}), poisoned_floats({100})};
   const Recording first = record(
       spec, plans, s, {random_floats({100}, r.rng), Array::scalar(2, Dtype::Float32)}, options);
-  RecordedLaunches recorded;
-  recorded.keep(first.launch);
+  const auto recorded = call_record(spec, s);
+  recorded->launches.keep(first.launch);
   const std::vector<Array> inputs = {random_floats({100}, r.rng),
                                      Array::scalar(-3, Dtype::Float32)};
   // Not for a call that makes its outputs.
-  EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(inputs), std::nullopt, std::nullopt, 0));
+  EXPECT_FALSE(recorded->run_again(refs_of(inputs), std::nullopt, std::nullopt, 0));
   const std::vector<Array> given = {poisoned_floats({100}), poisoned_floats({100})};
   const auto out = refs_of(given);
   const uint64_t before = launches_again();
-  std::optional<std::vector<Array>> made = recorded.run(
-      *spec, s.view(), refs_of(inputs), std::span<const ArrayRef>(out), std::nullopt, 0);
+  std::optional<std::vector<Array>> made =
+      recorded->run_again(refs_of(inputs), std::span<const ArrayRef>(out), std::nullopt, 0);
   EXPECT_EQ(launches_again() - before, 1u);
   ASSERT_TRUE(made.has_value());
   EXPECT_TRUE(made->empty());
@@ -251,8 +243,8 @@ TEST(RecordedLaunches, RunWritesTheOutputsGiven) {
   const std::vector<Array> read_only = {poisoned_floats({100}),
                                         poisoned_floats({100}).as_read_only()};
   const auto ro = refs_of(read_only);
-  EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(inputs), std::span<const ArrayRef>(ro),
-                            std::nullopt, 0));
+  EXPECT_FALSE(
+      recorded->run_again(refs_of(inputs), std::span<const ArrayRef>(ro), std::nullopt, 0));
   EXPECT_TRUE(std::isnan(elements_of<float>(read_only[0])[0]));
   EXPECT_EQ(launches_again() - before, 1u);
 }
@@ -265,22 +257,22 @@ TEST(RecordedLaunches, KeepsTheLastLaunchOfEachKind) {
   const Array a = Array::scalar(1, Dtype::Float32);
   LaunchOptions options;
   options.outputs = {poisoned_floats({20}), poisoned_floats({20})};
-  RecordedLaunches recorded;
-  recorded.keep(record(spec, plans, s, {random_floats({20}, r.rng), a}, options).launch);
-  recorded.keep(record(spec, plans, s, {random_floats({20}, r.rng), a}).launch);
+  const auto recorded = call_record(spec, s);
+  recorded->launches.keep(record(spec, plans, s, {random_floats({20}, r.rng), a}, options).launch);
+  recorded->launches.keep(record(spec, plans, s, {random_floats({20}, r.rng), a}).launch);
   // A launch that makes outputs leaves the one that wrote outputs given.
   const std::vector<Array> inputs = {random_floats({20}, r.rng), a};
   const std::vector<Array> given = {poisoned_floats({20}), poisoned_floats({20})};
   const auto out = refs_of(given);
-  EXPECT_TRUE(recorded.run(*spec, s.view(), refs_of(inputs), std::span<const ArrayRef>(out),
-                           std::nullopt, 0));
-  EXPECT_TRUE(recorded.run(*spec, s.view(), refs_of(inputs), std::nullopt, std::nullopt, 0));
+  EXPECT_TRUE(
+      recorded->run_again(refs_of(inputs), std::span<const ArrayRef>(out), std::nullopt, 0));
+  EXPECT_TRUE(recorded->run_again(refs_of(inputs), std::nullopt, std::nullopt, 0));
   // One of doubles takes the place of the one of floats.
-  recorded.keep(record(spec, plans, s, {random_doubles({20}, r.rng), a}).launch);
-  EXPECT_FALSE(recorded.run(*spec, s.view(), refs_of(inputs), std::nullopt, std::nullopt, 0));
+  recorded->launches.keep(record(spec, plans, s, {random_doubles({20}, r.rng), a}).launch);
+  EXPECT_FALSE(recorded->run_again(refs_of(inputs), std::nullopt, std::nullopt, 0));
   const std::vector<Array> doubles = {random_doubles({20}, r.rng), a};
   std::optional<std::vector<Array>> made =
-      recorded.run(*spec, s.view(), refs_of(doubles), std::nullopt, std::nullopt, 0);
+      recorded->run_again(refs_of(doubles), std::nullopt, std::nullopt, 0);
   ASSERT_TRUE(made.has_value());
   ASSERT_EQ(made->size(), 2u);
   for (int64_t i = 0; i < 20; ++i) {
@@ -290,6 +282,24 @@ TEST(RecordedLaunches, KeepsTheLastLaunchOfEachKind) {
   }
 }
 
+// Output memory handed out from buffers the test owns, with each request's layout checked.
+struct HandOut final : OutputMemory {
+  void* provide(size_t o, const ArrayRef& layout) override {
+    asked.push_back(o);
+    EXPECT_EQ(layout.data, nullptr);
+    EXPECT_EQ(layout.dtype, Dtype::Float32);
+    EXPECT_EQ(layout.device, Device::cpu());
+    EXPECT_FALSE(layout.read_only);
+    EXPECT_EQ(Shape(layout.shape, layout.shape + layout.ndim), shapes[o]);
+    const Strides row_major = o == 0 ? Strides{6, 1} : Strides{12, 4, 1};
+    EXPECT_EQ(Strides(layout.strides, layout.strides + layout.ndim), row_major);
+    return o < buffers.size() ? buffers[o] : nullptr;
+  }
+  std::vector<Shape> shapes;
+  std::vector<void*> buffers;
+  std::vector<size_t> asked;
+};
+
 TEST(RecordedLaunches, RunIntoWritesTheMemoryTheCallerHandsOut) {
   SeededRng r;
   const auto spec = scale_spec();
@@ -297,61 +307,48 @@ TEST(RecordedLaunches, RunIntoWritesTheMemoryTheCallerHandsOut) {
   Settings s = elementwise(*spec, 24);
   s.output_shapes = {{4, 6}, {2, 3, 4}};  // a kernel's outputs need not take its inputs' shape
   const Array a = Array::scalar(1, Dtype::Float32);
-  RecordedLaunches recorded;
-  recorded.keep(record(spec, plans, s, {random_floats({24}, r.rng), a}).launch);
+  const auto recorded = call_record(spec, s);
+  recorded->launches.keep(record(spec, plans, s, {random_floats({24}, r.rng), a}).launch);
   std::vector<float> memory[2] = {std::vector<float>(24, std::nanf("")),
                                   std::vector<float>(24, std::nanf(""))};
-  std::vector<size_t> asked;
-  const OutputMemory hand_out = [&](size_t o, const ArrayRef& layout) -> void* {
-    asked.push_back(o);
-    EXPECT_EQ(layout.data, nullptr);
-    EXPECT_EQ(layout.dtype, Dtype::Float32);
-    EXPECT_EQ(layout.device, Device::cpu());
-    EXPECT_FALSE(layout.read_only);
-    EXPECT_EQ(Shape(layout.shape, layout.shape + layout.ndim), s.output_shapes[o]);
-    const Strides row_major = o == 0 ? Strides{6, 1} : Strides{12, 4, 1};
-    EXPECT_EQ(Strides(layout.strides, layout.strides + layout.ndim), row_major);
-    return memory[o].data();
-  };
-  ArrayRef made[2];
+  HandOut hand_out;
+  hand_out.shapes = s.output_shapes;
+  hand_out.buffers = {memory[0].data(), memory[1].data()};
   const std::vector<Array> inputs = {random_floats({24}, r.rng),
                                      Array::scalar(-0.5, Dtype::Float32)};
   const uint64_t before = launches_again();
-  ASSERT_TRUE(recorded.run_into(*spec, s.view(), refs_of(inputs), std::nullopt, 0, hand_out, made));
+  ASSERT_TRUE(recorded->run_again_into(refs_of(inputs), std::nullopt, 0, hand_out));
   EXPECT_EQ(launches_again() - before, 1u);
-  EXPECT_EQ(asked, (std::vector<size_t>{0, 1}));
-  EXPECT_EQ(made[0].data, memory[0].data());
-  EXPECT_EQ(made[1].data, memory[1].data());
-  EXPECT_EQ(made[1].ndim, 3);
+  EXPECT_EQ(hand_out.asked, (std::vector<size_t>{0, 1}));
   expect_scaled(inputs[0], -0.5f, memory[0].data(), memory[1].data());
   // Nothing asked for, nothing run, for a call that would not make this launch.
-  asked.clear();
+  hand_out.asked.clear();
   const std::vector<Array> other = {random_floats({25}, r.rng), a};
-  EXPECT_FALSE(recorded.run_into(*spec, s.view(), refs_of(other), std::nullopt, 0, hand_out, made));
-  EXPECT_FALSE(
-      recorded.run_into(*spec, s.view(), refs_of(inputs), Device::cpu(), 0, hand_out, made));
-  EXPECT_TRUE(asked.empty());
+  EXPECT_FALSE(recorded->run_again_into(refs_of(other), std::nullopt, 0, hand_out));
+  EXPECT_FALSE(recorded->run_again_into(refs_of(inputs), Device::cpu(), 0, hand_out));
+  EXPECT_TRUE(hand_out.asked.empty());
   EXPECT_EQ(launches_again() - before, 1u);
 }
 
-TEST(RecordedLaunches, RunIntoPassesOnTheCallersOutOfMemory) {
+TEST(RecordedLaunches, RunIntoLaunchesNothingWithoutMemory) {
   SeededRng r;
   const auto spec = scale_spec();
   PlanCache plans;
-  const Settings s = elementwise(*spec, 8);
+  Settings s = elementwise(*spec, 24);
+  s.output_shapes = {{4, 6}, {2, 3, 4}};
   const Array a = Array::scalar(1, Dtype::Float32);
-  RecordedLaunches recorded;
-  recorded.keep(record(spec, plans, s, {random_floats({8}, r.rng), a}).launch);
-  const OutputMemory none = [](size_t, const ArrayRef&) -> void* {
-    throw OutOfMemory("no memory here");
-  };
-  ArrayRef made[2];
+  const auto recorded = call_record(spec, s);
+  recorded->launches.keep(record(spec, plans, s, {random_floats({24}, r.rng), a}).launch);
+  std::vector<float> first(24, std::nanf(""));
+  HandOut only_the_first;  // none for the second output
+  only_the_first.shapes = s.output_shapes;
+  only_the_first.buffers = {first.data()};
   const uint64_t before = launches_again();
-  EXPECT_THROW(
-      recorded.run_into(*spec, s.view(), refs_of(std::vector<Array>{random_floats({8}, r.rng), a}),
-                        std::nullopt, 0, none, made),
-      OutOfMemory);
+  EXPECT_FALSE(recorded->run_again_into(refs_of(std::vector<Array>{random_floats({24}, r.rng), a}),
+                                        std::nullopt, 0, only_the_first));
+  EXPECT_EQ(only_the_first.asked, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(launches_again(), before);
+  for (float v : first) ASSERT_TRUE(std::isnan(v));
 }
 
 // The kernel of twice_spec, bound for |n| elements.
@@ -462,19 +459,21 @@ TEST(KeywordCall, RepeatedWithEqualSettingsLaunchesAgain) {
     return k({x, Array::scalar(a, Dtype::Float32)}, {{90}, {90}}, {Dtype::Float32, Dtype::Float32},
              {90, 1, 1}, {threadgroup, 1, 1});
   };
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 4; ++round) {
     const Array x = random_floats({90}, r.rng);
     const float a = static_cast<float>(round) - 0.5f;
     const uint64_t before = launches_again();
     expect_scaled(x, a, call(x, a, 32));
-    EXPECT_EQ(launches_again() - before, round == 0 ? 0u : 1u) << round;
+    // Settings seen for the first time record nothing; their second call records its launch.
+    EXPECT_EQ(launches_again() - before, round < 2 ? 0u : 1u) << round;
   }
-  // Other settings are another call's, of which none was recorded yet; then that one's are.
+  // Other settings are another call's, of which none was recorded yet.
   const Array x = random_floats({90}, r.rng);
   const uint64_t before = launches_again();
   expect_scaled(x, 2, call(x, 2, 16));
-  EXPECT_EQ(launches_again(), before);
   expect_scaled(x, 3, call(x, 3, 16));
+  EXPECT_EQ(launches_again(), before);
+  expect_scaled(x, 4, call(x, 4, 16));
   EXPECT_EQ(launches_again() - before, 1u);
 }
 

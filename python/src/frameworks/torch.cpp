@@ -242,18 +242,13 @@ struct TorchTensors {
   }
   static ArrayRef ref_of(const View& view) { return python::ref_of(view); }
   uintptr_t current_stream(int device) const { return python::current_stream(device); }
-  static size_t describe_output(View& view, const Shape& shape, Dtype dtype, int device) {
-    view.ndim = static_cast<int>(shape.size());
-    int64_t size = 1;
-    for (int d = view.ndim - 1; d >= 0; --d) {
-      view.shape[d] = shape[d];
-      view.strides[d] = size;
-      size *= shape[d];
-    }
-    view.dtype = dtype;
+  static void describe_output(View& view, const ArrayRef& layout) {
+    view.ndim = layout.ndim;
+    std::copy_n(layout.shape, layout.ndim, view.shape);
+    std::copy_n(layout.strides, layout.ndim, view.strides);
+    view.dtype = layout.dtype;
     view.cuda = true;
-    view.device_index = device;
-    return static_cast<size_t>(size);
+    view.device_index = layout.device.index;
   }
   PyObject* wrap(const View& view, void* block, void (*release)(void*)) const {
     return bridge->wrap(&view, block, release);
