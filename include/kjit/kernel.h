@@ -84,6 +84,7 @@ class Kernel {
 
  private:
   friend class BoundKernel;
+  friend struct CallRecord;
   struct State;
   std::shared_ptr<const KernelSpec> spec_;
   std::shared_ptr<State> state_;

@@ -304,6 +304,30 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
   return list_of(result, library);
 }
 
+// A keyword call whose settings are its kernel's last keyword call's, run as a bound call runs
+// on the recorded path (its arrays read straight from their library); nothing, having done
+// nothing, when it cannot be.
+std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSettings& settings,
+                                                  const CallPlace& place, const HeldItems& inputs,
+                                                  const HeldItems* outputs) {
+  const size_t n_in = k.input_names().size(), n_out = k.output_names().size();
+  if (inputs.size() != n_in || (outputs && outputs->size() != n_out) ||
+      n_in + n_out > kMaxRecordedArrays || n_in == 0) {
+    return std::nullopt;  // the general path says what is wrong
+  }
+  PyObject* args[kMaxRecordedArrays];
+  for (size_t i = 0; i < n_in; ++i) args[i] = inputs[i].ptr();
+  for (size_t o = 0; outputs && o < n_out; ++o) args[n_in + o] = (*outputs)[o].ptr();
+  const FrameworkAdapter& library = framework_of(args[0]);
+  if (!library.call_recorded) return std::nullopt;
+  // Shared with this call while it runs without the GIL, whatever other calls do.
+  const std::shared_ptr<const CallRecord> record = CallRecord::of_keyword_call(k, settings);
+  if (!record) return std::nullopt;
+  const BoundCall call{*record, place, n_in, n_out, args, n_in + (outputs ? n_out : 0)};
+  if (!may_run_as_recorded(call)) return std::nullopt;
+  return library.call_recorded(call);
+}
+
 nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
                 nb::handle grid, nb::handle threadgroup, nb::handle template_args,
                 nb::handle init_value, nb::handle verbose, nb::handle stream, nb::handle device,
@@ -335,6 +359,11 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     check_list(outputs, t / "outputs");
     output_items.emplace(outputs);
   }
+  const CallSettings settings{*shapes, *dtypes, *g, *tg, *targs, init, place.verbose};
+  if (std::optional<nb::object> out = run_keyword_as_recorded(
+          k, settings, place, input_items, output_items ? &*output_items : nullptr)) {
+    return *std::move(out);
+  }
   return run_from_python(k, input_items, output_items ? &*output_items : nullptr, place,
                          [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
                            return k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, place.verbose,
@@ -363,7 +392,7 @@ struct PyBoundKernel {
 
 // A bound call's arguments: the inputs, then optionally the outputs to write.
 nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
-  const BoundCall recorded{py.bound, py.place, py.n_inputs, py.n_outputs, args, n};
+  const BoundCall recorded{CallRecord::of(py.bound), py.place, py.n_inputs, py.n_outputs, args, n};
   if (may_run_as_recorded(recorded)) {
     const FrameworkAdapter& library = framework_of(args[0]);
     if (library.call_recorded) {

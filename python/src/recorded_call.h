@@ -1,5 +1,6 @@
-// A bound call run as the bound kernel's last GPU launch of the same kind ran (CallRecord) when
-// its arrays are laid out as that launch's were: no Array is made, and no check, lookup or
+// A call run as the last GPU launch of the same kind that its settings recorded (CallRecord: a
+// bound kernel's, or its kernel's last keyword call's) when its arrays are laid out as that
+// launch's were: no Array is made, and no check, lookup or
 // packing is done again. Outputs it makes are blocks leased from the block cache, each held by
 // the array its library makes over it. An array library with such a path instantiates
 // run_as_recorded with its side of it (see frameworks/torch.cpp).
@@ -54,7 +55,7 @@ template <class Library>
 std::optional<nb::object> run_as_recorded(const BoundCall& call, const Library& library) {
   const size_t n_in = call.n_inputs, n_out = call.n_outputs, n = call.n;
   const CallPlace& place = call.place;
-  const CallRecord& record = CallRecord::of(call.bound);
+  const CallRecord& record = call.record;
   // The arrays as the library describes them, and as a launch reads them (refs point into
   // views).
   std::array<typename Library::View, kMaxRecordedArrays> views;

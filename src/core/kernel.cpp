@@ -95,12 +95,8 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
                                       const LaunchOptions& options) const {
   const CallSettings settings{output_shapes, output_dtypes, grid,   threadgroup,
                               template_args, init_value,    verbose};
-  std::shared_ptr<const CallRecord> last;
-  {
-    std::lock_guard lock(state_->mutex);
-    last = state_->last_keyword_call;
-  }
-  if (last && last->settings.matches(settings)) {
+  std::shared_ptr<const CallRecord> last = CallRecord::of_keyword_call(*this, settings);
+  if (last) {
     return run_call(state_->plans, *last, inputs, options);  // checked when they were new
   }
   check_settings(*spec_, settings);
@@ -112,6 +108,16 @@ std::vector<Array> Kernel::operator()(const std::vector<Array>& inputs,
   // Settings seen once are often not seen again (a shape that changes each call): their first
   // launch is not kept.
   return run_call(state_->plans, *last, inputs, options, /*keep=*/false);
+}
+
+std::shared_ptr<const CallRecord> CallRecord::of_keyword_call(const Kernel& kernel,
+                                                              const CallSettings& settings) {
+  std::shared_ptr<const CallRecord> last;
+  {
+    std::lock_guard lock(kernel.state_->mutex);
+    last = kernel.state_->last_keyword_call;
+  }
+  return last && last->settings.matches(settings) ? last : nullptr;
 }
 
 BoundKernel Kernel::bind(std::vector<Shape> output_shapes, std::vector<Dtype> output_dtypes,

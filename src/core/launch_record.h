@@ -110,6 +110,10 @@ struct CallRecord {
 
   /// What |bound| keeps.
   static const CallRecord& of(const BoundKernel& bound) { return *bound.record_; }
+  /// What |kernel| keeps for its last keyword call, when that call's settings were |settings|;
+  /// else null.
+  static std::shared_ptr<const CallRecord> of_keyword_call(const Kernel& kernel,
+                                                           const CallSettings& settings);
 };
 
 }  // namespace kjit

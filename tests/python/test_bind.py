@@ -498,3 +498,74 @@ def test_outputs_made_by_a_launch_made_again_hold_their_blocks_until_freed(rng):
     lo, hi = bound(a)
     assert {lo.data_ptr(), hi.data_ptr()} == freed
     check(a, lo, hi)
+
+
+def scale_kernel():
+    return kjit.metal_kernel(name="keyword_scale", input_names=["s", "x"], output_names=["out"],
+                             source="uint i = thread_position_in_grid.x; out[i] = s * x[i];")
+
+
+def test_keyword_calls_with_equal_settings_launch_again_on_the_cpu(rng, real_factories):
+    k = scale_kernel()
+    n = 200
+
+    def call(x, s, **kw):
+        return k(inputs=[np.float32(s), x], output_shapes=[(n,)], output_dtypes=[np.float32],
+                 grid=(n, 1, 1), threadgroup=(64, 1, 1), device="cpu", **kw)
+
+    for i in range(4):
+        x = rng.standard_normal(n).astype(np.float32)
+        s = rng.uniform(-2, 2)
+        out = poisoned((n,), np.float32)
+        before = launches_again()
+        assert call(x, s, outputs=[out])[0] is out
+        (made,) = call(x, s)
+        # Settings are recorded from their second call (the first that makes its outputs), then
+        # each kind of call launches again.
+        assert launches_again() - before == min(i, 2), i
+        expected = np.float32(s).astype(np.float64) * x
+        np.testing.assert_allclose(out, expected, rtol=1e-6)
+        np.testing.assert_allclose(made, expected, rtol=1e-6)
+    # Other settings are checked and run afresh; a wrong count is still refused.
+    x = rng.standard_normal(n).astype(np.float32)
+    (half,) = k(inputs=[np.float32(3), x], output_shapes=[(n,)], output_dtypes=[np.float32],
+                grid=(n // 2, 1, 1), threadgroup=(64, 1, 1), init_value=-1, device="cpu")
+    np.testing.assert_allclose(half[: n // 2], 3 * x[: n // 2].astype(np.float64), rtol=1e-6)
+    assert (half[n // 2:] == -1).all()
+    call(x, 1)  # the loop's settings again, then a call of theirs with an input short
+    with pytest.raises(ValueError, match=r"inputs: expected 2 \(s, x\), got 1"):
+        k(inputs=[x], output_shapes=[(n,)], output_dtypes=[np.float32], grid=(n, 1, 1),
+          threadgroup=(64, 1, 1), device="cpu")
+
+
+@needs_gpu
+def test_keyword_calls_on_torch_tensors_with_equal_settings_launch_again(rng):
+    torch = pytest.importorskip("torch")
+    k = scale_kernel()
+    n = 300
+    calls = []
+    for i in range(5):
+        s = torch.tensor(rng.uniform(-2, 2), dtype=torch.float32, device="cuda")
+        x = torch.from_numpy(rng.standard_normal(n).astype(np.float32)).cuda()
+        out = torch.full((n,), float("nan"), device="cuda")
+        before = launches_again()
+        settings = dict(output_shapes=[(n,)], output_dtypes=[torch.float32], grid=(n, 1, 1),
+                        threadgroup=(64, 1, 1))
+        assert k(inputs=[s, x], outputs=[out], **settings)[0] is out
+        (made,) = k(inputs=[s, x], **settings)
+        assert isinstance(made, torch.Tensor) and made.device.type == "cuda"
+        assert launches_again() - before == min(i, 2), i
+        calls.append((s, x, out, made))
+    # A call with other settings in between runs as they say.
+    x = torch.from_numpy(rng.standard_normal(n).astype(np.float32)).cuda()
+    (half,) = k(inputs=[torch.tensor(2.0, device="cuda"), x], output_shapes=[(n,)],
+                output_dtypes=[torch.float32], grid=(n // 2, 1, 1), threadgroup=(64, 1, 1),
+                init_value=7)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(half[: n // 2].cpu().numpy(),
+                               2 * x[: n // 2].cpu().numpy().astype(np.float64), rtol=1e-6)
+    assert (half[n // 2:].cpu().numpy() == 7).all()
+    for s, x, out, made in calls:
+        expected = s.item() * x.cpu().numpy().astype(np.float64)
+        for got in (out, made):
+            np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-6)

@@ -44,9 +44,10 @@ enum class AfterLaunch : uint8_t {
   Synchronize,  // it reads imported memory without waiting on the exporter's stream
 };
 
-/// A bound call's arguments, as the recorded path (call_recorded) takes them.
+/// A call's arguments, as the recorded path (call_recorded) takes them: a bound call's, or a
+/// keyword call's whose settings are its kernel's last keyword call's.
 struct BoundCall {
-  const BoundKernel& bound;
+  const CallRecord& record;
   const CallPlace& place;
   size_t n_inputs, n_outputs;
   PyObject* const* args;  // the inputs, then optionally the outputs to write
