@@ -16,8 +16,11 @@ int main() {
   )";
   const kjit::Kernel kernel = kjit::metal_kernel("triangular", {}, {"out"}, source);
   const int64_t n = 1000;
-  const std::vector<kjit::Array> out =
-      kernel({}, {{n}}, {kjit::Dtype::UInt64}, {n, 1, 1}, {64, 1, 1});
+  // On the CPU, where a kernel with no inputs runs on a GPU when there is one.
+  kjit::LaunchOptions on_cpu;
+  on_cpu.device = kjit::Device::cpu();
+  const std::vector<kjit::Array> out = kernel({}, {{n}}, {kjit::Dtype::UInt64}, {n, 1, 1},
+                                              {64, 1, 1}, {}, std::nullopt, false, on_cpu);
   const auto* result = static_cast<const uint64_t*>(out.at(0).data());
   int64_t wrong = 0;
   for (int64_t i = 0; i < n; ++i) {
