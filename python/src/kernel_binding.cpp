@@ -315,11 +315,11 @@ std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSet
       n_in + n_out > kMaxRecordedArrays || n_in == 0) {
     return std::nullopt;  // the general path says what is wrong
   }
+  const FrameworkAdapter& library = framework_of(inputs[0]);
+  if (!library.call_recorded) return std::nullopt;
   PyObject* args[kMaxRecordedArrays];
   for (size_t i = 0; i < n_in; ++i) args[i] = inputs[i].ptr();
   for (size_t o = 0; outputs && o < n_out; ++o) args[n_in + o] = (*outputs)[o].ptr();
-  const FrameworkAdapter& library = framework_of(args[0]);
-  if (!library.call_recorded) return std::nullopt;
   // Shared with this call while it runs without the GIL, whatever other calls do.
   const std::shared_ptr<const CallRecord> record = CallRecord::of_keyword_call(k, settings);
   if (!record) return std::nullopt;

@@ -74,7 +74,6 @@ Array to_array(nb::handle obj, const ReadRequest& request) {
   if (PyFloat_CheckExact(obj.ptr())) {
     return Array::scalar(PyFloat_AS_DOUBLE(obj.ptr()), Dtype::Float32);
   }
-  if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   return framework_of(obj).to_array(obj, request);
 }
 

@@ -1,6 +1,6 @@
-// kjit's own objects. A kjit.Array is taken as it is before any adapter is asked; this adapter
-// serves kjit's other objects, which no library reads, and the calls whose inputs include no
-// array: their outputs are kjit.Array.
+// kjit's own objects: a kjit.Array is taken as it is, kjit's other objects are read as any
+// DLPack producer's. This adapter also serves the calls whose inputs include no array: their
+// outputs are kjit.Array.
 #include "adapters.h"
 #include "dlpack.h"
 
@@ -10,6 +10,7 @@ namespace {
 bool claims(nb::handle, std::string_view module) { return module.starts_with("kjit"); }
 
 Array read_array(nb::handle obj, const ReadRequest& request) {
+  if (nb::isinstance<Array>(obj)) return nb::cast<const Array&>(obj);
   if (std::optional<Array> a = import_array(obj, request)) return *std::move(a);
   throw_unreadable(obj, request.param);
 }
