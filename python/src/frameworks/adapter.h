@@ -55,32 +55,33 @@ struct BoundCall {
 };
 
 /// One array library. Plain data and function pointers: framework_of finds an object's adapter
-/// by its type's address, and a call asks each of its hooks at most once per array.
+/// by its type's address, and a call asks each of its hooks at most once per array. An adapter
+/// states what it has; the rest keeps these defaults.
 struct FrameworkAdapter {
   /// Whether objects of |type|, defined in |module|, are this library's arrays. Asked once for
   /// each new type (framework_of remembers the answer), in the table's order.
   bool (*claims)(nb::handle type, std::string_view module);
   /// Whether the types it claims live as long as the library's module, and so are remembered by
   /// address (kept alive); any other type may be made and dropped at run time.
-  bool remember_types;
+  bool remember_types = true;
   /// Whether |obj| is the library's scalar (np.float32(2)) rather than an array: scalars decide
   /// the library of a call's outputs only when no input is an array. nullptr: none are.
-  bool (*is_scalar)(nb::handle obj);
-  /// |obj| (claimed by this library; not a Python scalar, not a kjit.Array) as an Array.
+  bool (*is_scalar)(nb::handle obj) = nullptr;
+  /// |obj| (claimed by this library; not a Python scalar) as an Array.
   Array (*to_array)(nb::handle obj, const ReadRequest& request);
   /// An Array as this library's array, zero-copy where the library can hold its memory.
   nb::object (*from_array)(const Array& array);
   /// The stream (a CUstream; 0: the legacy stream) the library queues work on for CUDA device
   /// |device| now, which a call runs on unless told otherwise. nullptr: the legacy stream.
-  uintptr_t (*current_stream)(int device);
+  uintptr_t (*current_stream)(int device) = nullptr;
   /// Whether the library's work runs on the legacy stream whatever the device, so that a call's
   /// stream is known before its arrays are read (ReadRequest::dlpack_stream).
-  bool queues_on_legacy_stream;
-  AfterLaunch after_launch;
-  /// A bound call on this library's arrays alone, run as the bound kernel's last GPU launch of
-  /// the same kind ran, without making Arrays; nothing, having done nothing, when the call is not
-  /// of that kind (the general path takes it). nullptr: the library has no such path.
-  std::optional<nb::object> (*call_recorded)(const BoundCall& call);
+  bool queues_on_legacy_stream = false;
+  AfterLaunch after_launch = AfterLaunch::Nothing;
+  /// A call on this library's arrays alone, run as the last GPU launch of the same kind its
+  /// settings recorded, without making Arrays; nothing, having done nothing, when the call is
+  /// not of that kind (the general path takes it). nullptr: the library has no such path.
+  std::optional<nb::object> (*call_recorded)(const BoundCall& call) = nullptr;
 };
 
 /// The adapter of |obj|'s library: a pointer comparison when its type is the last one seen or

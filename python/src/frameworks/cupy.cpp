@@ -138,14 +138,9 @@ uintptr_t current_stream(int) {
 
 const FrameworkAdapter kCupyAdapter = {
     .claims = claims,
-    .remember_types = true,
-    .is_scalar = nullptr,
     .to_array = read_array,
     .from_array = from_array,
     .current_stream = current_stream,
-    .queues_on_legacy_stream = false,
-    .after_launch = AfterLaunch::Nothing,
-    .call_recorded = nullptr,
 };
 
 }  // namespace kjit::python

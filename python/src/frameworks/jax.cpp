@@ -43,14 +43,10 @@ nb::object from_array(const Array& array) {
 
 const FrameworkAdapter kJaxAdapter = {
     .claims = claims,
-    .remember_types = true,
-    .is_scalar = nullptr,
     .to_array = read_array,
     .from_array = from_array,
-    .current_stream = nullptr,
     .queues_on_legacy_stream = true,
     .after_launch = AfterLaunch::Synchronize,
-    .call_recorded = nullptr,
 };
 
 }  // namespace kjit::python

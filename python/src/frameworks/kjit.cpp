@@ -21,14 +21,8 @@ nb::object from_array(const Array& array) { return nb::cast(array); }
 
 const FrameworkAdapter kKjitAdapter = {
     .claims = claims,
-    .remember_types = true,
-    .is_scalar = nullptr,
     .to_array = read_array,
     .from_array = from_array,
-    .current_stream = nullptr,
-    .queues_on_legacy_stream = false,
-    .after_launch = AfterLaunch::Nothing,
-    .call_recorded = nullptr,
 };
 
 }  // namespace kjit::python

@@ -45,14 +45,9 @@ nb::object to_numpy(const Array& array) {
 
 const FrameworkAdapter kNumpyAdapter = {
     .claims = claims,
-    .remember_types = true,
     .is_scalar = is_scalar,
     .to_array = read_array,
     .from_array = to_numpy,
-    .current_stream = nullptr,
-    .queues_on_legacy_stream = false,
-    .after_launch = AfterLaunch::Nothing,
-    .call_recorded = nullptr,
 };
 
 }  // namespace kjit::python

@@ -267,13 +267,9 @@ std::optional<nb::object> call_recorded(const BoundCall& call) {
 
 const FrameworkAdapter kTorchAdapter = {
     .claims = claims,
-    .remember_types = true,
-    .is_scalar = nullptr,
     .to_array = read_array,
     .from_array = from_array,
     .current_stream = current_stream,
-    .queues_on_legacy_stream = false,
-    .after_launch = AfterLaunch::Nothing,
     .call_recorded = call_recorded,
 };
 
