@@ -29,15 +29,15 @@ class SmallVector {
     if (other.size_ > N) {
       heap_ = std::move(other.heap_);
     } else {
-      std::copy_n(other.in_place_, other.size_, in_place_);
+      std::copy_n(other.room_.items, other.size_, room_.items);
     }
     size_ = std::exchange(other.size_, 0);
     other.heap_.clear();
     return *this;
   }
 
-  T* data() { return size_ > N ? heap_.data() : in_place_; }
-  const T* data() const { return size_ > N ? heap_.data() : in_place_; }
+  T* data() { return size_ > N ? heap_.data() : room_.items; }
+  const T* data() const { return size_ > N ? heap_.data() : room_.items; }
   size_t size() const { return size_; }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
@@ -49,11 +49,11 @@ class SmallVector {
   /// New elements are value-initialized (zeros for plain data).
   void resize(size_t n) {
     if (n > N) {
-      if (size_ <= N) heap_.assign(in_place_, in_place_ + size_);
+      if (size_ <= N) heap_.assign(room_.items, room_.items + size_);
       heap_.resize(n);
     } else {
-      if (size_ > N) std::copy_n(heap_.data(), n, in_place_);
-      std::fill(in_place_ + std::min(size_, n), in_place_ + n, T{});
+      if (size_ > N) std::copy_n(heap_.data(), n, room_.items);
+      std::fill(room_.items + std::min(size_, n), room_.items + n, T{});
       heap_.clear();
     }
     size_ = n;
@@ -69,13 +69,18 @@ class SmallVector {
     if (n > N) {
       heap_.assign(first, last);
     } else {
-      std::copy(first, last, in_place_);
+      std::copy(first, last, room_.items);
       heap_.clear();
     }
     size_ = n;
   }
 
-  T in_place_[N];
+  // Room for N elements, which are written as they are used: a vector of a few of them does not
+  // initialise all N (which for a type with default member initializers is N stores).
+  union Room {
+    Room() {}
+    T items[N];
+  } room_;
   std::vector<T> heap_;  // the elements, when more than N
   size_t size_ = 0;
 };
