@@ -99,9 +99,11 @@ def main() -> None:
                                                   capture_output=True, text=True).stdout)
             cpp_floor_us[tree].append(cpp_floor["floor_us"])
             env = dict(os.environ, PYTHONPATH=os.path.join(tree, "build", "python"))
-            result = json.loads(subprocess.run(
-                [sys.executable, "-c", CHILD, MYEXP, floors[tree], HERE], env=env, check=True,
-                capture_output=True, text=True).stdout)
+            child = subprocess.run([sys.executable, "-c", CHILD, MYEXP, floors[tree], HERE],
+                                   env=env, capture_output=True, text=True)
+            if child.returncode != 0:
+                sys.exit(f"round {r + 1} {tree} failed:\n{child.stderr}")
+            result = json.loads(child.stdout)
             floor = result.pop("Python floor: two torch tensors read")
             floor_us[tree].append(floor)
             for name, t in result.items():
