@@ -315,7 +315,8 @@ std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSet
       n_in + n_out > kMaxRecordedArrays || n_in == 0) {
     return std::nullopt;  // the general path says what is wrong
   }
-  const FrameworkAdapter& library = framework_of(inputs[0]);
+  // The library whose arrays the general path would return.
+  const FrameworkAdapter& library = outputs_framework(inputs);
   if (!library.call_recorded) return std::nullopt;
   PyObject* args[kMaxRecordedArrays];
   for (size_t i = 0; i < n_in; ++i) args[i] = inputs[i].ptr();

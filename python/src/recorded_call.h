@@ -92,7 +92,8 @@ std::optional<nb::object> run_as_recorded(const BoundCall& call, const Library& 
       try {
         const MemoryLease lease =
             backend.lease(layout.device.index, size * itemsize(layout.dtype), stream);
-        tokens[count++] = lease.token;
+        tokens[o] = lease.token;  // outputs are asked for in order, up to the first refused
+        count = o + 1;
         views[o].data = lease.ptr;
         return lease.ptr;
       } catch (const OutOfMemory&) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -29,15 +30,15 @@ class SmallVector {
     if (other.size_ > N) {
       heap_ = std::move(other.heap_);
     } else {
-      std::copy_n(other.room_.items, other.size_, room_.items);
+      std::copy_n(other.in_place(), other.size_, in_place());
     }
     size_ = std::exchange(other.size_, 0);
     other.heap_.clear();
     return *this;
   }
 
-  T* data() { return size_ > N ? heap_.data() : room_.items; }
-  const T* data() const { return size_ > N ? heap_.data() : room_.items; }
+  T* data() { return size_ > N ? heap_.data() : in_place(); }
+  const T* data() const { return size_ > N ? heap_.data() : in_place(); }
   size_t size() const { return size_; }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
@@ -49,11 +50,11 @@ class SmallVector {
   /// New elements are value-initialized (zeros for plain data).
   void resize(size_t n) {
     if (n > N) {
-      if (size_ <= N) heap_.assign(room_.items, room_.items + size_);
+      if (size_ <= N) heap_.assign(in_place(), in_place() + size_);
       heap_.resize(n);
     } else {
-      if (size_ > N) std::copy_n(heap_.data(), n, room_.items);
-      std::fill(room_.items + std::min(size_, n), room_.items + n, T{});
+      if (size_ > N) std::copy_n(heap_.data(), n, in_place());
+      std::fill(in_place() + std::min(size_, n), in_place() + n, T{});
       heap_.clear();
     }
     size_ = n;
@@ -69,18 +70,18 @@ class SmallVector {
     if (n > N) {
       heap_.assign(first, last);
     } else {
-      std::copy(first, last, room_.items);
+      std::copy(first, last, in_place());
       heap_.clear();
     }
     size_ = n;
   }
 
-  // Room for N elements, which are written as they are used: a vector of a few of them does not
-  // initialise all N (which for a type with default member initializers is N stores).
-  union Room {
-    Room() {}
-    T items[N];
-  } room_;
+  // Room for N elements, written as they are used: a vector of a few of them does not initialise
+  // all N (which for a type with default member initializers is N stores). The bytes' storage
+  // implicitly creates the elements, which are trivially copyable.
+  T* in_place() { return std::launder(reinterpret_cast<T*>(room_)); }
+  const T* in_place() const { return std::launder(reinterpret_cast<const T*>(room_)); }
+  alignas(T) unsigned char room_[N * sizeof(T)];
   std::vector<T> heap_;  // the elements, when more than N
   size_t size_ = 0;
 };
