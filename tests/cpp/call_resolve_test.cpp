@@ -18,6 +18,7 @@ namespace {
 
 using testing::elementwise;
 using testing::expect_value_error;
+using testing::kUntouched;
 using testing::random_doubles;
 using testing::random_floats;
 using testing::scale_spec;
@@ -25,10 +26,8 @@ using testing::SeededRng;
 using testing::Settings;
 using testing::twice_spec;
 
-// Memory that no test reads or writes: resolve_device and resolve look at an array's device,
-// dtype and shape only, so arrays "on a GPU" can be described without one.
-void* const kUntouched = reinterpret_cast<void*>(uintptr_t{0x1000});
-
+// resolve_device and resolve look at an array's device, dtype and shape only, so arrays "on a
+// GPU" can be described without one.
 Array untouched(const Shape& shape, Device device) {
   return Array::borrow(kUntouched, shape, {}, Dtype::Float32, device);
 }

@@ -19,6 +19,10 @@
 
 namespace kjit::testing {
 
+/// Memory that no test reads or writes, for arrays whose layout alone a test looks at (arrays
+/// "on a GPU" described without one).
+inline void* const kUntouched = reinterpret_cast<void*>(uintptr_t{0x1000});
+
 /// A generator seeded afresh on each run; the seed is printed with every failure in its scope, so
 /// that the failure can be reproduced.
 struct SeededRng {

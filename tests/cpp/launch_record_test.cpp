@@ -21,6 +21,7 @@ namespace {
 
 using testing::elements_of;
 using testing::elementwise;
+using testing::kUntouched;
 using testing::poisoned_floats;
 using testing::random_doubles;
 using testing::random_floats;
@@ -30,9 +31,6 @@ using testing::Settings;
 using testing::twice_spec;
 
 uint64_t launches_again() { return cache_info().launches_again; }
-
-// Memory that no test reads or writes, for layouts on a GPU.
-void* const kUntouched = reinterpret_cast<void*>(uintptr_t{0x1000});
 
 Array strided(const Array& base, const Shape& shape, const Strides& strides) {
   return Array::borrow(base.data(), shape, strides, base.dtype(), base.device(), base.owner());
