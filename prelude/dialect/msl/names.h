@@ -237,7 +237,9 @@ KJIT_MSL_MATH
 namespace fast = metal::fast;
 namespace precise = metal::precise;
 using ::kjit::ceildiv, ::kjit::elem_to_loc, ::kjit::elem_to_loc_1, ::kjit::elem_to_loc_2,
-    ::kjit::elem_to_loc_3, ::kjit::Limits;
+    ::kjit::elem_to_loc_3, ::kjit::elem_to_loc_2_nd, ::kjit::elem_to_loc_3_nd,
+    ::kjit::LoopedElemToLoc, ::kjit::WorkPerThread, ::kjit::ConditionalType, ::kjit::cast_to,
+    ::kjit::Limits;
 }  // namespace kjit_user
 #undef KJIT_MSL_MATH
 #undef KJIT_MSL_VECTOR_TYPES
