@@ -34,8 +34,16 @@ struct swizzle_view {
 #undef KJIT_SWIZZLE_COMPOUND
 };
 
-// What every short vector type (vec, and Metal's packed vectors) has over its members x, y, z,
-// w: element access by index and the swizzles. Access by index selects a member (never pointer
+// A component under both of Metal's names (x and r, y and g, z and b, w and a). Reading one name
+// after writing the other is the union punning every compiler kjit uses defines.
+#define KJIT_VEC_COMPONENT(xyzw, rgba) \
+  union {                              \
+    T xyzw;                            \
+    T rgba;                            \
+  }
+
+// What every short vector type (vec, and Metal's packed vectors) has over its components x, y,
+// z, w: element access by index and the swizzles. Access by index selects a member (never pointer
 // arithmetic across members), so that vectors stay in registers once loops over their elements
 // are unrolled.
 template <class V, class T, int N>
@@ -45,15 +53,28 @@ struct vector_access {
   KJIT_INLINE const T& operator[](int i) const { return element(static_cast<const V&>(*this), i); }
   template <int... I>
   KJIT_INLINE vec<T, sizeof...(I)> swizzle() const {
+    static_assert(((I < N) && ...), "a swizzle names a component the vector does not have");
     const V& v = static_cast<const V&>(*this);
     return vec<T, sizeof...(I)>(v[I]...);
   }
   template <int... I>
   KJIT_INLINE swizzle_view<V, I...> swizzle_ref() {
+    static_assert(((I < N) && ...), "a swizzle names a component the vector does not have");
+    static_assert(distinct<I...>(), "an assigned swizzle names a component twice");
     return {static_cast<V&>(*this)};
   }
 
  private:
+  template <int... I>
+  static constexpr bool distinct() {
+    constexpr int idx[] = {I...};
+    for (int a = 0; a < int(sizeof...(I)); ++a) {
+      for (int b = a + 1; b < int(sizeof...(I)); ++b) {
+        if (idx[a] == idx[b]) return false;
+      }
+    }
+    return true;
+  }
   template <class W>
   KJIT_INLINE static auto& element(W& v, int i) {
     if constexpr (N == 2) {
@@ -68,7 +89,8 @@ struct vector_access {
 
 template <class T>
 struct alignas(2 * sizeof(T)) vec<T, 2> : vector_access<vec<T, 2>, T, 2> {
-  T x, y;
+  KJIT_VEC_COMPONENT(x, r);
+  KJIT_VEC_COMPONENT(y, g);
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s) {}
   KJIT_INLINE constexpr vec(T a, T b) : x(a), y(b) {}
@@ -78,7 +100,9 @@ struct alignas(2 * sizeof(T)) vec<T, 2> : vector_access<vec<T, 2>, T, 2> {
 
 template <class T>
 struct alignas(4 * sizeof(T)) vec<T, 3> : vector_access<vec<T, 3>, T, 3> {
-  T x, y, z;
+  KJIT_VEC_COMPONENT(x, r);
+  KJIT_VEC_COMPONENT(y, g);
+  KJIT_VEC_COMPONENT(z, b);
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s) {}
   KJIT_INLINE constexpr vec(T a, T b, T c) : x(a), y(b), z(c) {}
@@ -97,7 +121,10 @@ struct alignas(4 * sizeof(T)) vec<T, 3> : vector_access<vec<T, 3>, T, 3> {
 
 template <class T>
 struct alignas(4 * sizeof(T)) vec<T, 4> : vector_access<vec<T, 4>, T, 4> {
-  T x, y, z, w;
+  KJIT_VEC_COMPONENT(x, r);
+  KJIT_VEC_COMPONENT(y, g);
+  KJIT_VEC_COMPONENT(z, b);
+  KJIT_VEC_COMPONENT(w, a);
   vec() = default;
   KJIT_INLINE constexpr vec(T s) : x(s), y(s), z(s), w(s) {}
   KJIT_INLINE constexpr vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}

@@ -1,6 +1,6 @@
 """MLX's kernel utilities (kernels/utils.h) in metal_kernel bodies: ceildiv of two types, the
 multi-array and looped elem_to_loc, WorkPerThread, ConditionalType, cast_to, Limits of complex
-numbers, MLX_MTL_PRAGMA_UNROLL."""
+numbers, MLX_MTL_PRAGMA_UNROLL; and Metal's colour components (.r .g .b .a) and swizzles."""
 
 import numpy as np
 import pytest
@@ -191,3 +191,88 @@ def test_cast_to_and_complex_limits(rng, device):
     normal = (np.abs(x) > 1e-30) | (x == 0)  # a float denormal may be a bfloat zero
     np.testing.assert_array_equal(btruth[normal], x[normal] != 0)
     np.testing.assert_array_equal(limits, [np.inf, np.inf, -np.inf, -np.inf])
+
+
+COLOURS = """
+    uint i = thread_position_in_grid.x;
+    float4 v = float4(a[4 * i], a[4 * i + 1], a[4 * i + 2], a[4 * i + 3]);
+    out[16 * i + 0] = v.r;
+    out[16 * i + 1] = v.g;
+    out[16 * i + 2] = v.b;
+    out[16 * i + 3] = v.a;
+    float3 bgr = v.bgr;
+    out[16 * i + 4] = bgr.r - 2.0 * bgr.b;
+    v.r += 1.0;
+    v.g *= 2.0;
+    thread float* pb = &v.b;
+    *pb = -*pb;
+    thread float4* pv = &v;
+    pv->a = v.x + v.w;
+    out[16 * i + 5] = v.x;
+    out[16 * i + 6] = v.y;
+    out[16 * i + 7] = v.z;
+    out[16 * i + 8] = v.w;
+    v.rgb = v.gbr * 2.0;
+    v.ag += float2(1.0, 3.0);
+    float2 ar = pv->ar;
+    out[16 * i + 9] = dot(v, float4(1.0, 10.0, 100.0, 1000.0));
+    out[16 * i + 10] = ar.x - ar.y;
+    packed_float3 q = packed_float3(v.b, v.g, v.r);
+    q.g = 5.0;
+    q.rb = float2(q.b, q.r);
+    out[16 * i + 11] = q.r + 10.0 * q.g + 100.0 * q.b;
+    uint2 u = uint2(i, 2 * i);
+    u.gr = u.rg;
+    u.g++;
+    out[16 * i + 12] = float(u.r) - float(u.g);
+    half3 h = half3(v.rgb);
+    out[16 * i + 13] = float(h.b) + float(h.bgr.r);
+    out[16 * i + 14] = v.bgra.a * v.rgba.r;
+    out[16 * i + 15] = v.a;
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_colour_components_and_swizzles(rng, device):
+    kernel = kjit.metal_kernel("colours", ["a"], ["out"], COLOURS)
+    n = 29
+    a = rng.standard_normal(4 * n).astype(np.float32)
+    (out,) = run(kernel, [a], [(n, 16)], [np.float32], (n, 1, 1), (8, 1, 1), device)
+    x = a.astype(np.float64).reshape(n, 4)
+    ref = np.zeros((n, 16))
+    ref[:, 0:4] = x
+    ref[:, 4] = x[:, 2] - 2 * x[:, 0]
+    v = x.copy()
+    v[:, 0] += 1
+    v[:, 1] *= 2
+    v[:, 2] = -v[:, 2]
+    v[:, 3] = v[:, 0] + v[:, 3]
+    ref[:, 5:9] = v
+    v[:, 0:3] = v[:, [1, 2, 0]] * 2
+    v[:, 3] += 1
+    v[:, 1] += 3
+    ref[:, 9] = v @ [1, 10, 100, 1000]
+    ref[:, 10] = v[:, 3] - v[:, 0]
+    # q = (b, 5, r), then q.rb = (q.b, q.r) swaps its ends: (r, 5, b).
+    ref[:, 11] = v[:, 0] + 50 + 100 * v[:, 2]
+    i = np.arange(n)
+    ref[:, 12] = 2 * i - (i + 1)
+    h = v[:, 0:3].astype(np.float16).astype(np.float64)
+    ref[:, 13] = 2 * h[:, 2]
+    ref[:, 14] = v[:, 3] * v[:, 0]
+    ref[:, 15] = v[:, 3]
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("float2 v = float2(a[0]); out[0] = v.rgb.x;", "does not have"),
+    ("float2 v = float2(a[0]); out[0] = v.z;", "no member named"),
+    ("float4 v = float4(a[0]); v.rr = float2(1.0); out[0] = v.x;", "twice"),
+    ("float4 v = float4(a[0]); out[0] = v.xg.x;", "no member named"),
+])
+def test_swizzles_metal_rejects_do_not_compile(body, message):
+    # Beyond the vector's size, a component twice in an assigned swizzle, xyzw mixed with rgba.
+    kernel = kjit.metal_kernel("bad_swizzle", ["a"], ["out"], body)
+    with pytest.raises(kjit.CompileError) as excinfo:
+        run(kernel, [np.zeros(4, np.float32)], [(1,)], [np.float32], (1, 1, 1), (1, 1, 1))
+    assert message in str(excinfo.value)

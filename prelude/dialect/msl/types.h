@@ -73,7 +73,8 @@ template <class T, int N>
 struct packed_vec;
 template <class T>
 struct packed_vec<T, 2> : ::kjit::vector_access<packed_vec<T, 2>, T, 2> {
-  T x, y;
+  KJIT_VEC_COMPONENT(x, r);
+  KJIT_VEC_COMPONENT(y, g);
   packed_vec() = default;
   KJIT_INLINE packed_vec(T a, T b) : x(a), y(b) {}
   KJIT_INLINE packed_vec(const vec<T, 2>& v) : x(v.x), y(v.y) {}
@@ -81,7 +82,9 @@ struct packed_vec<T, 2> : ::kjit::vector_access<packed_vec<T, 2>, T, 2> {
 };
 template <class T>
 struct packed_vec<T, 3> : ::kjit::vector_access<packed_vec<T, 3>, T, 3> {
-  T x, y, z;
+  KJIT_VEC_COMPONENT(x, r);
+  KJIT_VEC_COMPONENT(y, g);
+  KJIT_VEC_COMPONENT(z, b);
   packed_vec() = default;
   KJIT_INLINE packed_vec(T a, T b, T c) : x(a), y(b), z(c) {}
   KJIT_INLINE packed_vec(const vec<T, 3>& v) : x(v.x), y(v.y), z(v.z) {}
@@ -89,7 +92,10 @@ struct packed_vec<T, 3> : ::kjit::vector_access<packed_vec<T, 3>, T, 3> {
 };
 template <class T>
 struct packed_vec<T, 4> : ::kjit::vector_access<packed_vec<T, 4>, T, 4> {
-  T x, y, z, w;
+  KJIT_VEC_COMPONENT(x, r);
+  KJIT_VEC_COMPONENT(y, g);
+  KJIT_VEC_COMPONENT(z, b);
+  KJIT_VEC_COMPONENT(w, a);
   packed_vec() = default;
   KJIT_INLINE packed_vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
   KJIT_INLINE packed_vec(const vec<T, 4>& v) : x(v.x), y(v.y), z(v.z), w(v.w) {}
