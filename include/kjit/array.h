@@ -64,6 +64,13 @@ class Array {
   Array contiguous() const;
   /// The array on |device| (this array itself when already there).
   Array to(Device device) const;
+  /// A row-contiguous copy converted to |dtype|, on the same device (this array itself when it
+  /// already has |dtype|), as NumPy's astype converts: floating values round to nearest even,
+  /// floating to integer truncates toward zero, integer to integer wraps, anything to bool is
+  /// "nonzero". Throws ValueError for complex64 to a type other than complex64 or bool, and for
+  /// a floating value (NaN, infinity) whose whole part the integer type cannot hold. GPU arrays
+  /// are converted on the host, through a copy each way.
+  Array astype(Dtype dtype) const;
   /// Sets every element to |value| converted to the array's dtype.
   void fill(double value) const;
 

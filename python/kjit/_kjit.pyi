@@ -114,7 +114,8 @@ class Array:
 
 def array(obj: object, device: str | None = None, dtype: object | None = None) -> Array:
     """
-    A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).
+    A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar), or
+    with a dtype other than obj's, a new array converted as NumPy's astype converts.
     """
 
 def empty(shape: Sequence[int], dtype: object = float32, device: str | None = None) -> Array:

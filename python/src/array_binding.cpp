@@ -5,7 +5,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <optional>
+
 #include "convert.h"
+#include "core/dtype_cast.h"
 #include "frameworks/adapter.h"
 #include "frameworks/dlpack.h"
 #include "frameworks/numpy.h"
@@ -110,16 +113,20 @@ void init_array(nb::module_& m) {
       "array",
       [](nb::handle obj, nb::handle device, nb::handle dtype) {
         Array a = to_array(obj, {.param = "obj", .keep_alive = true});
-        if (!dtype.is_none() && to_dtype(dtype, "dtype") != a.dtype()) {
-          throw ValueError("dtype: kjit.array does not convert between dtypes (got " +
-                           std::string(dtype_name(a.dtype())) + ")");
+        std::optional<Device> target;
+        if (!device.is_none()) target = to_device(device, "device");
+        if (!dtype.is_none()) {
+          // Conversions run on the host: a result wanted there is moved first.
+          if (target && target->type == DeviceType::CPU) a = a.to(*target);
+          a = cast(a, to_dtype(dtype, "dtype"), "dtype");
         }
-        return device.is_none() ? a : a.to(to_device(device, "device"));
+        return target ? a.to(*target) : a;
       },
       "obj"_a.none(), "device"_a.none() = nb::none(), "dtype"_a.none() = nb::none(),
       nb::sig("def array(obj: object, device: str | None = None, dtype: object | None = None) "
               "-> Array"),
-      "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar).");
+      "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar), or\n"
+      "with a dtype other than obj's, a new array converted as NumPy's astype converts.");
   // kjit.empty and kjit.zeros: a new row-contiguous array from make (Array::empty or zeros).
   auto def_new_array = [&m](const char* name, Array (*make)(const Shape&, Dtype, Device),
                             const char* signature, const char* doc) {

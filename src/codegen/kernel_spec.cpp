@@ -56,6 +56,18 @@ bool is_prelude_macro(const std::string& n, Dialect dialect) {
   return macros[static_cast<int>(dialect)].count(n) > 0;
 }
 
+// The generated source names the kernel custom_kernel_<name>, as MLX does, so a name may be
+// anything that makes that an identifier: 1D_conv is a good name. An empty name or a keyword
+// reads as a mistake in every message about the kernel and stays refused.
+void check_kernel_name(const std::string& p, const std::string& name) {
+  const std::string bad = p + "name: '" + name + "' is not a valid identifier";
+  if (name.empty()) throw ValueError(bad + ": a kernel name cannot be empty");
+  if (!codegen::is_identifier(kernel_symbol(name))) {
+    throw ValueError(bad + ": a kernel name has only ASCII letters, digits and underscores");
+  }
+  if (codegen::is_keyword(name)) throw ValueError(bad + ": it is a C++ keyword");
+}
+
 }  // namespace
 
 std::string input_attribute_named(const std::vector<std::string>& inputs, const std::string& name) {
@@ -101,9 +113,7 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   auto spec = std::make_shared<KernelSpec>();
   spec->dialect = dialect;
   const std::string p = prefix(*spec);
-  if (!codegen::is_identifier(name)) {
-    throw ValueError(p + "name: '" + name + "' is not a valid identifier");
-  }
+  check_kernel_name(p, name);
   std::set<std::string> seen;
   for (auto [list, param] :
        {std::pair{&input_names, "input_names"}, std::pair{&output_names, "output_names"}}) {

@@ -56,6 +56,10 @@ inline std::string prefix_named(const KernelSpec& spec) {
   return prefix(spec) + "kernel '" + spec.name + "': ";
 }
 
+/// The C++ name of the function holding a kernel's body: "custom_kernel_" and the kernel's
+/// name, as in MLX. The prefix is what lets a name start with a digit.
+inline std::string kernel_symbol(const std::string& name) { return "custom_kernel_" + name; }
+
 /// A kernel's spec from the arguments of metal_kernel / cuda_kernel, lexed and checked: a bad
 /// name, a feature the dialect lacks or unbalanced braces are errors here, not at a call.
 std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& name,

@@ -209,11 +209,14 @@ bool has_identifier(const std::vector<Token>& tokens, std::string_view name) {
   });
 }
 
+bool is_keyword(std::string_view name) {
+  auto is = [&](auto& list) { return std::find(list.begin(), list.end(), name) != list.end(); };
+  return is(kKeywords) || is(kMoreKeywords);
+}
+
 bool is_identifier(std::string_view name) {
   if (name.empty() || !is_ident_start(name[0])) return false;
-  if (!std::all_of(name.begin(), name.end(), is_ident_char)) return false;
-  auto is = [&](auto& list) { return std::find(list.begin(), list.end(), name) != list.end(); };
-  return !is(kKeywords) && !is(kMoreKeywords);
+  return std::all_of(name.begin(), name.end(), is_ident_char) && !is_keyword(name);
 }
 
 }  // namespace kjit::codegen

@@ -33,6 +33,9 @@ std::vector<Token> lex(std::string_view text);
 /// True when |name| occurs in |tokens| as a whole identifier (preprocessor lines included).
 bool has_identifier(const std::vector<Token>& tokens, std::string_view name);
 
+/// True when |name| is a C++ keyword (int, class, while...).
+bool is_keyword(std::string_view name);
+
 /// True when |name| is a valid C identifier that is not a C++ keyword.
 bool is_identifier(std::string_view name);
 

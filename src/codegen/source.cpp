@@ -195,7 +195,7 @@ std::string thread_locals(const KernelSpec& spec, Target target, const IndexVari
 void write_common_part(Writer& w, GeneratedSource& g, const KernelSpec& spec, Target target,
                        bool cooperative, const IndexVariables& vars,
                        const std::string& header_defines, const WaitingHelpers& helpers) {
-  g.kernel_name = "custom_kernel_" + spec.name;
+  g.kernel_name = kernel_symbol(spec.name);
   const std::string_view prelude = prelude_for(spec.dialect, target, cooperative);
   w.reserve(prelude.size() + 4 * (spec.source.size() + spec.header.size()) + 16384);
   w << prelude;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/device_ops.h"
+#include "core/dtype_cast.h"
 #include "core/shape_check.h"
 
 namespace kjit {
@@ -97,6 +98,8 @@ Array Array::as_read_only() const {
 Array Array::contiguous() const { return to_contiguous(*this, device_); }
 
 Array Array::to(Device device) const { return to_contiguous(*this, device); }
+
+Array Array::astype(Dtype dtype) const { return cast(*this, dtype, "astype"); }
 
 void Array::fill(double value) const { kjit::fill(*this, value); }
 

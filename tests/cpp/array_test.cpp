@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <kjit/kjit.h>
 
+#include <cmath>
 #include <complex>
 #include <cstring>
 #include <memory>
@@ -306,6 +307,112 @@ TEST(Array, BadShapes) {
 TEST(Array, ToTheSameDeviceIsIdentity) {
   Array a = Array::zeros({3}, Dtype::Float32);
   EXPECT_EQ(a.to(Device::cpu()).data(), a.data());
+}
+
+// A row-contiguous array of |dtype| holding |values|.
+template <class T>
+Array array_of(const std::vector<T>& values, Dtype dtype) {
+  Array a = Array::empty({static_cast<int64_t>(values.size())}, dtype);
+  std::memcpy(a.data(), values.data(), a.nbytes());
+  return a;
+}
+
+TEST(Astype, FloatToIntegerTruncatesTowardZero) {
+  Array a = array_of<double>({2.5, -2.5, 2.999, -2.999, -0.5, 127.9, -128.9}, Dtype::Float64);
+  Array b = a.astype(Dtype::Int8);
+  EXPECT_EQ(b.dtype(), Dtype::Int8);
+  EXPECT_EQ(elements<int8_t>(b), (std::vector<int8_t>{2, -2, 2, -2, 0, 127, -128}));
+  EXPECT_EQ(
+      elements<uint64_t>(array_of<float>({-0.99f, 0x1p63f}, Dtype::Float32).astype(Dtype::UInt64)),
+      (std::vector<uint64_t>{0, uint64_t{1} << 63}));
+}
+
+TEST(Astype, IntegersWrapAndBoolIsNonzero) {
+  Array a = array_of<int32_t>({300, -1, 128, 0, -129}, Dtype::Int32);
+  EXPECT_EQ(elements<int8_t>(a.astype(Dtype::Int8)), (std::vector<int8_t>{44, -1, -128, 0, 127}));
+  EXPECT_EQ(elements<uint16_t>(a.astype(Dtype::UInt16)),
+            (std::vector<uint16_t>{300, 65535, 128, 0, 65407}));
+  EXPECT_EQ(elements<uint8_t>(a.astype(Dtype::Bool)), (std::vector<uint8_t>{1, 1, 1, 0, 1}));
+  Array f = array_of<float>({0.0f, -0.0f, NAN, 1e-40f}, Dtype::Float32);
+  EXPECT_EQ(elements<uint8_t>(f.astype(Dtype::Bool)), (std::vector<uint8_t>{0, 0, 1, 1}));
+  Array z = array_of<std::complex<float>>({{0, 0}, {0, 1}, {2, 0}}, Dtype::Complex64);
+  EXPECT_EQ(elements<uint8_t>(z.astype(Dtype::Bool)), (std::vector<uint8_t>{0, 1, 1}));
+}
+
+TEST(Astype, RoundsOnceToNearestEvenFromTheSourceValue) {
+  // Each value is a tie of the narrow type once rounded to float, and above the tie before.
+  const double to_half = 1 + 0x1p-11 + 0x1p-40, to_bfloat = 1 + 0x1p-8 + 0x1p-40;
+  EXPECT_EQ(elements<uint16_t>(array_of<double>({to_half}, Dtype::Float64).astype(Dtype::Float16)),
+            std::vector<uint16_t>{0x3c01});  // 1 + 2^-10
+  EXPECT_EQ(
+      elements<uint16_t>(array_of<double>({to_bfloat}, Dtype::Float64).astype(Dtype::BFloat16)),
+      std::vector<uint16_t>{0x3f81});  // 1 + 2^-7
+  const int64_t big = (int64_t{1} << 40) + (int64_t{1} << 32) + 1;
+  EXPECT_EQ(
+      elements<uint16_t>(array_of<int64_t>({big, -big}, Dtype::Int64).astype(Dtype::BFloat16)),
+      (std::vector<uint16_t>{0x5381, 0xd381}));  // +-(2^40 + 2^33)
+  // Ties themselves go to even; float16 overflows to infinity from 65520 on.
+  EXPECT_EQ(
+      elements<uint16_t>(
+          array_of<double>({1 + 0x1p-11, 65519.0, 65520.0}, Dtype::Float64).astype(Dtype::Float16)),
+      (std::vector<uint16_t>{0x3c00, 0x7bff, 0x7c00}));
+  EXPECT_EQ(elements<float>(
+                array_of<int64_t>({(int64_t{1} << 40) + 1}, Dtype::Int64).astype(Dtype::Float32)),
+            std::vector<float>{0x1p40f});
+}
+
+TEST(Astype, WidensExactlyAndMakesComplexWithZeroImaginaryPart) {
+  Array h = array_of<uint16_t>({0x3c00, 0xc200, 0x0001, 0x7c00}, Dtype::Float16);
+  EXPECT_EQ(elements<double>(h.astype(Dtype::Float64)),
+            (std::vector<double>{1.0, -3.0, 0x1p-24, INFINITY}));
+  EXPECT_EQ(elements<int32_t>(h.astype(Dtype::Complex64).astype(Dtype::Bool).astype(Dtype::Int32)),
+            (std::vector<int32_t>{1, 1, 1, 1}));
+  EXPECT_EQ(elements<std::complex<float>>(
+                array_of<int16_t>({-7, 3}, Dtype::Int16).astype(Dtype::Complex64)),
+            (std::vector<std::complex<float>>{{-7, 0}, {3, 0}}));
+}
+
+TEST(Astype, StridedViewsGiveRowContiguousCopies) {
+  auto buf = iota_buffer(12);
+  Array view = Array::borrow(buf.get() + 8, {3, 2}, {-4, 2}, Dtype::Int32).astype(Dtype::Float64);
+  EXPECT_TRUE(view.is_row_contiguous());
+  EXPECT_EQ(vec(view.shape()), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(elements<double>(view), (std::vector<double>{8, 10, 4, 6, 0, 2}));
+}
+
+TEST(Astype, TheSameDtypeIsThisArray) {
+  Array a = Array::zeros({4}, Dtype::Int16);
+  EXPECT_EQ(a.astype(Dtype::Int16).data(), a.data());
+  EXPECT_NE(a.astype(Dtype::UInt16).data(), a.data());
+}
+
+TEST(Astype, Refusals) {
+  auto expect_message = [](const Array& a, Dtype dtype, const std::string& message) {
+    try {
+      a.astype(dtype);
+      ADD_FAILURE() << "no exception; expected " << message;
+    } catch (const ValueError& e) {
+      EXPECT_EQ(e.what(), message);
+    }
+  };
+  Array z = array_of<std::complex<float>>({{1, 2}}, Dtype::Complex64);
+  expect_message(z, Dtype::Float32,
+                 "astype: complex64 converts only to complex64 or bool; float32 would discard the "
+                 "imaginary part");
+  expect_message(z, Dtype::Int8,
+                 "astype: complex64 converts only to complex64 or bool; int8 would discard the "
+                 "imaginary part");
+  const std::string fits =
+      " (a floating value converts to an integer type only when its whole part fits)";
+  expect_message(array_of<float>({1.0f, 128.0f}, Dtype::Float32), Dtype::Int8,
+                 "astype: 128 is out of the range of int8" + fits);
+  expect_message(array_of<double>({-1.0}, Dtype::Float64), Dtype::UInt32,
+                 "astype: -1 is out of the range of uint32" + fits);
+  expect_message(array_of<double>({NAN}, Dtype::Float64), Dtype::Int64,
+                 "astype: nan is out of the range of int64" + fits);
+  expect_message(array_of<uint16_t>({0x7c00}, Dtype::Float16), Dtype::Int32,
+                 "astype: inf is out of the range of int32" + fits);
+  EXPECT_THROW(Array().astype(Dtype::Int8), ValueError);
 }
 
 TEST(Dtype, NamesAndSizes) {

@@ -715,7 +715,10 @@ TEST(Kernel, BadNames) {
     }
   };
   const std::string body = "out[0] = inp[0];";
-  expect_value_error([&] { metal_kernel("1abc", {"inp"}, {"out"}, body); }, "name");
+  expect_value_error([&] { metal_kernel("1-abc", {"inp"}, {"out"}, body); },
+                     "name: '1-abc' is not a valid identifier: a kernel name has only ASCII");
+  expect_value_error([&] { cuda_kernel("while", {"inp"}, {"out"}, body); },
+                     "name: 'while' is not a valid identifier: it is a C++ keyword");
   expect_value_error([&] { metal_kernel("my kernel", {"inp"}, {"out"}, body); }, "name");
   expect_value_error([&] { cuda_kernel("", {"inp"}, {"out"}, body); }, "name");
   expect_value_error([&] { metal_kernel("k", {"in-p"}, {"out"}, body); }, "input_names");
@@ -739,6 +742,17 @@ TEST(Kernel, BadNames) {
   // Unsupported Metal features are rejected when the kernel is made.
   expect_value_error(
       [&] { metal_kernel("k", {"inp"}, {"out"}, "uint i = 0;\ntexture2d<float> t;\n"); }, "line 2");
+}
+
+TEST(Kernel, NamesMayStartWithADigitAsInMlx) {
+  // The body's function is custom_kernel_<name>, so the name itself need not be an identifier.
+  for (const char* name : {"1D_conv", "0", "_"}) {
+    Kernel k = metal_kernel(name, {"inp"}, {"out"}, kMetalExp);
+    EXPECT_EQ(k.name(), name);
+    Array a = random_floats({37}, 5);
+    auto out = k({a}, {{37}}, {Dtype::Float32}, {37, 1, 1}, {32, 1, 1}, {{"T", Dtype::Float32}});
+    EXPECT_LT(worst_exp_error(values(a), out[0]), 1e-6) << name;
+  }
 }
 
 TEST(Kernel, MetalRejectsAddressSpaceNamesAsNames) {

@@ -264,6 +264,15 @@ TEST(Lexer, IsIdentifier) {
   }
 }
 
+TEST(Lexer, IsKeyword) {
+  for (std::string_view word : {"int", "while", "xor_eq", "co_await", "template", "using"}) {
+    EXPECT_TRUE(is_keyword(word)) << word;
+  }
+  for (std::string_view word : {"", "x", "uint", "half", "kernel", "Int", "1D_conv", "whiles"}) {
+    EXPECT_FALSE(is_keyword(word)) << word;
+  }
+}
+
 TEST(Lexer, IsIdentifierRejectsEveryAlternativeOperatorSpelling) {
   // C++ spells these operators as words; none can name a variable.
   for (std::string_view bad : {"and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq", "or",

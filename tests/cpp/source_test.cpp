@@ -25,6 +25,10 @@ namespace {
 // The arguments of a metal_kernel / cuda_kernel call, made into a spec by the library's make_spec.
 class Spec {
  public:
+  Spec& name(std::string n) {
+    name_ = std::move(n);
+    return *this;
+  }
   Spec& dialect(Dialect d) {
     dialect_ = d;
     return *this;
@@ -51,11 +55,12 @@ class Spec {
   }
 
   std::shared_ptr<const KernelSpec> make() const {
-    return make_spec(dialect_, "k", inputs_, outputs_, source_, header_,
+    return make_spec(dialect_, name_, inputs_, outputs_, source_, header_,
                      /*ensure_row_contiguous=*/true, atomic_, /*shared_memory=*/0, {});
   }
 
  private:
+  std::string name_ = "k";
   Dialect dialect_ = Dialect::Metal;
   std::vector<std::string> inputs_ = {"inp"};
   std::vector<std::string> outputs_ = {"out"};
@@ -275,6 +280,20 @@ TEST(Generate, AttributeLocalsOnlyWhenNamedInTheBody) {
   EXPECT_TRUE(contains(user, "  using T = float;\n  constexpr int scale = 2;\n")) << user;
   EXPECT_EQ(g.kernel_name, "custom_kernel_k");
   EXPECT_TRUE(contains(user, g.kernel_name + "(")) << user;
+}
+
+TEST(Generate, ANameStartingWithADigitNamesThePrefixedFunction) {
+  for (Dialect dialect : {Dialect::Metal, Dialect::Cuda}) {
+    auto spec = Spec().name("1D_conv").dialect(dialect).source("out[0] = inp[0];").make();
+    EXPECT_EQ(spec->name, "1D_conv");
+    for (Target target : {Target::Cpu, Target::Cuda}) {
+      GeneratedSource g = generate(*spec, call({{Dtype::Float32, 1}}, {Dtype::Float32}), target);
+      EXPECT_EQ(g.kernel_name, "custom_kernel_1D_conv");
+      const std::string user = g.text.substr(g.user_part);
+      EXPECT_TRUE(contains(user, " custom_kernel_1D_conv(")) << user;
+      EXPECT_FALSE(contains(user, " 1D_conv")) << user;
+    }
+  }
 }
 
 TEST(Generate, LineDirectivesAndBodyText) {

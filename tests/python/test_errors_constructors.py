@@ -10,8 +10,9 @@ from error_cases import case_ids, check_prefix, make
 
 CONSTRUCTION_ERRORS = [
     # name
-    ("name-starts-with-digit", "metal", dict(name="1x"), ValueError,
-     r"\[kjit\.metal_kernel\] name: '1x' is not a valid identifier"),
+    ("name-non-ascii", "metal", dict(name="caf\u00e9"), ValueError,
+     r"\[kjit\.metal_kernel\] name: 'caf\u00e9' is not a valid identifier: a kernel name has "
+     r"only ASCII letters, digits and underscores"),
     ("name-with-space", "cuda", dict(name="a b"), ValueError,
      r"\[kjit\.cuda_kernel\] name: 'a b' is not a valid identifier"),
     ("name-empty", "metal", dict(name=""), ValueError, r"name: '' is not a valid identifier"),
