@@ -14,6 +14,7 @@ import glob as _glob
 import os as _os
 import sys as _sys
 
+from ._earlier_api import DictFormKernel, MetalKernel, metal_kernel
 from ._errors import CompileError, LaunchError
 from ._kjit import (
     Array,
@@ -36,7 +37,6 @@ from ._kjit import (
     int16,
     int32,
     int64,
-    metal_kernel,
     uint8,
     uint16,
     uint32,
@@ -60,9 +60,11 @@ __all__ = [
     "Array",
     "BoundKernel",
     "CompileError",
+    "DictFormKernel",
     "Dtype",
     "Kernel",
     "LaunchError",
+    "MetalKernel",
     "__version__",
     "array",
     "bfloat16",

@@ -337,10 +337,22 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   CallMemo& memo = py.memo;
   const Param t = Param::of_kernel(k);
   if (!is_list(inputs)) {
+    // MLX 0.17's form, arrays and shapes keyed by name: turned into this form's lists in
+    // Python, off the path of the calls made with lists.
+    const bool dict_inputs = PyDict_Check(inputs.ptr());
+    if (dict_inputs && PyDict_Check(output_shapes.ptr())) {
+      return nb::module_::import_("kjit._earlier_api")
+          .attr("call_with_dicts")(nb::find(py), t.str(), inputs, output_shapes, output_dtypes,
+                                   grid, threadgroup, template_args, init_value, verbose, stream,
+                                   device, outputs);
+    }
     throw TypeError((t / "inputs").str() +
                     ": expected a list of arrays or scalars (wrap a single array: inputs=[x]), "
                     "got " +
-                    nb::cast<std::string>(inputs.type().attr("__name__")));
+                    nb::cast<std::string>(inputs.type().attr("__name__")) +
+                    (dict_inputs ? " (a call with dicts, MLX 0.17's form, passes output_shapes, "
+                                   "output_dtypes and outputs as dicts too)"
+                                 : ""));
   }
   const CallPlace place = to_call_place(t, stream, device, verbose);
   const HeldItems input_items(inputs);  // the arrays, held through the call

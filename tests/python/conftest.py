@@ -114,20 +114,31 @@ class _CheckedKernel:
         if TEST_DEVICE and kwargs.get("device") is None and kwargs.get("outputs") is None:
             kwargs["device"] = TEST_DEVICE
         result = self._kernel(**kwargs)
-        self.check_build(kwargs["inputs"], kwargs["output_dtypes"], kwargs.get("template"))
+        inputs, dtypes, template = kwargs["inputs"], kwargs["output_dtypes"], kwargs.get("template")
+        kernel = self._kernel
+        if isinstance(inputs, dict):  # MLX 0.17's form: the same call with lists
+            if isinstance(kernel, kjit.DictFormKernel):
+                kernel = kernel.kernel_for(list(inputs), list(kwargs["output_shapes"]))
+            inputs = [inputs[name] for name in kernel.input_names]
+            dtypes = [dtypes[name] for name in kernel.output_names]
+            if isinstance(template, dict):
+                template = list(template.items())
+        self.check_build(inputs, dtypes, template, kernel)
         return result
 
-    def check_build(self, inputs, output_dtypes, template):
-        """Compiles the signature of a call with |inputs| for the target, once."""
+    def check_build(self, inputs, output_dtypes, template, kernel=None):
+        """Compiles the signature of a call of |kernel| (by default the one checked) with
+        |inputs| for the target, once."""
         if self._target is None:
             return
+        kernel = self._kernel if kernel is None else kernel
         signature = [(a.dtype, a.ndim) for a in map(kjit.array, inputs)]
         dtypes = list(output_dtypes)
-        key = repr((signature, dtypes, template))
+        key = repr((kernel.input_names, kernel.output_names, signature, dtypes, template))
         if key not in self._built:
             try:
-                self._kernel.build(inputs=signature, output_dtypes=dtypes, template=template,
-                                   target=self._target)
+                kernel.build(inputs=signature, output_dtypes=dtypes, template=template,
+                             target=self._target)
             except Exception as error:
                 if hasattr(error, "add_note"):  # Python 3.11
                     error.add_note(f"(raised by the suite's {self._target} compile check of the "
