@@ -24,7 +24,10 @@ std::string python_signature(const char* qualname, std::span<const Argument> arg
     }
     const Argument& a = arguments[i];
     out += separator + a.name + ": " + a.type;
-    if (a.default_value) out += " = " + nb::cast<std::string>(nb::repr(a.default_value));
+    if (a.default_value) {
+      out += " = " + (a.shown_default ? std::string(a.shown_default)
+                                      : nb::cast<std::string>(nb::repr(a.default_value)));
+    }
     separator = ", ";
   }
   return out + ") -> " + returns;

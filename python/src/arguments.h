@@ -17,11 +17,13 @@ namespace kjit::python {
 namespace nb = nanobind;
 
 /// An argument of a function: its name, its type as the stubs write it, and its default (null:
-/// required), which the signature writes as Python's repr() does.
+/// required), which the signature writes as Python's repr() does, or as |shown_default| says
+/// (a kjit object the stubs name without its module: "float32").
 struct Argument {
   const char* name;
   const char* type;
   PyObject* default_value = nullptr;
+  const char* shown_default = nullptr;
 };
 
 /// A default str, kept for the process.

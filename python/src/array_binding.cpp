@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "arguments.h"
 #include "convert.h"
 #include "core/dtype_cast.h"
 #include "frameworks/adapter.h"
@@ -25,6 +26,30 @@ Device to_device(nb::handle obj, const char* param) {
     throw TypeError(std::string(param) + ": expected 'cpu', 'cuda' or 'cuda:N'");
   }
   return Device::parse(utf8_of(obj, param), param);
+}
+
+// kjit.array's arguments.
+const ArgumentSignature<3>& array_signature() {
+  static const auto& signature = *new ArgumentSignature<3>(
+      "array",
+      {{{"obj", "object"}, {"device", "str | None", Py_None}, {"dtype", "object | None", Py_None}}},
+      3, "Array");
+  return signature;
+}
+
+// The arguments of kjit.empty and kjit.zeros (|name|), made once each.
+const ArgumentSignature<3>& new_array_signature(std::string_view name) {
+  auto make = [](const char* qualname) {
+    return new ArgumentSignature<3>(
+        qualname,
+        {{{"shape", "collections.abc.Sequence[int]"},
+          {"dtype", "object", nb::cast(Dtype::Float32).release().ptr(), "float32"},
+          {"device", "str | None", Py_None}}},
+        3, "Array");
+  };
+  static const auto& empty = *make("empty");
+  static const auto& zeros = *make("zeros");
+  return name == "empty" ? empty : zeros;
 }
 
 nb::tuple shape_tuple(const Array& a) {
@@ -111,42 +136,36 @@ void init_array(nb::module_& m) {
 
   m.def(
       "array",
-      [](nb::handle obj, nb::handle device, nb::handle dtype) {
+      [](nb::args args, nb::kwargs kwargs) {
+        const auto [obj, device, dtype] = array_signature().place(args, kwargs);
         Array a = to_array(obj, {.param = "obj", .keep_alive = true});
         std::optional<Device> target;
-        if (!device.is_none()) target = to_device(device, "device");
-        if (!dtype.is_none()) {
+        if (device != Py_None) target = to_device(device, "device");
+        if (dtype != Py_None) {
           // Conversions run on the host: a result wanted there is moved first.
           if (target && target->type == DeviceType::CPU) a = a.to(*target);
           a = cast(a, to_dtype(dtype, "dtype"), "dtype");
         }
         return target ? a.to(*target) : a;
       },
-      "obj"_a.none(), "device"_a.none() = nb::none(), "dtype"_a.none() = nb::none(),
-      nb::sig("def array(obj: object, device: str | None = None, dtype: object | None = None) "
-              "-> Array"),
+      nb::sig(array_signature().python()),
       "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar), or\n"
       "with a dtype other than obj's, a new array converted as NumPy's astype converts.");
   // kjit.empty and kjit.zeros: a new row-contiguous array from make (Array::empty or zeros).
   auto def_new_array = [&m](const char* name, Array (*make)(const Shape&, Dtype, Device),
-                            const char* signature, const char* doc) {
+                            const char* doc) {
+    const ArgumentSignature<3>& signature = new_array_signature(name);
     m.def(
         name,
-        [make](nb::handle shape, nb::handle dtype, nb::handle device) {
+        [signature = &signature, make](nb::args args, nb::kwargs kwargs) {
+          const auto [shape, dtype, device] = signature->place(args, kwargs);
           return make(to_shape(shape, "shape"), to_dtype(dtype, "dtype"),
                       to_device(device, "device"));
         },
-        "shape"_a.none(), "dtype"_a.none() = nb::cast(Dtype::Float32),
-        "device"_a.none() = nb::none(), nb::sig(signature), doc);
+        nb::sig(signature.python()), doc);
   };
-  def_new_array("empty", &Array::empty,
-                "def empty(shape: collections.abc.Sequence[int], dtype: object = float32, "
-                "device: str | None = None) -> Array",
-                "A new uninitialised row-contiguous array.");
-  def_new_array("zeros", &Array::zeros,
-                "def zeros(shape: collections.abc.Sequence[int], dtype: object = float32, "
-                "device: str | None = None) -> Array",
-                "A new zero-filled row-contiguous array.");
+  def_new_array("empty", &Array::empty, "A new uninitialised row-contiguous array.");
+  def_new_array("zeros", &Array::zeros, "A new zero-filled row-contiguous array.");
   m.def(
       "devices",
       [] {

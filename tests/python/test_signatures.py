@@ -58,7 +58,8 @@ def runtime(qualname: str) -> object:
 
 
 # The functions whose calls kjit decodes itself, from one table of each one's arguments.
-DECODED = ["metal_kernel", "cuda_kernel", "Kernel.__call__", "Kernel.build", "Kernel.bind"]
+DECODED = ["metal_kernel", "cuda_kernel", "Kernel.__call__", "Kernel.build", "Kernel.bind",
+           "array", "empty", "zeros"]
 FUNCTIONS = dict(stub_functions())
 
 
