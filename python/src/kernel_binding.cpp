@@ -245,17 +245,17 @@ std::optional<double> to_init_value(const Param& t, nb::handle init_value) {
 
 // One run of kernel |k| from Python on |inputs|, writing |outputs| when given: the arrays read,
 // the work ordered after what the inputs' framework has queued (unless a stream is given), and
-// the outputs returned as the inputs' library's arrays. |run| launches (without the GIL).
+// the outputs returned as the arrays of |library| (outputs_framework of |inputs|). |run|
+// launches (without the GIL).
 template <class Run>
 nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldItems* outputs,
-                           const CallPlace& place, Run run) {
+                           const FrameworkAdapter& library, const CallPlace& place, Run run) {
   const Param t = Param::of_kernel(k);
   const Param input_param = t / "inputs";
   LaunchOptions options;
   options.stream = place.stream.value_or(0);
   options.device = place.device;
   const size_t n_in = inputs.size();
-  const FrameworkAdapter& library = outputs_framework(inputs);
   // The kernel's stream, when it is known before the inputs are read (DLPack's numbering, 1:
   // the legacy stream): the one given, or the legacy stream of a library whose work runs there.
   // Libraries that can export their arrays ready for work on it do (JAX); otherwise (0) their
@@ -306,17 +306,16 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
 
 // A keyword call whose settings are its kernel's last keyword call's, run as a bound call runs
 // on the recorded path (its arrays read straight from their library); nothing, having done
-// nothing, when it cannot be.
+// nothing, when it cannot be. |library| is the one whose arrays the call returns.
 std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSettings& settings,
                                                   const CallPlace& place, const HeldItems& inputs,
-                                                  const HeldItems* outputs) {
+                                                  const HeldItems* outputs,
+                                                  const FrameworkAdapter& library) {
   const size_t n_in = k.input_names().size(), n_out = k.output_names().size();
   if (inputs.size() != n_in || (outputs && outputs->size() != n_out) ||
       n_in + n_out > kMaxRecordedArrays || n_in == 0) {
     return std::nullopt;  // the general path says what is wrong
   }
-  // The library whose arrays the general path would return.
-  const FrameworkAdapter& library = outputs_framework(inputs);
   if (!library.call_recorded) return std::nullopt;
   PyObject* args[kMaxRecordedArrays];
   for (size_t i = 0; i < n_in; ++i) args[i] = inputs[i].ptr();
@@ -373,11 +372,12 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
     output_items.emplace(outputs);
   }
   const CallSettings settings{*shapes, *dtypes, *g, *tg, *targs, init, place.verbose};
+  const FrameworkAdapter& library = outputs_framework(input_items);
   if (std::optional<nb::object> out = run_keyword_as_recorded(
-          k, settings, place, input_items, output_items ? &*output_items : nullptr)) {
+          k, settings, place, input_items, output_items ? &*output_items : nullptr, library)) {
     return *std::move(out);
   }
-  return run_from_python(k, input_items, output_items ? &*output_items : nullptr, place,
+  return run_from_python(k, input_items, output_items ? &*output_items : nullptr, library, place,
                          [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
                            return k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, place.verbose,
                                     options);
@@ -428,7 +428,8 @@ nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) 
   const HeldItems inputs(args, n_in);
   std::optional<HeldItems> outputs;
   if (n > n_in) outputs.emplace(args + n_in, n_out);
-  return run_from_python(k, inputs, outputs ? &*outputs : nullptr, py.place,
+  return run_from_python(k, inputs, outputs ? &*outputs : nullptr, outputs_framework(inputs),
+                         py.place,
                          [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
                            return py.bound(arrays, options);
                          });
