@@ -1,9 +1,11 @@
-"""kjit.array(x, dtype=...) converts between dtypes as NumPy's astype does (and ml_dtypes for
-bfloat16), for every pair of kjit's dtypes; complex to real and floating values out of an
+"""kjit.array(x, dtype=...) converts between dtypes as NumPy's astype does (bfloat16 rounded once,
+from the exact value), for every pair of kjit's dtypes; complex to real and floating values out of an
 integer type's range are refused."""
 
 import itertools
+import math
 import warnings
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -61,7 +63,26 @@ def source_values(src: str, dst: str, rng: np.random.Generator, n: int = 400) ->
         return values.astype(dt)
 
 
+def rounded_to_bfloat16(value: float | int) -> float:
+    """value rounded once, to nearest even, to bfloat16 (8 significant bits, float32's exponent
+    range), from its exact value: the reference for bfloat16 results, as older ml_dtypes round
+    float64 and int64 through float32 (twice)."""
+    if math.isnan(value) or math.isinf(value) or value == 0:
+        return float(value)
+    exact = abs(Fraction(value))
+    exponent = exact.numerator.bit_length() - exact.denominator.bit_length()
+    if Fraction(2) ** exponent > exact:
+        exponent -= 1
+    quantum = Fraction(2) ** (max(exponent, -126) - 7)
+    rounded = round(exact / quantum) * quantum  # round() of a Fraction ties to even
+    magnitude = math.inf if rounded >= 2**128 else float(rounded)
+    return math.copysign(magnitude, value)
+
+
 def numpy_astype(values: np.ndarray, dst: str) -> np.ndarray:
+    if dst == "bfloat16" and values.dtype.kind != "c":
+        exact = [rounded_to_bfloat16(v) for v in values.tolist()]
+        return np.array(exact, np.float64).astype(np_dtype(dst))
     with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")
         return values.astype(np_dtype(dst))
