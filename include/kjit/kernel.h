@@ -29,6 +29,10 @@ enum class MathMode { Safe, Relaxed, Fast };
 
 struct CompileOptions {
   MathMode math_mode = MathMode::Safe;
+  /// Checks every index into the kernel's inputs and outputs and reports the first outside its
+  /// array, and reports output elements the kernel never wrote, as LaunchErrors (slower; on for
+  /// every kernel with KJIT_DEBUG=1).
+  bool debug = false;
 };
 
 /// Per-call options beyond MLX's signature.

@@ -18,6 +18,7 @@
 // qualifier macros (__device__...) the standard headers must not see.
 #include "mode/coop/runtime.h"
 #include "common/atomics.h"
+#include "common/debug_view.h"
 #include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cpu/vector_types.h"
 #include "dialect/cuda/on_cpu/runtime.h"

@@ -14,6 +14,7 @@
 #include "common/thread_ctx.h"
 #include "target/cpu/thread.h"
 #include "common/atomics.h"
+#include "common/debug_view.h"
 #include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cpu/vector_types.h"
 #include "dialect/cuda/on_cpu/runtime.h"

@@ -11,6 +11,7 @@
 #include "target/cuda/abi.h"
 #include "common/thread_ctx.h"
 #include "target/cuda/thread.h"
+#include "common/debug_view.h"
 #include "common/lanes.h"
 #include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cuda/cooperative_groups.h"

@@ -20,6 +20,7 @@
 #include "dialect/msl/pack.h"
 #include "dialect/msl/types.h"
 #include "common/atomics.h"
+#include "common/debug_view.h"
 #include "dialect/msl/atomics.h"
 #include "common/lanes.h"
 #include "mode/coop/runtime.h"

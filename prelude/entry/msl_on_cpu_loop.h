@@ -20,5 +20,6 @@
 #include "dialect/msl/pack.h"
 #include "dialect/msl/types.h"
 #include "common/atomics.h"
+#include "common/debug_view.h"
 #include "dialect/msl/atomics.h"
 // clang-format on

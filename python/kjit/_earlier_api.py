@@ -109,7 +109,7 @@ class DictFormKernel:
 
     def __init__(self, name: str, source: str, header: str = "",
                  ensure_row_contiguous: bool = True, atomic_outputs: bool = False,
-                 compile_options: dict[str, str] | None = None) -> None:
+                 compile_options: dict[str, str | bool] | None = None) -> None:
         self.name = name
         self._settings: dict[str, Any] = {
             "name": name, "source": source, "header": header,
@@ -194,13 +194,13 @@ class MetalKernel:
 def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str],
                  source: str, header: str = "", ensure_row_contiguous: bool = True,
                  atomic_outputs: bool = False,
-                 compile_options: dict[str, str] | None = None) -> _kjit.Kernel: ...
+                 compile_options: dict[str, str | bool] | None = None) -> _kjit.Kernel: ...
 
 
 @overload
 def metal_kernel(name: str, *, source: str, header: str = "", ensure_row_contiguous: bool = True,
                  atomic_outputs: bool = False,
-                 compile_options: dict[str, str] | None = None) -> DictFormKernel: ...
+                 compile_options: dict[str, str | bool] | None = None) -> DictFormKernel: ...
 
 
 def metal_kernel(*args: Any, **kwargs: Any) -> _kjit.Kernel | DictFormKernel:

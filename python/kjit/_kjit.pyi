@@ -202,12 +202,12 @@ class BoundKernel:
         Runs the kernel on the inputs, then writes the outputs when they follow; returns the outputs as a list of arrays of the inputs' library.
         """
 
-def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str] | None = None) -> Kernel:
+def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str | bool] | None = None) -> Kernel:
     """
     A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).
     """
 
-def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, shared_memory: int = 0, compile_options: dict[str, str] | None = None, atomic_outputs: bool = False) -> Kernel:
+def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, shared_memory: int = 0, compile_options: dict[str, str | bool] | None = None, atomic_outputs: bool = False) -> Kernel:
     """
     A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).
     """

@@ -82,7 +82,14 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
   if (!nb::isinstance<nb::dict>(obj)) throw TypeError(p + ": expected a dict or None");
   for (auto [key, value] : nb::borrow<nb::dict>(obj)) {
     std::string k = nb::cast<std::string>(nb::repr(key));
-    if (k != "'math_mode'") throw ValueError(p + ": unknown option " + k + " (known: 'math_mode')");
+    if (k == "'debug'") {
+      if (!PyBool_Check(value.ptr())) throw TypeError(p + "['debug']: expected a bool");
+      options.debug = value.ptr() == Py_True;
+      continue;
+    }
+    if (k != "'math_mode'") {
+      throw ValueError(p + ": unknown option " + k + " (known: 'math_mode', 'debug')");
+    }
     std::string v = nb::isinstance<nb::str>(value) ? utf8_of(value, p + "['math_mode']") : "";
     if (v == "safe")
       options.math_mode = MathMode::Safe;
@@ -479,7 +486,7 @@ const ArgumentSignature<8>& metal_kernel_signature() {
   static const auto& signature = *new ArgumentSignature<8>(
       "metal_kernel",
       kernel_arguments<2>({{{"atomic_outputs", "bool", Py_False},
-                            {"compile_options", "dict[str, str] | None", Py_None}}}),
+                            {"compile_options", "dict[str, str | bool] | None", Py_None}}}),
       8, "Kernel");
   return signature;
 }
@@ -488,7 +495,7 @@ const ArgumentSignature<9>& cuda_kernel_signature() {
   static const auto& signature = *new ArgumentSignature<9>(
       "cuda_kernel",
       kernel_arguments<3>({{{"shared_memory", "int", PyLong_FromLong(0)},
-                            {"compile_options", "dict[str, str] | None", Py_None},
+                            {"compile_options", "dict[str, str | bool] | None", Py_None},
                             {"atomic_outputs", "bool", Py_False}}}),
       9, "Kernel");
   return signature;

@@ -43,7 +43,13 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
                    const RegionPlan& plan, const IndexVariables& vars, const std::string& name,
                    const std::string& params) {
   std::deque<std::string> texts;
-  const std::vector<Token> edited = region_tokens(spec, plan, texts);
+  const bool debug = spec.compile_options.debug;
+  const std::vector<Token> edited =
+      debug ? debug_view_tokens(spec, call, region_tokens(spec, plan, texts), texts)
+            : region_tokens(spec, plan, texts);
+  // Group memory is declared from the body's own tokens.
+  const std::vector<Token> own =
+      debug ? debug_view_tokens(spec, call, spec.source_tokens, texts) : std::vector<Token>();
   // Tokens [begin, end) of |tokens|, the body's own or as regions see them.
   auto user_text = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
     w << "#line " << std::to_string(tokens[begin].line) << " \"" << kSourceFile << "\"\n";
@@ -58,7 +64,12 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   w << template_declarations(spec, call.template_args);
   // Loop headers read the uniform ones.
   w << thread_locals(spec, Target::Cpu, vars, "kjit_group", "");
-  for (const auto& [begin, end] : plan.group_memory) user_text(spec.source_tokens, begin, end);
+  // Text outside the regions that indexes an array reports the group's first thread.
+  if (spec.compile_options.debug) w << "  const ::kjit::thread_ctx& kjit_thread = kjit_group;\n";
+  w << debug_aliases(spec, call);
+  for (const auto& [begin, end] : plan.group_memory) {
+    user_text(debug ? own : spec.source_tokens, begin, end);
+  }
   for (const RegionPlan::Carried& c : plan.carried) {
     std::string type;
     for (size_t k = c.type_begin; k < c.type_end; ++k) {

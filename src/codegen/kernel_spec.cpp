@@ -4,11 +4,13 @@
 
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
 #include "codegen/prelude.h"
 #include "codegen/source.h"
+#include "support/warning.h"
 
 namespace kjit {
 namespace {
@@ -66,6 +68,19 @@ void check_kernel_name(const std::string& p, const std::string& name) {
     throw ValueError(bad + ": a kernel name has only ASCII letters, digits and underscores");
   }
   if (codegen::is_keyword(name)) throw ValueError(bad + ": it is a C++ keyword");
+}
+
+// KJIT_DEBUG=1 builds every kernel with the debug checks (read once per process).
+bool debug_from_environment() {
+  static const bool on = [] {
+    const char* value = std::getenv("KJIT_DEBUG");
+    if (!value || !*value || std::strcmp(value, "0") == 0) return false;
+    if (std::strcmp(value, "1") == 0) return true;
+    warn(std::string("KJIT_DEBUG: expected 0 or 1, got '") + value +
+         "'; the debug checks stay off");
+    return false;
+  }();
+  return on;
 }
 
 }  // namespace
@@ -141,6 +156,7 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   spec->atomic_outputs = atomic_outputs;
   spec->shared_memory = shared_memory;
   spec->compile_options = options;
+  spec->compile_options.debug = options.debug || debug_from_environment();
   spec->source_tokens = codegen::lex(spec->source);
   spec->header_tokens = codegen::lex(spec->header);
   for (const std::string& n : input_names) {

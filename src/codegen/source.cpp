@@ -2,11 +2,15 @@
 
 #include <kjit/errors.h>
 
+#include <algorithm>
+#include <deque>
+#include <optional>
 #include <string_view>
 
 #include "codegen/emit.h"
 #include "codegen/prelude.h"
 #include "codegen/token_scan.h"
+#include "support/warning.h"
 
 namespace kjit::codegen {
 namespace {
@@ -44,6 +48,38 @@ std::vector<const CudaBuiltin*> header_builtins(const KernelSpec& spec, Target t
     if (!declared) read.push_back(b);
   }
   return read;
+}
+
+// A debug build's parameter for array |name|: the body's name becomes a view of it
+// (debug_view_tokens).
+std::string debug_array_name(const std::string& name) { return "kjit_debug_" + name; }
+
+constexpr const char* kDebugReport = "kjit_debug_report";
+
+// The arrays (by number: inputs, then outputs) whose name the body also declares ("int a" in a
+// lambda's parameters): each use may mean either, so those stay unchecked.
+std::vector<size_t> redeclared_arrays(const KernelSpec& spec) {
+  static constexpr std::string_view kExpressionStarts[] = {
+      "return",   "case", "else",   "do",   "sizeof",   "throw",   "co_return", "co_yield",
+      "co_await", "new",  "delete", "goto", "typename", "alignof", "decltype"};
+  const std::vector<Token>& t = spec.source_tokens;
+  const size_t n_in = spec.input_names.size();
+  std::vector<size_t> found;
+  for (size_t k = 0; k < n_in + spec.output_names.size(); ++k) {
+    const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].kind != TokenKind::Identifier || t[i].in_directive || t[i].text != name) continue;
+      const Token* before = prev_significant(t, i);
+      if (!before || before->kind != TokenKind::Identifier || before->in_directive ||
+          std::find(std::begin(kExpressionStarts), std::end(kExpressionStarts), before->text) !=
+              std::end(kExpressionStarts)) {
+        continue;
+      }
+      found.push_back(k);
+      break;
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -92,31 +128,35 @@ const std::vector<Attribute>& metal_attributes() {
 
 std::string signature(const KernelSpec& spec, const CallSignature& call) {
   const bool metal = spec.dialect == Dialect::Metal;
+  const bool debug = spec.compile_options.debug;
   std::vector<std::string> params;
   for (size_t i = 0; i < spec.input_names.size(); ++i) {
-    const std::string& n = spec.input_names[i];
+    const std::string& name = spec.input_names[i];
     auto [dtype, ndim] = call.inputs[i];
     std::string t(type_name(spec, dtype));
     if (ndim == 0) {
-      params.push_back(metal ? "const " + t + " " + n : "const ::kjit::by_value<" + t + "> " + n);
+      params.push_back(metal ? "const " + t + " " + name
+                             : "const ::kjit::by_value<" + t + "> " + name);
       continue;
     }
+    const std::string n = debug ? debug_array_name(name) : name;
     params.push_back(metal ? "const device " + t + "* " + n : "const " + t + "* __restrict__ " + n);
     const KernelSpec::InputUse& use = spec.input_uses[i];
-    if (use.shape) params.push_back("const kjit_shape " + n + "_shape");
-    if (use.strides) params.push_back("const kjit_strides " + n + "_strides");
-    if (use.ndim) params.push_back("const int " + n + "_ndim");
+    if (use.shape) params.push_back("const kjit_shape " + name + "_shape");
+    if (use.strides) params.push_back("const kjit_strides " + name + "_strides");
+    if (use.ndim) params.push_back("const int " + name + "_ndim");
   }
   for (size_t i = 0; i < spec.output_names.size(); ++i) {
     std::string t(type_name(spec, call.outputs[i]));
+    const std::string n = debug ? debug_array_name(spec.output_names[i]) : spec.output_names[i];
     // CUDA's atomic functions take plain pointers: atomic_outputs changes Metal's outputs only.
     if (spec.atomic_outputs && metal) {
-      params.push_back("device atomic<" + t + ">* " + spec.output_names[i]);
+      params.push_back("device atomic<" + t + ">* " + n);
     } else {
-      params.push_back(metal ? "device " + t + "* " + spec.output_names[i]
-                             : t + "* __restrict__ " + spec.output_names[i]);
+      params.push_back(metal ? "device " + t + "* " + n : t + "* __restrict__ " + n);
     }
   }
+  if (debug) params.push_back(std::string("::kjit::debug::report* ") + kDebugReport);
   std::string out;
   for (size_t i = 0; i < params.size(); ++i) {
     out += (i ? ",\n    " : "    ") + params[i];
@@ -162,7 +202,80 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
         {Param::Kind::Output, static_cast<int>(o),
          spec.atomic_outputs && spec.dialect == Dialect::Metal ? "atomic<" + t + ">*" : t + "*"});
   }
+  // A debug build's report comes after the outputs, as one more output.
+  if (spec.compile_options.debug) {
+    layout.push_back({Param::Kind::Output, static_cast<int>(spec.output_names.size()),
+                      "::kjit::debug::report*"});
+  }
   return layout;
+}
+
+std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature& call,
+                                     std::vector<Token> tokens, std::deque<std::string>& texts) {
+  const size_t n_in = spec.input_names.size();
+  // The array each name is, by its number: inputs first, then outputs; 0-d inputs are values.
+  auto name_of = [&](size_t k) -> const std::string& {
+    return k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+  };
+  std::vector<bool> declared(n_in + spec.output_names.size());
+  for (size_t k : redeclared_arrays(spec)) declared[k] = true;
+  auto array_named = [&](std::string_view name) -> std::optional<size_t> {
+    for (size_t k = 0; k < declared.size(); ++k) {
+      if (name_of(k) == name && !declared[k] && (k >= n_in || call.inputs[k].second != 0)) {
+        return k;
+      }
+    }
+    return std::nullopt;
+  };
+  // reinterpret_cast<T*>(name) cannot take a view: it gets the array's pointer, unchecked.
+  auto cast_operand = [&](size_t i) {
+    const Token* open = prev_significant(tokens, i);
+    const Token* after = next_significant(tokens, i);
+    if (!open || open->text != "(" || !after || after->text != ")") return false;
+    size_t k = static_cast<size_t>(open - tokens.data());
+    const Token* close = prev_significant(tokens, k);
+    if (!close || close->text != ">") return false;
+    k = static_cast<size_t>(close - tokens.data());
+    for (int depth = 0; k-- > 0;) {
+      if (tokens[k].text == ">" || tokens[k].text == ">>")
+        depth += static_cast<int>(tokens[k].text.size());
+      if (tokens[k].text == "<" && depth-- == 0) {
+        const Token* cast = prev_significant(tokens, k);
+        return cast && cast->text == "reinterpret_cast";
+      }
+    }
+    return false;
+  };
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Token& t = tokens[i];
+    if (t.kind != TokenKind::Identifier || t.in_directive) continue;
+    const std::optional<size_t> k = array_named(t.text);
+    const Token* before = prev_significant(tokens, i);
+    if (!k || is_member_access(before) || (before && before->text == "::")) continue;
+    const std::string raw = debug_array_name(std::string(t.text));
+    if (cast_operand(i)) {
+      t.text = texts.emplace_back(raw);
+      continue;
+    }
+    t.text =
+        texts.emplace_back("(::kjit::debug::view_of(" + raw + ", " + std::to_string(*k) + ", " +
+                           std::to_string(t.line) + ", kjit_thread, " + kDebugReport + "))");
+  }
+  return tokens;
+}
+
+std::string debug_aliases(const KernelSpec& spec, const CallSignature& call) {
+  if (!spec.compile_options.debug) return "";
+  const size_t n_in = spec.input_names.size();
+  std::string out;
+  for (size_t k : redeclared_arrays(spec)) {
+    if (k < n_in && call.inputs[k].second == 0) continue;  // a value, named as it is
+    const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+    warn(prefix_named(spec) + "the debug checks leave " + (k < n_in ? "input" : "output") + " '" +
+         name + "' unchecked: the body declares another '" + name + "'");
+    out += "  auto* const " + name + " = " + debug_array_name(name) + ";\n";
+  }
+  return out;
 }
 
 std::string arguments(const std::vector<Param>& layout) {
@@ -226,8 +339,12 @@ void write_kernel_function(Writer& w, const GeneratedSource& g, const KernelSpec
                   : "const ::kjit::thread_ctx& kjit_thread) {\n");
   w << template_declarations(spec, call.template_args);
   w << locals;
+  w << debug_aliases(spec, call);
   w << "#line 1 \"" << kSourceFile << "\"\n";
-  w << rewrite(spec.source_tokens, spec.dialect, target, coroutine, spec.shared_memory, &helpers);
+  std::deque<std::string> texts;
+  w << rewrite(spec.compile_options.debug ? debug_view_tokens(spec, call, spec.source_tokens, texts)
+                                          : spec.source_tokens,
+               spec.dialect, target, coroutine, spec.shared_memory, &helpers);
   w.resume_generated();
   if (coroutine) w << "  co_return;\n";
   w << "}\n\n";

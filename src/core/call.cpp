@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "core/debug_launch.h"
 #include "core/device_ops.h"
 #include "core/launch_record.h"
 
@@ -200,9 +201,13 @@ std::vector<Array> stage_inputs(const KernelSpec& spec, const ResolvedCall& call
 
 void run_launch(const KernelSpec& spec, const PreparedLaunch& launch,
                 std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
-                uintptr_t stream) {
+                uintptr_t stream, bool fresh_outputs) {
   try {
-    launch.run(inputs, outputs, stream);
+    if (spec.compile_options.debug) {
+      run_debug_launch(spec, launch, inputs, outputs, stream, fresh_outputs);
+    } else {
+      launch.run(inputs, outputs, stream);
+    }
   } catch (const LaunchError&) {
     rethrow_named(spec);
   }
@@ -210,11 +215,11 @@ void run_launch(const KernelSpec& spec, const PreparedLaunch& launch,
 
 std::unique_ptr<const PreparedLaunch> dispatch(const KernelSpec& spec, const ResolvedCall& call,
                                                std::span<const ArrayRef> inputs,
-                                               std::span<const ArrayRef> outputs,
-                                               uintptr_t stream) {
+                                               std::span<const ArrayRef> outputs, uintptr_t stream,
+                                               bool fresh_outputs) {
   std::unique_ptr<const PreparedLaunch> launch =
       call.plan->program->prepare({inputs, outputs, call.dims});
-  run_launch(spec, *launch, inputs, outputs, stream);
+  run_launch(spec, *launch, inputs, outputs, stream, fresh_outputs);
   return launch;
 }
 
@@ -251,7 +256,8 @@ std::vector<Array> run_pipeline(const std::shared_ptr<const KernelSpec>& spec, P
   const std::vector<Array>& kernel_inputs = staged.empty() ? inputs : staged;
   const std::vector<Array>& kernel_outputs = outputs.written(options);
   const auto in = refs_of(kernel_inputs), out = refs_of(kernel_outputs);
-  std::unique_ptr<const PreparedLaunch> launch = dispatch(*spec, call, in, out, options.stream);
+  std::unique_ptr<const PreparedLaunch> launch =
+      dispatch(*spec, call, in, out, options.stream, !options.outputs && !settings.init_value);
   if (recorded && staged.empty() && !outputs.moved && !settings.init_value && !settings.verbose) {
     recorded->keep(RecordedLaunch::of(call, options, in, out, std::move(launch)));
   }

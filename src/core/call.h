@@ -78,12 +78,15 @@ std::vector<Array> stage_inputs(const KernelSpec& spec, const ResolvedCall& call
 /// prepared launch, which may run again on arrays laid out alike.
 std::unique_ptr<const PreparedLaunch> dispatch(const KernelSpec& spec, const ResolvedCall& call,
                                                std::span<const ArrayRef> inputs,
-                                               std::span<const ArrayRef> outputs, uintptr_t stream);
+                                               std::span<const ArrayRef> outputs, uintptr_t stream,
+                                               bool fresh_outputs);
 
-/// Runs a prepared launch; its errors name the kernel.
+/// Runs a prepared launch (checked, for a debug build: core/debug_launch.h); its errors name
+/// the kernel. |fresh_outputs|: the outputs hold nothing the kernel may read (kjit made them
+/// and no init value filled them).
 void run_launch(const KernelSpec& spec, const PreparedLaunch& launch,
                 std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
-                uintptr_t stream);
+                uintptr_t stream, bool fresh_outputs);
 
 /// The caller's outputs that live elsewhere get what the kernel wrote.
 void finish_outputs(const KernelOutputs& outputs, const ResolvedCall& call,

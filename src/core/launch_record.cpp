@@ -85,7 +85,8 @@ namespace {
 void run_again(const KernelSpec& spec, const RecordedLaunch& launch,
                std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
                uintptr_t stream) {
-  run_launch(spec, *launch.launch, inputs, outputs, stream);
+  // Launches with an init value are never recorded: outputs not given are fresh.
+  run_launch(spec, *launch.launch, inputs, outputs, stream, !launch.outputs_given);
   cache::stats().launches_again.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -57,7 +57,8 @@ TEST(Dispatch, RunsTheLaunchItPrepares) {
   const std::vector<Array> inputs = {random_floats({1000}, r.rng)};
   const Staged staged = stage(spec, plans, s, inputs);
   const auto in = refs_of(inputs), out = refs_of(staged.outputs);
-  const std::unique_ptr<const PreparedLaunch> launch = dispatch(*spec, staged.call, in, out, 0);
+  const std::unique_ptr<const PreparedLaunch> launch =
+      dispatch(*spec, staged.call, in, out, 0, true);
   ASSERT_NE(launch, nullptr);
   expect_twice(inputs[0], staged.outputs[0]);
 }
@@ -70,13 +71,13 @@ TEST(Dispatch, ItsLaunchRunsAgainOnArraysLaidOutAlike) {
   const std::vector<Array> inputs = {random_floats({300}, r.rng)};
   const Staged staged = stage(spec, plans, s, inputs);
   const std::unique_ptr<const PreparedLaunch> launch =
-      dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0);
+      dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0, true);
   const std::vector<float> first(elements_of<float>(staged.outputs[0]),
                                  elements_of<float>(staged.outputs[0]) + 300);
   for (int round = 0; round < 3; ++round) {
     const std::vector<Array> other_in = {random_floats({300}, r.rng)};
     const std::vector<Array> other_out = {poisoned_floats({300})};
-    run_launch(*spec, *launch, refs_of(other_in), refs_of(other_out), 0);
+    run_launch(*spec, *launch, refs_of(other_in), refs_of(other_out), 0, true);
     expect_twice(other_in[0], other_out[0]);
   }
   // The arrays it was prepared for are left as the first run wrote them.
@@ -92,7 +93,7 @@ TEST(Dispatch, EachRunReadsItsOwnScalars) {
                                      Array::scalar(1.5, Dtype::Float32)};
   const Staged staged = stage(spec, plans, s, inputs);
   const std::unique_ptr<const PreparedLaunch> launch =
-      dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0);
+      dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0, true);
   for (double a : {1.5, -0.25, 3.0}) {
     const std::vector<Array> in = {random_floats({77}, r.rng), Array::scalar(a, Dtype::Float32)};
     const std::vector<Array> out = {poisoned_floats({77}), poisoned_floats({77})};
@@ -113,7 +114,7 @@ TEST(Dispatch, AZeroGridRunsNoThread) {
   s.grid = {0, 1, 1};
   const std::vector<Array> inputs = {random_floats({16}, r.rng)};
   const Staged staged = stage(spec, plans, s, inputs);
-  dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0);
+  dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0, true);
   for (int64_t i = 0; i < 16; ++i)
     EXPECT_TRUE(std::isnan(elements_of<float>(staged.outputs[0])[i]));
 }
@@ -131,10 +132,10 @@ TEST(RunLaunch, ItsErrorsNameTheKernel) {
   const std::vector<Array> inputs = {random_floats({32}, r.rng)};
   const Staged staged = stage(spec, plans, s, inputs);
   const std::unique_ptr<const PreparedLaunch> launch =
-      dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0);
+      dispatch(*spec, staged.call, refs_of(inputs), refs_of(staged.outputs), 0, true);
   static_cast<float*>(inputs[0].data())[17] = std::nanf("");
   try {
-    run_launch(*spec, *launch, refs_of(inputs), refs_of(staged.outputs), 0);
+    run_launch(*spec, *launch, refs_of(inputs), refs_of(staged.outputs), 0, true);
     ADD_FAILURE() << "a failed assert was not reported";
   } catch (const LaunchError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("[kjit.cuda_kernel] kernel 'checked': ", 0), 0u)

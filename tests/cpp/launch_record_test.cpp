@@ -91,7 +91,9 @@ Recording record(const std::shared_ptr<const KernelSpec>& spec, PlanCache& plans
   EXPECT_FALSE(outputs.moved);
   const std::vector<Array> written = outputs.written(options);
   const auto in = refs_of(inputs), out = refs_of(written);
-  return {RecordedLaunch::of(call, options, in, out, dispatch(*spec, call, in, out, 0)), written};
+  return {RecordedLaunch::of(call, options, in, out,
+                             dispatch(*spec, call, in, out, 0, !options.outputs)),
+          written};
 }
 
 // The record of calls of |spec|'s kernel with settings |s|, holding nothing yet.

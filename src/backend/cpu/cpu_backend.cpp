@@ -59,7 +59,6 @@ class CpuLaunch final : public PreparedLaunch {
   CpuLaunch(std::shared_ptr<const Module> module, const LaunchLayout& layout)
       : module_(std::move(module)),
         n_inputs_(layout.inputs.size()),
-        n_outputs_(layout.outputs.size()),
         shapes_(n_inputs_ * KJIT_MAX_NDIM),
         strides_(n_inputs_ * KJIT_MAX_NDIM),
         ndims_(n_inputs_) {
@@ -81,9 +80,10 @@ class CpuLaunch final : public PreparedLaunch {
     const uint64_t groups = uint64_t{groups_[0]} * groups_[1] * groups_[2];
     const uint64_t threads = uint64_t{grid_[0]} * grid_[1] * grid_[2];
     if (threads == 0) return;
-    SmallVector<void*, 16> args(n_inputs_ + n_outputs_);
+    // A debug build's report comes as one more output than the layout had (core/debug_launch.h).
+    SmallVector<void*, 16> args(n_inputs_ + outputs.size());
     for (size_t i = 0; i < n_inputs_; ++i) args[i] = inputs[i].data;
-    for (size_t o = 0; o < n_outputs_; ++o) args[n_inputs_ + o] = outputs[o].data;
+    for (size_t o = 0; o < outputs.size(); ++o) args[n_inputs_ + o] = outputs[o].data;
     kjit_cpu_launch L{};
     L.args = args.data();
     L.shapes = shapes_.data();
@@ -134,7 +134,7 @@ class CpuLaunch final : public PreparedLaunch {
   }
 
   std::shared_ptr<const Module> module_;
-  size_t n_inputs_, n_outputs_;
+  size_t n_inputs_;
   std::vector<int> shapes_;
   std::vector<int64_t> strides_;
   std::vector<int> ndims_;

@@ -1,0 +1,307 @@
+"""Debug builds (compile_options={"debug": True}, or KJIT_DEBUG=1): every index into an input or
+output is checked, and the first outside its array is a LaunchError naming the array, the
+index, the array's indices, the body line, the thread and its threadgroup; fresh outputs start
+poisoned and elements never written are reported. Planted bugs of each kind, on the CPU and
+the GPU, and clean kernels that report nothing."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import DEVICES
+
+DEBUG = {"debug": True}
+
+# Line 3 of each body reads inp and writes out (the first line is empty).
+DOUBLE = """
+    uint i = thread_position_in_grid.x;
+    out[i] = inp[i] * 2.0f;
+"""
+DOUBLE_CUDA = """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = inp[i] * 2.0f;
+"""
+
+
+def double(dialect="metal", **options):
+    if dialect == "metal":
+        return kjit.metal_kernel(name="debug_double", input_names=["inp"], output_names=["out"],
+                                 source=DOUBLE, compile_options={**DEBUG, **options})
+    return kjit.cuda_kernel(name="debug_double", input_names=["inp"], output_names=["out"],
+                            source=DOUBLE_CUDA, compile_options={**DEBUG, **options})
+
+
+def run(kernel, x, grid, threadgroup=(256, 1, 1), device="cpu", **kw):
+    return kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=grid,
+                  threadgroup=threadgroup, device=device, **kw)[0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_a_grid_rounded_up_past_the_arrays_is_reported_with_its_thread(rng, device, dialect):
+    x = rng.standard_normal(1000).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        run(double(dialect), x, (1024, 1, 1), device=device)
+    message = str(e.value)
+    assert "debug_double" in message
+    # The read of inp comes first in the statement, so it is the one reported, by thread 1000
+    # (the first past the end: the pool runs groups in order, and only the last has such threads).
+    assert "inputs[0] ('inp') was indexed at 10" in message
+    assert "its indices are 0 to 999" in message
+    assert "at line 3 of the source" in message
+    assert "in threadgroup (3, 0, 0)" in message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_clean_kernel_reports_nothing_and_computes_the_same(rng, device):
+    x = rng.standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(run(double(), x, (1000, 1, 1), device=device), x * 2)
+    # A bound kernel (and its launches made again) is checked the same.
+    bound = double().bind(output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(1000, 1, 1),
+                          threadgroup=(256, 1, 1), device=device)
+    for _ in range(3):
+        y = rng.standard_normal(1000).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(bound(y)[0]), y * 2)
+    short = double().bind(output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(1024, 1, 1),
+                          threadgroup=(256, 1, 1), device=device)
+    for _ in range(3):
+        with pytest.raises(kjit.LaunchError, match=r"inputs\[0\] \('inp'\) was indexed at 10"):
+            short(x)
+
+
+def test_an_out_of_bounds_write_is_skipped_and_reported_with_the_thread_and_group():
+    # One thread of a 2-D grid writes past the output: what lies after it is never touched.
+    kernel = kjit.metal_kernel(name="debug_stray_write", input_names=["inp"],
+                               output_names=["out"], compile_options=DEBUG, source="""
+        uint2 p = thread_position_in_grid.xy;
+        uint i = p.y * 16 + p.x;
+        out[i] = inp[i];
+        if (p.x == 13 && p.y == 6) out[i + 5000] = -1.0f;
+    """)
+    x = np.arange(128, dtype=np.float32)
+    base = np.full(6000, 7.0, np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        kernel(inputs=[x], output_shapes=[(128,)], output_dtypes=[np.float32], grid=(16, 8, 1),
+               threadgroup=(4, 4, 1), outputs=[base[:128]])
+    message = str(e.value)
+    assert "outputs[0] ('out') was indexed at 5109" in message
+    assert "its indices are 0 to 127" in message
+    assert "at line 5 of the source" in message
+    assert "by the thread at (13, 6, 0) in the grid (in threadgroup (3, 1, 0))" in message
+    np.testing.assert_array_equal(base[:128], x)
+    np.testing.assert_array_equal(base[128:], 7.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_negative_index_is_reported(rng, device):
+    kernel = kjit.metal_kernel(name="debug_previous", input_names=["inp"], output_names=["out"],
+                               compile_options=DEBUG, source="""
+        int i = int(thread_position_in_grid.x);
+        out[i] = inp[i - 1];
+    """)
+    x = rng.standard_normal(64).astype(np.float32)
+    with pytest.raises(kjit.LaunchError,
+                       match=r"inputs\[0\] \('inp'\) was indexed at -1, outside the array "
+                             r"\(its indices are 0 to 63\), at line 3 of the source, by the "
+                             r"thread at \(0, 0, 0\) in the grid \(in threadgroup \(0, 0, 0\)\)"):
+        run(kernel, x, (64, 1, 1), threadgroup=(32, 1, 1), device=device)
+
+
+def test_a_strided_view_is_checked_against_the_memory_it_spans(rng):
+    # inp reversed: its elements lie at indices -99 to 0 from its first one.
+    kernel = kjit.metal_kernel(name="debug_strided", input_names=["inp"], output_names=["out"],
+                               ensure_row_contiguous=False, compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = inp[elem_to_loc(i, inp_shape, inp_strides, inp_ndim)] + (i == 99 ? inp[1] : 0.0f);
+    """)
+    x = rng.standard_normal(100).astype(np.float32)
+    with pytest.raises(kjit.LaunchError, match=r"indexed at 1, outside the array \(its indices "
+                                               r"are -99 to 0\)"):
+        run(kernel, x[::-1], (100, 1, 1))
+    clean = kjit.metal_kernel(name="debug_strided_clean", input_names=["inp"],
+                              output_names=["out"], ensure_row_contiguous=False,
+                              compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = inp[elem_to_loc(i, inp_shape, inp_strides, inp_ndim)];
+    """)
+    np.testing.assert_array_equal(run(clean, x[::-1], (100, 1, 1)), x[::-1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_output_elements_never_written_are_reported(rng, device):
+    x = rng.standard_normal(1000).astype(np.float32)
+    with pytest.raises(kjit.LaunchError,
+                       match=r"outputs\[0\] \('out'\): 10 of 1000 elements were never written "
+                             r"\(indices 990 to 999\)"):
+        run(double(), x, (990, 1, 1), device=device)
+    gaps = kjit.metal_kernel(name="debug_gaps", input_names=["inp"], output_names=["out"],
+                             compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        if (i % 10 != 3 && i != 7) out[i] = inp[i];
+    """)
+    with pytest.raises(kjit.LaunchError,
+                       match=r"5 of 40 elements were never written \(indices 3, 7, 13, 23 and "
+                             r"1 more ranges\)"):
+        run(gaps, x[:40], (40, 1, 1), device=device)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int32, np.float32, np.float64])
+def test_values_equal_to_the_first_poison_are_not_reported(dtype):
+    # Every element written with the bytes of the first poison: a second run tells them apart.
+    kernel = kjit.metal_kernel(name="debug_pattern", input_names=["inp"], output_names=["out"],
+                               compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = inp[i];
+    """)
+    first_poison = {np.dtype(np.float32): 0x7FE5A5A5, np.dtype(np.float64): 0x7FFCA5A5A5A5A5A5}
+    dt = np.dtype(dtype)
+    item = first_poison.get(dt, int.from_bytes(b"\xa5" * dt.itemsize, "little"))
+    x = np.frombuffer(item.to_bytes(dt.itemsize, "little") * 256, dt)
+    out = run(kernel, x, (x.size, 1, 1))
+    np.testing.assert_array_equal(out.view(np.uint8), x.view(np.uint8))
+
+
+def test_outputs_with_an_init_value_or_given_are_not_poisoned(rng):
+    half = kjit.metal_kernel(name="debug_half", input_names=["inp"], output_names=["out"],
+                             compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        if (i < 50) out[i] = inp[i];
+    """)
+    x = rng.standard_normal(100).astype(np.float32)
+    out = run(half, x, (100, 1, 1), init_value=3.0)
+    np.testing.assert_array_equal(out[:50], x[:50])
+    np.testing.assert_array_equal(out[50:], 3.0)
+    given = np.full(100, -2.0, np.float32)
+    half(inputs=[x], output_shapes=[(100,)], output_dtypes=[np.float32], grid=(100, 1, 1),
+         threadgroup=(32, 1, 1), outputs=[given])
+    np.testing.assert_array_equal(given[:50], x[:50])
+    np.testing.assert_array_equal(given[50:], -2.0)
+
+
+SHARED = """
+    threadgroup float tile[64];
+    uint l = thread_position_in_threadgroup.x;
+    uint i = thread_position_in_grid.x;
+    tile[l] = inp[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = tile[63 - l] + simd_sum(0.0f);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kernels_with_barriers_and_simdgroup_functions_are_checked(rng, device):
+    kernel = kjit.metal_kernel(name="debug_shared", input_names=["inp"], output_names=["out"],
+                               compile_options=DEBUG, source=SHARED)
+    x = rng.standard_normal(256).astype(np.float32)
+    want = x.reshape(4, 64)[:, ::-1].ravel()
+    np.testing.assert_array_equal(run(kernel, x, (256, 1, 1), (64, 1, 1), device=device), want)
+    with pytest.raises(kjit.LaunchError, match=r"inputs\[0\] \('inp'\) was indexed at 2[0-9][0-9], "
+                                               r"outside the array \(its indices are 0 to 199\), "
+                                               r"at line 5 of the source"):
+        run(kernel, x[:200], (256, 1, 1), (64, 1, 1), device=device)
+
+
+def test_debug_builds_are_kept_apart_from_the_others(rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    plain = kjit.metal_kernel(name="debug_double", input_names=["inp"], output_names=["out"],
+                              source=DOUBLE)
+    out = run(plain, x, (90, 1, 1))  # no check: the last ten elements are whatever they were
+    np.testing.assert_array_equal(out[:90], x[:90] * 2)
+    with pytest.raises(kjit.LaunchError, match="never written"):
+        run(double(), x, (90, 1, 1))
+
+
+def test_bad_debug_options_name_the_parameter():
+    for value in (1, "yes", None):
+        with pytest.raises(TypeError, match=r"compile_options\['debug'\]: expected a bool"):
+            kjit.metal_kernel(name="k", input_names=["a"], output_names=["b"], source="",
+                              compile_options={"debug": value})
+    with pytest.raises(ValueError, match=r"known: 'math_mode', 'debug'"):
+        kjit.metal_kernel(name="k", input_names=["a"], output_names=["b"], source="",
+                          compile_options={"debugging": True})
+
+
+def _run_with_environment(value: str) -> subprocess.CompletedProcess:
+    script = textwrap.dedent(f"""
+        import warnings
+        import numpy as np
+        import kjit
+        warnings.simplefilter("always")
+        k = kjit.metal_kernel(name="env_debug", input_names=["inp"], output_names=["out"],
+                              source={DOUBLE!r})
+        x = np.ones(100, np.float32)
+        try:
+            k(inputs=[x], output_shapes=[(100,)], output_dtypes=[np.float32], grid=(128, 1, 1),
+              threadgroup=(64, 1, 1), outputs=[np.zeros(1000, np.float32)[:100]])
+            print("no report")
+        except kjit.LaunchError as e:
+            print("report:", e)
+    """)
+    env = dict(os.environ, KJIT_DEBUG=value)
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_kjit_debug_turns_the_checks_on_for_every_kernel():
+    on = _run_with_environment("1")
+    assert "report:" in on.stdout and "inputs[0] ('inp') was indexed at 100" in on.stdout, on
+    off = _run_with_environment("0")
+    assert "no report" in off.stdout, off
+    bad = _run_with_environment("yes")
+    assert "no report" in bad.stdout, bad
+    assert "KJIT_DEBUG: expected 0 or 1, got 'yes'" in bad.stderr, bad
+
+
+def test_member_names_casts_and_matrix_loads_keep_compiling(rng):
+    # An array named x is not thread_position_in_grid's member x.
+    named_x = kjit.metal_kernel(name="debug_named_x", input_names=["x"], output_names=["y"],
+                                compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        y[i] = x[i] + 1.0f;
+    """)
+    a = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_array_equal(run(named_x, a, (64, 1, 1)), a + 1)
+    with pytest.raises(kjit.LaunchError, match=r"inputs\[0\] \('x'\) was indexed at 64"):
+        run(named_x, a, (65, 1, 1))
+    # reinterpret_cast takes the array's pointer (unchecked), as the body expects.
+    vectors = kjit.cuda_kernel(name="debug_vectors", input_names=["inp"], output_names=["out"],
+                               compile_options=DEBUG, source="""
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(inp)[i];
+    """)
+    np.testing.assert_array_equal(run(vectors, a, (16, 1, 1)), a)
+    # simdgroup_load and simdgroup_store take the views, and check the lanes' indices.
+    matrix = kjit.metal_kernel(name="debug_matrix", input_names=["inp"], output_names=["out"],
+                               compile_options=DEBUG, source="""
+        simdgroup_float8x8 m;
+        simdgroup_load(m, inp, 8);
+        simdgroup_store(m, out, 8);
+    """)
+    np.testing.assert_array_equal(run(matrix, a, (32, 1, 1), (32, 1, 1)), a)
+    with pytest.raises(kjit.LaunchError, match=r"inputs\[0\] \('inp'\) was indexed at (4[89]|5|6)"):
+        matrix(inputs=[a[:48]], output_shapes=[(64,)], output_dtypes=[np.float32],
+               grid=(32, 1, 1), threadgroup=(32, 1, 1), device="cpu")
+
+
+def test_an_array_whose_name_the_body_declares_again_stays_unchecked_with_a_warning(rng):
+    # A lambda's parameter a and the input a: the body's a is left as it is, and the user told.
+    source = """
+        uint i = thread_position_in_grid.x;
+        auto twice = [](float a) { return a * 2.0f; };
+        out[i] = twice(a[i]);
+    """
+    with pytest.warns(RuntimeWarning, match=r"the debug checks leave input 'a' unchecked: the "
+                                            r"body declares another 'a'"):
+        kernel = kjit.metal_kernel(name="debug_declared", input_names=["a"],
+                                   output_names=["out"], compile_options=DEBUG, source=source)
+        x = rng.standard_normal(64).astype(np.float32)
+        np.testing.assert_array_equal(run(kernel, x, (64, 1, 1)), x * 2)
+    # The output is still checked.
+    with pytest.raises(kjit.LaunchError, match=r"outputs\[0\] \('out'\) was indexed at 64"):
+        kernel(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(65, 1, 1),
+               threadgroup=(32, 1, 1), outputs=[np.zeros(100, np.float32)[:64]])
