@@ -12,6 +12,7 @@
 #include "backend/cpu/host_compiler.h"
 #include "backend/cpu/kernel_traps.h"
 #include "backend/cpu/module.h"
+#include "backend/cpu/output_checks.h"
 #include "backend/cpu/thread_pool.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
@@ -56,8 +57,10 @@ std::shared_ptr<const Module> build_module(const KernelSpec& spec, const std::st
 // and ndims, and the sizes. A run adds the arrays' addresses.
 class CpuLaunch final : public PreparedLaunch {
  public:
-  CpuLaunch(std::shared_ptr<const Module> module, const LaunchLayout& layout)
+  CpuLaunch(std::shared_ptr<const Module> module, std::shared_ptr<const KernelSpec> spec,
+            const LaunchLayout& layout)
       : module_(std::move(module)),
+        spec_(std::move(spec)),
         n_inputs_(layout.inputs.size()),
         shapes_(n_inputs_ * KJIT_MAX_NDIM),
         strides_(n_inputs_ * KJIT_MAX_NDIM),
@@ -80,7 +83,8 @@ class CpuLaunch final : public PreparedLaunch {
     const uint64_t groups = uint64_t{groups_[0]} * groups_[1] * groups_[2];
     const uint64_t threads = uint64_t{grid_[0]} * grid_[1] * grid_[2];
     if (threads == 0) return;
-    // A debug build's report comes as one more output than the layout had (core/debug_launch.h).
+    // A debug build's report comes as one more output than the kernel has (core/debug_launch.h).
+    OutputChecks checks(outputs.first(spec_->output_names.size()));
     SmallVector<void*, 16> args(n_inputs_ + outputs.size());
     for (size_t i = 0; i < n_inputs_; ++i) args[i] = inputs[i].data;
     for (size_t o = 0; o < outputs.size(); ++o) args[n_inputs_ + o] = outputs[o].data;
@@ -108,32 +112,41 @@ class CpuLaunch final : public PreparedLaunch {
     } else {
       parallel_for(groups, run_groups);
     }
-    throw_if_trapped(trapped.load());
+    throw_if_failed(trapped.load(), checks.restore(spec_->output_names));
   }
 
  private:
-  static void throw_if_trapped(int signal) {
+  // A trap's error, and what the kernel wrote out of its outputs' bounds (also when it trapped
+  // after that).
+  static void throw_if_failed(int signal, const std::string& out_of_bounds) {
+    const std::string also = out_of_bounds.empty() ? "" : ". " + out_of_bounds;
     if (signal == SIGFPE) {
       throw LaunchError(
           "an integer division by zero (or of a type's lowest value by -1) stopped the kernel on "
-          "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete");
+          "the CPU, where it traps; a GPU gives an unspecified value. The outputs are incomplete" +
+          also);
     } else if (signal == SIGSEGV || signal == SIGBUS) {
       throw LaunchError(
           "the kernel accessed memory the process does not have (an index out of its arrays' "
           "bounds, a null pointer, or its stack overflowing; a GPU reports an illegal address). "
           "The outputs are incomplete, and memory the kernel wrote out of bounds before that may "
-          "be damaged");
+          "be damaged" +
+          also);
     } else if (signal == SIGINT) {
       throw Interrupted(
-          "SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete");
+          "SIGINT (Ctrl-C) stopped the kernel on the CPU. The outputs are incomplete" + also);
     } else if (signal != 0) {
       throw LaunchError(
           "the kernel stopped at a trap: an assert failed (its message is on standard error) or "
-          "__trap() was called. The outputs are incomplete");
+          "__trap() was called. The outputs are incomplete" +
+          also);
+    } else if (!out_of_bounds.empty()) {
+      throw LaunchError(out_of_bounds);
     }
   }
 
   std::shared_ptr<const Module> module_;
+  std::shared_ptr<const KernelSpec> spec_;  // names the outputs in errors
   size_t n_inputs_;
   std::vector<int> shapes_;
   std::vector<int64_t> strides_;
@@ -143,13 +156,15 @@ class CpuLaunch final : public PreparedLaunch {
 
 class CpuProgram final : public Program {
  public:
-  explicit CpuProgram(std::shared_ptr<const Module> module) : module_(std::move(module)) {}
+  CpuProgram(std::shared_ptr<const Module> module, std::shared_ptr<const KernelSpec> spec)
+      : module_(std::move(module)), spec_(std::move(spec)) {}
   std::unique_ptr<const PreparedLaunch> prepare(const LaunchLayout& layout) const override {
-    return std::make_unique<const CpuLaunch>(module_, layout);
+    return std::make_unique<const CpuLaunch>(module_, spec_, layout);
   }
 
  private:
   std::shared_ptr<const Module> module_;
+  std::shared_ptr<const KernelSpec> spec_;
 };
 
 class CpuBackend final : public Backend {
@@ -167,7 +182,8 @@ class CpuBackend final : public Backend {
   std::shared_ptr<const Program> build(std::shared_ptr<const KernelSpec> spec,
                                        std::shared_ptr<const codegen::GeneratedSource> source,
                                        int) const override {
-    return std::make_shared<const CpuProgram>(build_module(*spec, source->text));
+    std::shared_ptr<const Module> module = build_module(*spec, source->text);
+    return std::make_shared<const CpuProgram>(std::move(module), std::move(spec));
   }
   void build_for_architecture(const KernelSpec&, const codegen::GeneratedSource&,
                               int) const override {
