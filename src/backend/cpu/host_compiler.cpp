@@ -15,9 +15,11 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include "backend/cpu/build_directory.h"
 #include "cache/hash.h"
 #include "codegen/diagnostics.h"
 
@@ -108,8 +110,8 @@ std::vector<std::string> flags(MathMode mode) {
   // which would break isnan/isinf.
   if (mode == MathMode::Safe) f.push_back("-ffp-contract=off");
   if (mode != MathMode::Safe) {
-    for (const char* x : {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math",
-                          "-ffp-contract=fast"}) {
+    for (const char* x :
+         {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math", "-ffp-contract=fast"}) {
       f.push_back(x);
     }
   }
@@ -120,8 +122,9 @@ std::vector<std::string> flags(MathMode mode) {
   return f;
 }
 
-// Runs argv, returning its wait status; stdout and stderr go to |output|.
-int run(const std::vector<std::string>& argv, std::string& output) {
+// Runs argv with |environment|, returning its wait status; stdout and stderr go to |output|.
+int run(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+        std::string& output) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("kjit: pipe() failed");
   posix_spawn_file_actions_t actions;
@@ -132,15 +135,17 @@ int run(const std::vector<std::string>& argv, std::string& output) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> env;
+  for (const std::string& e : environment) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
   if (rc != 0) {
     ::close(pipe_fds[0]);
     throw std::runtime_error("kjit: cannot run the C++ compiler '" + argv[0] +
-                             "': " + std::strerror(rc) +
-                             " (set KJIT_CXX to a working compiler)");
+                             "': " + std::strerror(rc) + " (set KJIT_CXX to a working compiler)");
   }
   char buf[4096];
   ssize_t n;
@@ -159,6 +164,26 @@ int run(const std::vector<std::string>& argv, std::string& output) {
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The process's environment, with the compiler's temporary files in |build_dir|, which is
+// removed with them.
+std::vector<std::string> compiler_environment(const std::string& build_dir) {
+  std::vector<std::string> env = {"TMPDIR=" + build_dir};
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.emplace_back(*e);
+  }
+  return env;
+}
+
+// The reason a failed compile gives for itself beyond its diagnostics, or "": a full disk.
+std::string failure_cause(const std::string& log, const std::string& build_dir) {
+  for (const int error : {ENOSPC, EDQUOT, EFBIG}) {
+    if (log.find(std::strerror(error)) != std::string::npos) {
+      return "the compiler could not write its files in " + build_dir + ": " + std::strerror(error);
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -183,34 +208,40 @@ std::string compile_shared_object(const std::string& source, const KernelSpec& s
   codegen::assert_may_compile(spec);
   const Compiler& cxx = compiler();
   if (!cxx.found) {
-    throw std::runtime_error("kjit: no C++ compiler found for the CPU backend (tried '" +
-                             cxx.path + "'); set KJIT_CXX");
+    throw std::runtime_error("kjit: no C++ compiler found for the CPU backend (tried '" + cxx.path +
+                             "'); set KJIT_CXX");
   }
-  const char* tmp_env = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp_env && *tmp_env ? tmp_env : "/tmp") + "/kjit-build-XXXXXX";
-  if (!mkdtemp(dir.data())) throw std::runtime_error("kjit: cannot create a build directory");
-  const std::string src = dir + "/kjit_kernel.cpp", obj = dir + "/kjit_kernel.so";
-  {
-    std::ofstream out(src, std::ios::binary);
-    out << source;
+  // kjit's own failures (no build directory, a full disk) name the kernel as its diagnostics do.
+  auto fail = [&](const std::string& why, const std::string& log) {
+    throw CompileError(
+        prefix(spec) + "kernel '" + spec.name + "' failed to compile for the CPU: " + why, log,
+        source);
+  };
+  std::optional<BuildDirectory> dir;
+  try {
+    dir.emplace("kjit_kernel.cpp", source);
+  } catch (const CompileError& e) {
+    fail(e.what(), e.log());
   }
+  if (const char* keep = std::getenv("KJIT_KEEP_BUILD"); keep && std::strcmp(keep, "1") == 0) {
+    dir->keep();
+  }
+  const std::string src = dir->file("kjit_kernel.cpp"), obj = dir->file("kjit_kernel.so");
   std::vector<std::string> argv = {cxx.path};
   for (const std::string& f : flags(mode)) argv.push_back(f);
   argv.insert(argv.end(), {src, "-o", obj});
   std::string log;
-  const int status = run(argv, log);
+  const int status = run(argv, compiler_environment(dir->path()), log);
   const bool compiled = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   std::string shared_object = compiled ? read_file(obj) : std::string();
-  if (const char* keep = std::getenv("KJIT_KEEP_BUILD"); !keep || std::strcmp(keep, "1") != 0) {
-    ::unlink(src.c_str());
-    ::unlink(obj.c_str());
-    ::rmdir(dir.c_str());
-  }
   // Ctrl-C reaches the compiler too (the terminal signals the whole process group).
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) {
     throw Interrupted("SIGINT (Ctrl-C) stopped the compile for the CPU");
   }
   if (!compiled || shared_object.empty()) {
+    if (std::string why = failure_cause(log, dir->path()); !why.empty()) {
+      fail(why + ":\n" + log.substr(0, 4000), log);
+    }
     codegen::throw_compile_error(spec, "the CPU", log, source);
   }
   return shared_object;
