@@ -392,6 +392,9 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since,
 
 }  // namespace detail
 
-uint64_t interrupt_count() { return interrupts.load(std::memory_order_seq_cst); }
+uint64_t interrupt_count() {
+  install_handlers();
+  return interrupts.load(std::memory_order_seq_cst);
+}
 
 }  // namespace kjit::cpu
