@@ -113,9 +113,8 @@ def test_a_bad_access_in_a_child_forked_after_kernels_ran_raises(sigint):
 
 
 def test_a_child_forked_after_many_threads_ran_kernels_watches_its_own():
-    # kjit watches up to 1024 threads running kernels. The parent's pool of 700 threads all ran
-    # kernel code before the fork; in the child they are gone, and their places are free for
-    # the child's own pool of 700. The bad accesses lie in the second half of the grid, which
+    # The parent's pool of 700 threads all ran kernel code before the fork; in the child they
+    # are gone, and their places are free for the child's own pool of 700. The bad accesses lie in the second half of the grid, which
     # the pool's threads reach together, watched ones and (were the places not free) others.
     program = textwrap.dedent("""
         import os, numpy as np, kjit
@@ -152,6 +151,53 @@ def test_a_child_forked_after_many_threads_ran_kernels_watches_its_own():
                           timeout=300, env=dict(os.environ, KJIT_NUM_THREADS="700"))
     assert done.stdout.split() == ["True", "raised", "raised", "raised", "0"], (
         done.stdout, done.stderr[-2000:])
+
+
+def test_a_fault_raises_on_any_of_more_than_a_thousand_threads_that_ran_kernels():
+    # 1,100 Python threads, all alive at once, each run a kernel, then one that faults: each
+    # fault raises on its own thread (a fixed table of watched threads would leave the last
+    # ones unwatched, and their faults would end the process). Then the threads end, and as
+    # many new ones (reusing their places) do the same.
+    program = textwrap.dedent("""
+        import threading, numpy as np, kjit
+        N = 1100
+        ok = kjit.metal_kernel(name="add_one", input_names=["x"], output_names=["out"],
+                               source="uint i = thread_position_in_grid.x; out[i] = x[i] + 1;")
+        bad = kjit.metal_kernel(name="far_out", input_names=["x"], output_names=["out"],
+                                source="uint i = thread_position_in_grid.x;\\n"
+                                       "out[i + (1u << 30)] = x[i];")
+        x = np.arange(64, dtype=np.float32)
+        def call(kernel):
+            return kernel(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32],
+                          grid=(64, 1, 1), threadgroup=(64, 1, 1), device="cpu")[0]
+        call(ok)
+        def round_of_threads():
+            barrier = threading.Barrier(N)
+            seen = [None] * N
+            def run(i):
+                right = np.array_equal(call(ok), x + 1)
+                barrier.wait()
+                try:
+                    call(bad)
+                    seen[i] = "returned"
+                except kjit.LaunchError:
+                    seen[i] = "raised" if right else "wrong result"
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(N)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return sorted(set(seen))
+        print(*round_of_threads(), *round_of_threads())
+        try:
+            call(bad)
+        except kjit.LaunchError:
+            print("main raised")
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.splitlines() == ["raised raised", "main raised"], (
+        done.returncode, done.stdout, done.stderr[-2000:])
 
 
 @pytest.mark.parametrize("while_running", [False, True], ids=["after", "while a kernel runs"])

@@ -2,24 +2,27 @@
 
 #include <kjit/errors.h>
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cerrno>
-#include <csignal>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include "backend/cpu/build_directory.h"
+#include "backend/cpu/compiler_process.h"
 #include "cache/hash.h"
 #include "codegen/diagnostics.h"
+#include "support/env_bytes.h"
+#include "support/warning.h"
 
 extern char** environ;
 
@@ -32,6 +35,7 @@ struct Compiler {
   std::string path;
   std::string identity;  // the file it leads to, its size and mtime
   bool found = false;
+  bool clang = false;  // that file is Clang's (GCC's options otherwise, which Clang accepts)
 };
 
 std::string find_in_path(const std::string& name) {
@@ -66,6 +70,7 @@ const Compiler& compiler() {
     if (!found.empty() && realpath(found.c_str(), resolved) && stat(resolved, &st) == 0) {
       c.path = found;
       c.found = true;
+      c.clang = std::strstr(std::strrchr(resolved, '/'), "clang") != nullptr;
       c.identity = std::string(resolved) + " " + std::to_string(st.st_size) + " " +
                    std::to_string(st.st_mtime);
     } else {
@@ -103,13 +108,15 @@ std::vector<std::string> flags(MathMode mode) {
                                 "-fstack-clash-protection",
                                 "-fvisibility=hidden",
                                 "-w"};
+  // An error flood (a body that is not C++) stays short.
+  f.push_back(compiler().clang ? "-ferror-limit=20" : "-fmax-errors=20");
   // Safe mode rounds every operation (no contraction into fused multiply-adds); Metal's relaxed
   // and fast modes allow contraction, reassociation and reciprocals, never -ffinite-math-only,
   // which would break isnan/isinf.
   if (mode == MathMode::Safe) f.push_back("-ffp-contract=off");
   if (mode != MathMode::Safe) {
-    for (const char* x : {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math",
-                          "-ffp-contract=fast"}) {
+    for (const char* x :
+         {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math", "-ffp-contract=fast"}) {
       f.push_back(x);
     }
   }
@@ -120,45 +127,63 @@ std::vector<std::string> flags(MathMode mode) {
   return f;
 }
 
-// Runs argv, returning its wait status; stdout and stderr go to |output|.
-int run(const std::vector<std::string>& argv, std::string& output) {
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("kjit: pipe() failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  if (rc != 0) {
-    ::close(pipe_fds[0]);
-    throw std::runtime_error("kjit: cannot run the C++ compiler '" + argv[0] +
-                             "': " + std::strerror(rc) +
-                             " (set KJIT_CXX to a working compiler)");
-  }
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(pipe_fds[0], buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    output.append(buf, static_cast<size_t>(n));
-  }
-  ::close(pipe_fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// KJIT_COMPILE_TIMEOUT: seconds, 0 for no limit; anything else is warned about once.
+double compile_seconds() {
+  static const double seconds = [] {
+    constexpr double kDefault = 300;
+    const char* text = std::getenv("KJIT_COMPILE_TIMEOUT");
+    if (!text || !*text) return kDefault;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text, &end);
+    if (errno == 0 && end && *end == '\0' && std::isdigit(static_cast<unsigned char>(text[0])) &&
+        std::isfinite(v)) {
+      return v;
+    }
+    warn(std::string("KJIT_COMPILE_TIMEOUT='") + text +
+         "' is not a number of seconds; using the default (300)");
+    return kDefault;
+  }();
+  return seconds;
+}
+
+CompilerLimits compile_limits() {
+  static const uint64_t address_space =
+      bytes_from_env("KJIT_COMPILE_MEMORY", uint64_t{4} << 30);  // 0: no limit
+  return {compile_seconds(), address_space};
+}
+
+// The process's environment, with the compiler's temporary files in |build_dir|, which is
+// removed with them.
+std::vector<std::string> compiler_environment(const std::string& build_dir) {
+  std::vector<std::string> env = {"TMPDIR=" + build_dir};
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.emplace_back(*e);
+  }
+  return env;
+}
+
+// The reason a failed compile gives for itself beyond its diagnostics, or "": a full disk, or
+// the memory limit.
+std::string failure_cause(const std::string& log, const std::string& build_dir,
+                          uint64_t address_space) {
+  for (const int error : {ENOSPC, EDQUOT, EFBIG}) {
+    if (log.find(std::strerror(error)) != std::string::npos) {
+      return "the compiler could not write its files in " + build_dir + ": " + std::strerror(error);
+    }
+  }
+  if (address_space && (log.find("out of memory") != std::string::npos ||
+                        log.find(std::strerror(ENOMEM)) != std::string::npos ||
+                        log.find("bad_alloc") != std::string::npos)) {
+    return "the compiler ran out of memory: kjit allows it " + std::to_string(address_space) +
+           " bytes of address space (KJIT_COMPILE_MEMORY; 0 for no limit)";
+  }
+  return {};
 }
 
 }  // namespace
@@ -183,35 +208,58 @@ std::string compile_shared_object(const std::string& source, const KernelSpec& s
   codegen::assert_may_compile(spec);
   const Compiler& cxx = compiler();
   if (!cxx.found) {
-    throw std::runtime_error("kjit: no C++ compiler found for the CPU backend (tried '" +
-                             cxx.path + "'); set KJIT_CXX");
+    throw std::runtime_error("kjit: no C++ compiler found for the CPU backend (tried '" + cxx.path +
+                             "'); set KJIT_CXX");
   }
-  const char* tmp_env = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp_env && *tmp_env ? tmp_env : "/tmp") + "/kjit-build-XXXXXX";
-  if (!mkdtemp(dir.data())) throw std::runtime_error("kjit: cannot create a build directory");
-  const std::string src = dir + "/kjit_kernel.cpp", obj = dir + "/kjit_kernel.so";
-  {
-    std::ofstream out(src, std::ios::binary);
-    out << source;
+  // kjit's own failures (no build directory, a time or memory limit, a full disk) name the
+  // kernel as its diagnostics do.
+  auto fail = [&](const std::string& why, const std::string& log) {
+    throw CompileError(
+        prefix(spec) + "kernel '" + spec.name + "' failed to compile for the CPU: " + why, log,
+        source);
+  };
+  std::optional<BuildDirectory> dir;
+  try {
+    dir.emplace("kjit_kernel.cpp", source);
+  } catch (const CompileError& e) {
+    fail(e.what(), e.log());
   }
+  if (const char* keep = std::getenv("KJIT_KEEP_BUILD"); keep && std::strcmp(keep, "1") == 0) {
+    dir->keep();
+  }
+  const std::string src = dir->file("kjit_kernel.cpp"), obj = dir->file("kjit_kernel.so");
   std::vector<std::string> argv = {cxx.path};
   for (const std::string& f : flags(mode)) argv.push_back(f);
   argv.insert(argv.end(), {src, "-o", obj});
-  std::string log;
-  const int status = run(argv, log);
-  const bool compiled = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  std::string shared_object = compiled ? read_file(obj) : std::string();
-  if (const char* keep = std::getenv("KJIT_KEEP_BUILD"); !keep || std::strcmp(keep, "1") != 0) {
-    ::unlink(src.c_str());
-    ::unlink(obj.c_str());
-    ::rmdir(dir.c_str());
+  const CompilerLimits limits = compile_limits();
+  CompilerRun run;
+  try {
+    run = run_compiler(argv, compiler_environment(dir->path()), limits, dir->path());
+  } catch (const CompileError& e) {
+    fail(e.what(), e.log());
   }
-  // Ctrl-C reaches the compiler too (the terminal signals the whole process group).
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) {
+  if (run.end == CompilerRun::End::Interrupted) {
     throw Interrupted("SIGINT (Ctrl-C) stopped the compile for the CPU");
   }
-  if (!compiled || shared_object.empty()) {
-    codegen::throw_compile_error(spec, "the CPU", log, source);
+  if (run.end == CompilerRun::End::TimedOut) {
+    std::ostringstream seconds;
+    seconds << limits.seconds;
+    fail("the compiler was stopped after KJIT_COMPILE_TIMEOUT=" + seconds.str() +
+             " seconds (set it higher, or to 0 for no limit, for a kernel that takes longer)",
+         run.output);
+  }
+  if (run.end == CompilerRun::End::Signalled) {
+    fail(std::string("the compiler was killed by signal ") + std::to_string(run.code) + " (" +
+             strsignal(run.code) + ")" + (run.output.empty() ? "" : ":\n" + run.output),
+         run.output);
+  }
+  std::string shared_object = run.code == 0 ? read_file(obj) : std::string();
+  if (shared_object.empty()) {
+    if (std::string why = failure_cause(run.output, dir->path(), limits.address_space);
+        !why.empty()) {
+      fail(why + ":\n" + run.output.substr(0, 4000), run.output);
+    }
+    codegen::throw_compile_error(spec, "the CPU", run.output, source);
   }
   return shared_object;
 }

@@ -23,9 +23,11 @@ struct HostCompiler {
 };
 HostCompiler host_compiler();
 
-/// Compiles |source| to a shared object and returns its bytes. Throws kjit::CompileError with
-/// the diagnostics mapped to the user's source/header lines.
-std::string compile_shared_object(const std::string& source, const KernelSpec& spec,
-                                  MathMode mode);
+/// Compiles |source| to a shared object and returns its bytes, in a build directory
+/// (build_directory.h) with the compiler under kjit's limits (compiler_process.h): at most
+/// KJIT_COMPILE_TIMEOUT seconds and KJIT_COMPILE_MEMORY bytes of address space. Throws
+/// kjit::CompileError with the diagnostics mapped to the user's source/header lines, or saying
+/// which limit stopped it, or that the disk was full; kjit::Interrupted when a SIGINT did.
+std::string compile_shared_object(const std::string& source, const KernelSpec& spec, MathMode mode);
 
 }  // namespace kjit::cpu

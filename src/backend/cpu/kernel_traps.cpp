@@ -52,8 +52,14 @@ static_assert(std::atomic<pid_t>::is_always_lock_free &&
                   std::atomic<uintptr_t>::is_always_lock_free &&
                   std::atomic<timer_t>::is_always_lock_free,
               "a signal handler reads them");
-constexpr size_t kMostKernelThreads = 1024;
-ThreadSlot thread_slots[kMostKernelThreads];
+// The slots come in chunks, linked for good: a chunk is added when every slot is claimed (by a
+// thread about to run kernel code, never in a signal handler) and never freed, so a handler can
+// walk the list at any time. A thread's slot is free again when it ends.
+struct SlotChunk {
+  ThreadSlot slots[256];
+  std::atomic<SlotChunk*> next{nullptr};
+};
+SlotChunk first_chunk;
 // This thread's slot, for the fork handler (never read in a signal handler).
 thread_local ThreadSlot* own_slot = nullptr;
 // Whether kjit's SIGINT handler went in: only then do threads need timers.
@@ -77,12 +83,43 @@ constexpr int kSentOn = 0x6b6a6974;
 
 pid_t thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
-// The slot of thread |self| while it runs kernel code, else null.
-ThreadSlot* running_slot(pid_t self) {
-  for (ThreadSlot& slot : thread_slots) {
-    if (slot.running.load(std::memory_order_seq_cst) == self) return &slot;
+// The first slot for which found(slot) is true, else null; a handler may call it.
+template <class Found>
+ThreadSlot* find_slot(const Found& found) {
+  for (SlotChunk* chunk = &first_chunk; chunk;
+       chunk = chunk->next.load(std::memory_order_acquire)) {
+    for (ThreadSlot& slot : chunk->slots) {
+      if (found(slot)) return &slot;
+    }
   }
   return nullptr;
+}
+
+// The slot of thread |self| while it runs kernel code, else null.
+ThreadSlot* running_slot(pid_t self) {
+  return find_slot([self](const ThreadSlot& slot) {
+    return slot.running.load(std::memory_order_seq_cst) == self;
+  });
+}
+
+// A slot for the calling thread's life: a free one, else the first of a new chunk.
+ThreadSlot* claim_slot() {
+  if (ThreadSlot* free = find_slot([](ThreadSlot& slot) {
+        bool claimed = false;
+        return slot.claimed.compare_exchange_strong(claimed, true, std::memory_order_acq_rel);
+      })) {
+    return free;
+  }
+  auto* chunk = new SlotChunk();
+  chunk->slots[0].claimed.store(true, std::memory_order_relaxed);
+  // Appended at the end, which another thread may have moved meanwhile.
+  for (SlotChunk* last = &first_chunk;;) {
+    SlotChunk* next = nullptr;
+    if (last->next.compare_exchange_strong(next, chunk, std::memory_order_acq_rel)) {
+      return &chunk->slots[0];
+    }
+    last = next;
+  }
 }
 
 // Runs the handler function that |handler| holds (not SIG_DFL or SIG_IGN).
@@ -162,14 +199,15 @@ void on_interrupt(int signal, siginfo_t* info, void* context) {
   }
   const pid_t self = thread_id();
   ThreadSlot* mine = nullptr;
-  for (ThreadSlot& slot : thread_slots) {
+  find_slot([&](ThreadSlot& slot) {
     const pid_t id = slot.running.load(std::memory_order_seq_cst);
     if (id != 0 && id == self) {
       mine = &slot;
     } else if (id != 0 && !sent_on) {
       send_on(id);
     }
-  }
+    return false;
+  });
   // A signal sent on late, after this thread's launch ended and another began, stops nothing.
   // Outside the kernel's own code, a thread is signalled again a moment later; a Ctrl-C that
   // comes a quarter of a second or more after it was first found there stops it there (it may
@@ -226,12 +264,13 @@ void install_handlers() {
     // In a child forked after this, only the forking thread lives, with a new id and no timer
     // (a child has none of its parent's); the other threads' slots are free again.
     pthread_atfork(nullptr, nullptr, [] {
-      for (ThreadSlot& slot : thread_slots) {
+      find_slot([](ThreadSlot& slot) {
         slot.running.store(0, std::memory_order_relaxed);
         slot.has_timer.store(false, std::memory_order_relaxed);
         slot.armed.store(false, std::memory_order_relaxed);
         if (&slot != own_slot) slot.claimed.store(false, std::memory_order_relaxed);
-      }
+        return false;
+      });
       forks.fetch_add(1, std::memory_order_relaxed);
     });
     // SIGINT only where the program handles it, and for good (not with SA_RESETHAND: the
@@ -255,23 +294,14 @@ void install_handlers() {
   });
 }
 
-// This thread's slot in thread_slots, claimed for the thread's life (none if all are taken: the
-// thread's kernels then run unwatched, as they would without kjit).
+// This thread's slot, claimed for the thread's life.
 class ListedThread {
  public:
-  ListedThread() {
-    for (ThreadSlot& slot : thread_slots) {
-      bool claimed = false;
-      if (slot.claimed.compare_exchange_strong(claimed, true, std::memory_order_acq_rel)) {
-        slot_ = &slot;
-        own_slot = &slot;
-        make_timer();
-        return;
-      }
-    }
+  ListedThread() : slot_(claim_slot()) {
+    own_slot = slot_;
+    make_timer();
   }
   ~ListedThread() {
-    if (!slot_) return;
     slot_->running.store(0, std::memory_order_seq_cst);
     if (slot_->has_timer.exchange(false)) timer_delete(slot_->timer.load());
     own_slot = nullptr;
@@ -283,7 +313,6 @@ class ListedThread {
   // Kernel code from here, for a launch that began at |since| interrupts, of a kernel whose
   // machine code is |code|; a trap in it lands at |landing|.
   void enter(uint64_t since, const CodeRange& code, sigjmp_buf* landing) {
-    if (!slot_) return;
     if (const uint64_t now = forks.load(std::memory_order_relaxed); now != forks_seen_) {
       id_ = thread_id();  // a forked child's
       forks_seen_ = now;
@@ -296,7 +325,6 @@ class ListedThread {
     slot_->running.store(id_, std::memory_order_seq_cst);
   }
   void leave() {
-    if (!slot_) return;
     slot_->running.store(0, std::memory_order_seq_cst);
     slot_->landing.store(nullptr, std::memory_order_relaxed);
     slot_->outside_since.store(0, std::memory_order_relaxed);
@@ -328,7 +356,7 @@ class ListedThread {
 
   pid_t id_ = thread_id();
   uint64_t forks_seen_ = forks.load(std::memory_order_relaxed);
-  ThreadSlot* slot_ = nullptr;
+  ThreadSlot* const slot_;
 };
 
 }  // namespace
@@ -364,6 +392,9 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since,
 
 }  // namespace detail
 
-uint64_t interrupt_count() { return interrupts.load(std::memory_order_seq_cst); }
+uint64_t interrupt_count() {
+  install_handlers();
+  return interrupts.load(std::memory_order_seq_cst);
+}
 
 }  // namespace kjit::cpu

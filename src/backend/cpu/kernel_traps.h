@@ -23,7 +23,8 @@ int run_trapping(void (*call)(const void*), const void* context, uint64_t since,
                  const CodeRange& code);
 }  // namespace detail
 
-/// How many SIGINTs have come from outside kjit: a launch notes it as it starts.
+/// How many SIGINTs have come from outside kjit since kjit began to watch for them (at the first
+/// call of this or of run_trapping): a launch or a compile notes it as it starts.
 uint64_t interrupt_count();
 
 /// Runs fn(), which runs the kernel whose machine code is |code|; 0, or the signal of a trap in

@@ -1,14 +1,17 @@
 #include "backend/cpu/module.h"
 
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
-#include <unistd.h>
+#include <kjit/errors.h>
 
-#include <atomic>
-#include <cstdlib>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
+
+#include "backend/cpu/build_directory.h"
 
 namespace kjit::cpu {
 namespace {
@@ -41,27 +44,29 @@ CodeRange code_around(const void* address) {
 
 std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   // dlopen needs a file. Each load gets a fresh name (the loader matches libraries by name), and
-  // the file is unlinked once mapped.
-  static std::atomic<unsigned> counter{0};
-  const char* tmp_env = std::getenv("TMPDIR");
-  std::string path = std::string(tmp_env && *tmp_env ? tmp_env : "/tmp") + "/kjit-" +
-                     std::to_string(getpid()) + "-" + std::to_string(counter++) + "-XXXXXX";
-  int fd = mkstemp(path.data());
-  if (fd < 0) throw std::runtime_error("kjit: cannot create a file to load a kernel from");
-  size_t done = 0;
-  while (done < shared_object.size()) {
-    ssize_t n = ::write(fd, shared_object.data() + done, shared_object.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
+  // the file is removed once mapped.
+  std::optional<BuildDirectory> dir;
+  try {
+    dir.emplace("kjit_kernel.so", shared_object);
+  } catch (const CompileError& e) {
+    throw CompileError(std::string("kjit: cannot load a compiled kernel: ") + e.what(), e.log(),
+                       "");
   }
-  ::close(fd);
-  void* handle = done == shared_object.size() ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)
-                                              : nullptr;
-  // dlerror clears the message it returns: read it once.
-  const char* load_error = handle ? nullptr : dlerror();
-  std::string error = load_error ? load_error : "short write";
-  ::unlink(path.c_str());
-  if (!handle) throw std::runtime_error("kjit: cannot load a compiled kernel: " + error);
+  void* handle = dlopen(dir->file("kjit_kernel.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    // dlerror clears the message it returns: read it once.
+    const char* error = dlerror();
+    const std::string why = error ? error : "unknown error";
+    // A file system that does not let the process map code, which statvfs did not show.
+    const bool no_exec = why.find("failed to map segment") != std::string::npos ||
+                         why.find(std::strerror(EPERM)) != std::string::npos;
+    throw CompileError("kjit: cannot load a compiled kernel: " + why +
+                           (no_exec ? " (the file system of " + dir->path() +
+                                          " may not allow executables: set TMPDIR to a "
+                                          "directory on one that does)"
+                                    : ""),
+                       "", "");
+  }
   auto entry = reinterpret_cast<kjit_cpu_entry_fn>(dlsym(handle, KJIT_CPU_ENTRY_SYMBOL));
   if (!entry) {
     dlclose(handle);
