@@ -13,6 +13,7 @@
 #include <ctime>
 #include <vector>
 
+#include "cache/directory_trust.h"
 #include "cache/hash.h"
 #include "support/env_bytes.h"
 #include "support/warning.h"
@@ -90,6 +91,14 @@ DiskCache::DiskCache(std::string directory, uint64_t max_bytes)
     : dir_(std::move(directory)), max_bytes_(max_bytes) {
   if (dir_.empty()) return;
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  // Resolved once: a later change of working directory must not move the cache.
+  const std::string given = dir_;
+  dir_ = absolute_path(dir_);
+  if (dir_.empty()) {
+    dir_ = given;
+    disable("the working directory it is relative to has no name");
+    return;
+  }
   if (!make_directories(dir_)) {
     disable("cannot create it (" + std::string(std::strerror(errno)) + ")");
     return;
@@ -101,6 +110,10 @@ DiskCache::DiskCache(std::string directory, uint64_t max_bytes)
   }
   if (st.st_uid != geteuid()) {
     disable("it is owned by another user");
+    return;
+  }
+  if (const std::string why = untrusted_parent(dir_); !why.empty()) {
+    disable(why);
     return;
   }
   if ((st.st_mode & 077) != 0 && chmod(dir_.c_str(), 0700) != 0) {
