@@ -41,6 +41,7 @@ class DiskCache {
 
  private:
   std::string path_for(std::string_view key) const;
+  uint64_t max_entry_bytes() const;
   void disable(const std::string& why);
   void evict();
 

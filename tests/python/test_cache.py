@@ -413,15 +413,60 @@ def header_only(path):
     path.write_bytes(path.read_bytes()[: HEADER.size])
 
 
-@pytest.mark.parametrize("damage", [flip_payload_byte, truncate, edit_key],
-                         ids=["payload-byte", "truncated", "other-key"])
-def test_damaged_entry_is_rebuilt(cache_dir, rng, damage):
-    action, ref = linear("damaged", 5, -2, rng)
+GIB = 1 << 30
+
+
+def sparse(path, size):
+    """Makes |path| |size| bytes long, the new bytes a hole (no disk space); skips where the
+    file system cannot hold a file that long."""
+    try:
+        os.truncate(path, size)
+    except OSError as e:
+        pytest.skip(f"the file system cannot hold a {size}-byte file: {e}")
+
+
+def extended_to_64_gib(path):
+    sparse(path, 64 * GIB)  # as `truncate -s 64G` leaves it: the header is intact
+
+
+def extended_to_1_tib(path):
+    sparse(path, 1024 * GIB)
+
+
+def zeros_of_1_tib(path):
+    path.write_bytes(b"")
+    sparse(path, 1024 * GIB)
+
+
+def garbage_header_of_1_tib(path):
+    path.write_bytes(np.random.default_rng(7).bytes(HEADER.size))
+    sparse(path, 1024 * GIB)
+
+
+def claims_its_64_gib(path):
+    """The header's sizes add up to the file's: only the cap on entries refuses it."""
+    magic, key_size, _, checksum, key, _ = split_entry(path.read_bytes())
+    size = 64 * GIB
+    path.write_bytes(HEADER.pack(magic, key_size, size - HEADER.size - key_size, checksum) + key)
+    sparse(path, size)
+
+
+def truncated_from_2_tib(path):
+    """The header claims twice what the (1 TiB) file holds."""
+    magic, key_size, _, checksum, key, _ = split_entry(path.read_bytes())
+    path.write_bytes(HEADER.pack(magic, key_size, 2048 * GIB, checksum) + key)
+    sparse(path, 1024 * GIB)
+
+
+def assert_rebuilt(cache_dir, rng, damage, name):
+    """A kernel whose entry |damage| spoilt is compiled again, right, into a valid entry that
+    the next process uses."""
+    action, ref = linear(name, 5, -2, rng)
     check(run_child(cache_dir, [action])["results"][0], action, ref)
     entry = only_entry(cache_dir)
     damage(entry)
 
-    action = linear("damaged", 5, -2, rng)[0]
+    action = linear(name, 5, -2, rng)[0]
     report = run_child(cache_dir, [action])
     check(report["results"][0], action, ref)
     assert (report["info"]["compiles"], report["info"]["disk_hits"]) == (1, 0)
@@ -429,10 +474,25 @@ def test_damaged_entry_is_rebuilt(cache_dir, rng, damage):
     assert_valid_entry(entry)
     assert temporaries(cache_dir) == []
 
-    action = linear("damaged", 5, -2, rng)[0]
+    action = linear(name, 5, -2, rng)[0]
     report = run_child(cache_dir, [action], KJIT_ASSERT_NO_COMPILE=1)
     check(report["results"][0], action, ref)
     assert (report["info"]["compiles"], report["info"]["disk_hits"]) == (0, 1)
+
+
+@pytest.mark.parametrize("damage", [flip_payload_byte, truncate, edit_key],
+                         ids=["payload-byte", "truncated", "other-key"])
+def test_damaged_entry_is_rebuilt(cache_dir, rng, damage):
+    assert_rebuilt(cache_dir, rng, damage, "damaged")
+
+
+@pytest.mark.parametrize("damage", [extended_to_64_gib, extended_to_1_tib, zeros_of_1_tib,
+                                    garbage_header_of_1_tib, claims_its_64_gib,
+                                    truncated_from_2_tib])
+def test_huge_damaged_entry_is_rebuilt_without_reading_it(cache_dir, rng, damage):
+    # A size taken from the file before its header was checked made every later process fail
+    # to allocate it (MemoryError), for good.
+    assert_rebuilt(cache_dir, rng, damage, "huge")
 
 
 @pytest.mark.parametrize("damage", [flip_payload_byte, truncate, edit_key, bad_magic,
@@ -597,54 +657,6 @@ def test_directory_of_another_user_is_not_used(cache_dir, rng):
     assert len(runtime_warnings) == 1 and str(cache_dir) in runtime_warnings[0]["message"]
 
 
-# ---------------------------------------------------------------------------------------------
-# Entries others could have written
-
-
-@pytest.mark.parametrize("mode", [0o666, 0o620, 0o602])
-def test_entry_writable_by_others_is_refused(cache_dir, rng, mode):
-    action, ref = linear("perm", 3, 3, rng)
-    check(run_child(cache_dir, [action])["results"][0], action, ref)
-    entry = only_entry(cache_dir)
-
-    entry.chmod(mode)
-    report = run_child(cache_dir, [linear("perm", 3, 3, rng)[0]], KJIT_ASSERT_NO_COMPILE=1)
-    assert_refused(report["results"][0])
-
-    # The same bytes with a private mode are used: the mode alone made the difference.
-    entry.chmod(0o600)
-    action = linear("perm", 3, 3, rng)[0]
-    report = run_child(cache_dir, [action], KJIT_ASSERT_NO_COMPILE=1)
-    check(report["results"][0], action, ref)
-    assert report["info"]["disk_hits"] == 1
-
-    # Without the assertion the kernel is compiled again and the entry replaced by a safe one.
-    entry.chmod(mode)
-    action = linear("perm", 3, 3, rng)[0]
-    report = run_child(cache_dir, [action])
-    check(report["results"][0], action, ref)
-    assert (report["info"]["compiles"], report["info"]["disk_hits"]) == (1, 0)
-    assert entries(cache_dir) == [entry]
-    assert_valid_entry(entry)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give an entry to another user")
-def test_entry_owned_by_another_user_is_refused(cache_dir, rng):
-    action, ref = linear("owner", 3, -3, rng)
-    check(run_child(cache_dir, [action])["results"][0], action, ref)
-    entry = only_entry(cache_dir)
-
-    os.chown(entry, 65534, 65534)
-    report = run_child(cache_dir, [linear("owner", 3, -3, rng)[0]], KJIT_ASSERT_NO_COMPILE=1)
-    assert_refused(report["results"][0])
-
-    action = linear("owner", 3, -3, rng)[0]
-    report = run_child(cache_dir, [action])
-    check(report["results"][0], action, ref)
-    assert report["info"]["compiles"] == 1
-    assert_valid_entry(entry)  # now the user's own
-
-
 def test_relative_directory_is_resolved_once(tmp_path, rng):
     """A relative KJIT_CACHE_DIR is taken from the working directory at first use: changing
     directory afterwards (into one another user may control) moves nothing."""
@@ -743,6 +755,54 @@ def test_directory_below_one_of_another_user_is_not_used(tmp_path, rng):
     theirs.chmod(0o755)
     os.chown(theirs, 65534, 65534)
     assert_directory_refused(theirs / "kjit", rng, theirs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries others could have written
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o620, 0o602])
+def test_entry_writable_by_others_is_refused(cache_dir, rng, mode):
+    action, ref = linear("perm", 3, 3, rng)
+    check(run_child(cache_dir, [action])["results"][0], action, ref)
+    entry = only_entry(cache_dir)
+
+    entry.chmod(mode)
+    report = run_child(cache_dir, [linear("perm", 3, 3, rng)[0]], KJIT_ASSERT_NO_COMPILE=1)
+    assert_refused(report["results"][0])
+
+    # The same bytes with a private mode are used: the mode alone made the difference.
+    entry.chmod(0o600)
+    action = linear("perm", 3, 3, rng)[0]
+    report = run_child(cache_dir, [action], KJIT_ASSERT_NO_COMPILE=1)
+    check(report["results"][0], action, ref)
+    assert report["info"]["disk_hits"] == 1
+
+    # Without the assertion the kernel is compiled again and the entry replaced by a safe one.
+    entry.chmod(mode)
+    action = linear("perm", 3, 3, rng)[0]
+    report = run_child(cache_dir, [action])
+    check(report["results"][0], action, ref)
+    assert (report["info"]["compiles"], report["info"]["disk_hits"]) == (1, 0)
+    assert entries(cache_dir) == [entry]
+    assert_valid_entry(entry)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give an entry to another user")
+def test_entry_owned_by_another_user_is_refused(cache_dir, rng):
+    action, ref = linear("owner", 3, -3, rng)
+    check(run_child(cache_dir, [action])["results"][0], action, ref)
+    entry = only_entry(cache_dir)
+
+    os.chown(entry, 65534, 65534)
+    report = run_child(cache_dir, [linear("owner", 3, -3, rng)[0]], KJIT_ASSERT_NO_COMPILE=1)
+    assert_refused(report["results"][0])
+
+    action = linear("owner", 3, -3, rng)[0]
+    report = run_child(cache_dir, [action])
+    check(report["results"][0], action, ref)
+    assert report["info"]["compiles"] == 1
+    assert_valid_entry(entry)  # now the user's own
 
 
 # ---------------------------------------------------------------------------------------------
