@@ -132,7 +132,7 @@ def default_device() -> str:
 
 def cache_info() -> dict[str, object]:
     """
-    What the compile caches hold, and how many compiles, disk hits and launches made again from their record this process had.
+    What the compile caches hold, and how many compiles, disk hits and launches made again from their record this process had: the disk cache's directory, entries, bytes and limit; the programs kept loaded in memory (memory_entries, memory_bytes), the limits of each device type's memory cache (memory_limit_entries, memory_limit_bytes) and how many programs those limits unloaded (memory_evictions).
     """
 
 def host_compiler() -> tuple[str, bool]:

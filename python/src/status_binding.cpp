@@ -49,6 +49,10 @@ void init_status(nb::module_& m) {
         d["disk_bytes"] = c.disk_bytes;
         d["disk_limit_bytes"] = c.disk_limit_bytes;
         d["memory_entries"] = c.memory_entries;
+        d["memory_bytes"] = c.memory_bytes;
+        d["memory_limit_entries"] = c.memory_limit_entries;
+        d["memory_limit_bytes"] = c.memory_limit_bytes;
+        d["memory_evictions"] = c.memory_evictions;
         d["compiles"] = c.compiles;
         d["disk_hits"] = c.disk_hits;
         d["launches_again"] = c.launches_again;
@@ -56,7 +60,10 @@ void init_status(nb::module_& m) {
       },
       nb::sig("def cache_info() -> dict[str, object]"),
       "What the compile caches hold, and how many compiles, disk hits and launches made "
-      "again from their record this process had.");
+      "again from their record this process had: the disk cache's directory, entries, bytes and "
+      "limit; the programs kept loaded in memory (memory_entries, memory_bytes), the limits of "
+      "each device type's memory cache (memory_limit_entries, memory_limit_bytes) and how many "
+      "programs those limits unloaded (memory_evictions).");
   m.def(
       "host_compiler",
       [] {

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <vector>
 
+#include "cache/directory_trust.h"
 #include "cache/hash.h"
 #include "support/env_bytes.h"
 #include "support/warning.h"
@@ -22,6 +23,8 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'J', 'I', 'T', 'C', 'A', 'C', '2'};  // format version 2
 constexpr const char* kSuffix = ".kjit";
+// No kernel's shared object or image comes near this; an entry claiming more is damaged.
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
 
 struct Header {
   char magic[8];
@@ -69,6 +72,30 @@ bool read_all(int fd, char* data, size_t size) {
   return true;
 }
 
+// The payload of the entry open at |fd|, of |file_size| bytes, when it is whole, at most
+// |max_entry_bytes| and stored under |key|.
+std::optional<std::string> read_entry(int fd, uint64_t file_size, std::string_view key,
+                                      uint64_t max_entry_bytes) {
+  // The header's sizes are checked against the file and the cap before anything is allocated
+  // for them: a damaged or sparse file may claim any size.
+  Header h{};
+  if (file_size < sizeof h + key.size() || file_size > max_entry_bytes ||
+      !read_all(fd, reinterpret_cast<char*>(&h), sizeof h) ||
+      std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key_size != key.size() ||
+      h.payload_size != file_size - sizeof h - key.size()) {
+    return std::nullopt;
+  }
+  std::string stored_key(key.size(), '\0');
+  if (!read_all(fd, stored_key.data(), stored_key.size()) || stored_key != key) {
+    return std::nullopt;
+  }
+  std::string payload(static_cast<size_t>(h.payload_size), '\0');
+  if (!read_all(fd, payload.data(), payload.size()) || hash64(payload) != h.payload_checksum) {
+    return std::nullopt;
+  }
+  return payload;
+}
+
 bool ends_with(const char* s, const char* suffix) {
   size_t a = std::strlen(s), b = std::strlen(suffix);
   return a >= b && std::strcmp(s + a - b, suffix) == 0;
@@ -90,6 +117,14 @@ DiskCache::DiskCache(std::string directory, uint64_t max_bytes)
     : dir_(std::move(directory)), max_bytes_(max_bytes) {
   if (dir_.empty()) return;
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  // Resolved once: a later change of working directory must not move the cache.
+  const std::string given = dir_;
+  dir_ = absolute_path(dir_);
+  if (dir_.empty()) {
+    dir_ = given;
+    disable("the working directory it is relative to has no name");
+    return;
+  }
   if (!make_directories(dir_)) {
     disable("cannot create it (" + std::string(std::strerror(errno)) + ")");
     return;
@@ -101,6 +136,10 @@ DiskCache::DiskCache(std::string directory, uint64_t max_bytes)
   }
   if (st.st_uid != geteuid()) {
     disable("it is owned by another user");
+    return;
+  }
+  if (const std::string why = untrusted_parent(dir_); !why.empty()) {
+    disable(why);
     return;
   }
   if ((st.st_mode & 077) != 0 && chmod(dir_.c_str(), 0700) != 0) {
@@ -136,29 +175,19 @@ std::optional<std::string> DiskCache::load(std::string_view key) {
     ::close(fd);
     return std::nullopt;  // never run what someone else could have written
   }
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  bool ok = read_all(fd, data.data(), data.size());
-  Header h{};
-  if (ok && data.size() >= sizeof h) std::memcpy(&h, data.data(), sizeof h);
-  ok = ok && data.size() >= sizeof h && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
-       h.key_size == key.size() && sizeof h + h.key_size + h.payload_size == data.size() &&
-       std::string_view(data).substr(sizeof h, h.key_size) == key;
-  std::string payload;
-  if (ok) {
-    payload = data.substr(sizeof h + h.key_size);
-    ok = hash64(payload) == h.payload_checksum;
-  }
-  if (ok) futimens(fd, nullptr);  // recently used: last to be evicted
+  std::optional<std::string> payload =
+      read_entry(fd, static_cast<uint64_t>(st.st_size), key, max_entry_bytes());
+  if (payload) futimens(fd, nullptr);  // recently used: last to be evicted
   ::close(fd);
-  if (!ok) {
-    ::unlink(path.c_str());  // damaged or from another key: rebuild it
-    return std::nullopt;
-  }
+  if (!payload) ::unlink(path.c_str());  // damaged or from another key: rebuild it
   return payload;
 }
 
+uint64_t DiskCache::max_entry_bytes() const { return std::min(max_bytes_, kMaxEntryBytes); }
+
 void DiskCache::store(std::string_view key, std::string_view payload) {
-  if (!enabled_) return;
+  // An entry over the cap would be refused by every load: it is not written.
+  if (!enabled_ || sizeof(Header) + key.size() + payload.size() > max_entry_bytes()) return;
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.key_size = key.size();

@@ -15,9 +15,12 @@ namespace kjit::cache {
 class DiskCache {
  public:
   /// The process-wide cache, configured from KJIT_CACHE_DIR / XDG_CACHE_HOME / HOME,
-  /// KJIT_CACHE=0 and KJIT_CACHE_MAX_BYTES on first use.
+  /// KJIT_CACHE=0 and KJIT_CACHE_MAX_BYTES on first use (a relative directory is taken from the
+  /// working directory then).
   static DiskCache& instance();
 
+  /// A cache in |directory|, made absolute now; off, with a warning, when it is not a directory
+  /// of this user's that only this user (and root) can replace.
   explicit DiskCache(std::string directory, uint64_t max_bytes);
 
   bool enabled() const { return enabled_; }
@@ -38,6 +41,7 @@ class DiskCache {
 
  private:
   std::string path_for(std::string_view key) const;
+  uint64_t max_entry_bytes() const;
   void disable(const std::string& why);
   void evict();
 

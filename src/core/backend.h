@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "cache/memory_cache.h"
 #include "codegen/kernel_spec.h"
 #include "codegen/source.h"
 #include "core/array_ref.h"
@@ -99,9 +100,9 @@ class Backend {
   /// Returns when the work queued on |stream| has finished.
   virtual void synchronize(int device, uintptr_t stream) const = 0;
 
-  /// Programs held in memory; clear_memory forgets those it can (a GPU's stay loaded, as
-  /// launches of them may still be queued).
-  virtual uint64_t memory_entries() const = 0;
+  /// The programs the memory cache holds; clear_memory forgets those it can (a GPU's stay
+  /// loaded, as launches of them may still be queued).
+  virtual cache::MemoryUsage memory_usage() const = 0;
   virtual void clear_memory() const = 0;
   /// A directory to search for the backend's libraries before the default places.
   virtual void add_library_search_dir(const std::string& dir) const = 0;

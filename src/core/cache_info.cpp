@@ -1,6 +1,7 @@
 #include <kjit/cache.h>
 
 #include "cache/disk_cache.h"
+#include "cache/memory_cache.h"
 #include "cache/stats.h"
 #include "core/backend.h"
 
@@ -15,10 +16,14 @@ CacheInfo cache_info() {
   info.disk_entries = u.entries;
   info.disk_bytes = u.bytes;
   info.disk_limit_bytes = disk.max_bytes();
-  info.memory_entries = 0;
   for (DeviceType type : kDeviceTypes) {
-    info.memory_entries += backend_for(type).memory_entries();
+    const cache::MemoryUsage m = backend_for(type).memory_usage();
+    info.memory_entries += m.entries;
+    info.memory_bytes += m.bytes;
+    info.memory_evictions += m.evictions;
   }
+  info.memory_limit_entries = cache::memory_limits().entries;
+  info.memory_limit_bytes = cache::memory_limits().bytes;
   info.compiles = cache::stats().compiles;
   info.disk_hits = cache::stats().disk_hits;
   info.launches_again = cache::stats().launches_again;

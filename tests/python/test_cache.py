@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 CHILD = r"""
-import json, sys, threading, warnings
+import json, os, sys, threading, warnings
 
 _recorder = warnings.catch_warnings(record=True)
 caught = _recorder.__enter__()
@@ -91,6 +91,9 @@ for action in actions:
         results.append({"ok": True})
     elif op == "info":
         results.append({"ok": True, "info": kjit.cache_info()})
+    elif op == "chdir":
+        os.chdir(action["path"])
+        results.append({"ok": True})
     else:
         raise ValueError(op)
 report = {
@@ -134,11 +137,12 @@ def child_env(cache_dir, **extra):
     return env
 
 
-def start_child(cache_dir, **extra):
-    """A fresh process; it prints READY once kjit is imported, then reads its actions."""
+def start_child(cache_dir, cwd=None, **extra):
+    """A fresh process (in |cwd|, if given); it prints READY once kjit is imported, then reads
+    its actions."""
     return subprocess.Popen([sys.executable, "-c", CHILD], env=child_env(cache_dir, **extra),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, cwd=cwd)
 
 
 def finish_child(proc, actions=None, timeout=120):
@@ -156,9 +160,9 @@ def finish_child(proc, actions=None, timeout=120):
     return json.loads(lines[-1])
 
 
-def run_child(cache_dir, actions, **extra):
+def run_child(cache_dir, actions, cwd=None, **extra):
     """Runs |actions| in a fresh process; returns its report."""
-    return finish_child(start_child(cache_dir, **extra), actions)
+    return finish_child(start_child(cache_dir, cwd, **extra), actions)
 
 
 def run_action(name, source, rng, *, dtype="float32", template=None, math_mode=None, n=100):
@@ -409,15 +413,60 @@ def header_only(path):
     path.write_bytes(path.read_bytes()[: HEADER.size])
 
 
-@pytest.mark.parametrize("damage", [flip_payload_byte, truncate, edit_key],
-                         ids=["payload-byte", "truncated", "other-key"])
-def test_damaged_entry_is_rebuilt(cache_dir, rng, damage):
-    action, ref = linear("damaged", 5, -2, rng)
+GIB = 1 << 30
+
+
+def sparse(path, size):
+    """Makes |path| |size| bytes long, the new bytes a hole (no disk space); skips where the
+    file system cannot hold a file that long."""
+    try:
+        os.truncate(path, size)
+    except OSError as e:
+        pytest.skip(f"the file system cannot hold a {size}-byte file: {e}")
+
+
+def extended_to_64_gib(path):
+    sparse(path, 64 * GIB)  # as `truncate -s 64G` leaves it: the header is intact
+
+
+def extended_to_1_tib(path):
+    sparse(path, 1024 * GIB)
+
+
+def zeros_of_1_tib(path):
+    path.write_bytes(b"")
+    sparse(path, 1024 * GIB)
+
+
+def garbage_header_of_1_tib(path):
+    path.write_bytes(np.random.default_rng(7).bytes(HEADER.size))
+    sparse(path, 1024 * GIB)
+
+
+def claims_its_64_gib(path):
+    """The header's sizes add up to the file's: only the cap on entries refuses it."""
+    magic, key_size, _, checksum, key, _ = split_entry(path.read_bytes())
+    size = 64 * GIB
+    path.write_bytes(HEADER.pack(magic, key_size, size - HEADER.size - key_size, checksum) + key)
+    sparse(path, size)
+
+
+def truncated_from_2_tib(path):
+    """The header claims twice what the (1 TiB) file holds."""
+    magic, key_size, _, checksum, key, _ = split_entry(path.read_bytes())
+    path.write_bytes(HEADER.pack(magic, key_size, 2048 * GIB, checksum) + key)
+    sparse(path, 1024 * GIB)
+
+
+def assert_rebuilt(cache_dir, rng, damage, name):
+    """A kernel whose entry |damage| spoilt is compiled again, right, into a valid entry that
+    the next process uses."""
+    action, ref = linear(name, 5, -2, rng)
     check(run_child(cache_dir, [action])["results"][0], action, ref)
     entry = only_entry(cache_dir)
     damage(entry)
 
-    action = linear("damaged", 5, -2, rng)[0]
+    action = linear(name, 5, -2, rng)[0]
     report = run_child(cache_dir, [action])
     check(report["results"][0], action, ref)
     assert (report["info"]["compiles"], report["info"]["disk_hits"]) == (1, 0)
@@ -425,10 +474,25 @@ def test_damaged_entry_is_rebuilt(cache_dir, rng, damage):
     assert_valid_entry(entry)
     assert temporaries(cache_dir) == []
 
-    action = linear("damaged", 5, -2, rng)[0]
+    action = linear(name, 5, -2, rng)[0]
     report = run_child(cache_dir, [action], KJIT_ASSERT_NO_COMPILE=1)
     check(report["results"][0], action, ref)
     assert (report["info"]["compiles"], report["info"]["disk_hits"]) == (0, 1)
+
+
+@pytest.mark.parametrize("damage", [flip_payload_byte, truncate, edit_key],
+                         ids=["payload-byte", "truncated", "other-key"])
+def test_damaged_entry_is_rebuilt(cache_dir, rng, damage):
+    assert_rebuilt(cache_dir, rng, damage, "damaged")
+
+
+@pytest.mark.parametrize("damage", [extended_to_64_gib, extended_to_1_tib, zeros_of_1_tib,
+                                    garbage_header_of_1_tib, claims_its_64_gib,
+                                    truncated_from_2_tib])
+def test_huge_damaged_entry_is_rebuilt_without_reading_it(cache_dir, rng, damage):
+    # A size taken from the file before its header was checked made every later process fail
+    # to allocate it (MemoryError), for good.
+    assert_rebuilt(cache_dir, rng, damage, "huge")
 
 
 @pytest.mark.parametrize("damage", [flip_payload_byte, truncate, edit_key, bad_magic,
@@ -591,6 +655,106 @@ def test_directory_of_another_user_is_not_used(cache_dir, rng):
     assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o777  # not someone else's to change
     runtime_warnings = [w for w in report["warnings"] if w["category"] == "RuntimeWarning"]
     assert len(runtime_warnings) == 1 and str(cache_dir) in runtime_warnings[0]["message"]
+
+
+def test_relative_directory_is_resolved_once(tmp_path, rng):
+    """A relative KJIT_CACHE_DIR is taken from the working directory at first use: changing
+    directory afterwards (into one another user may control) moves nothing."""
+    first_dir, later_dir = tmp_path / "first", tmp_path / "later"
+    first_dir.mkdir()
+    later_dir.mkdir()
+    a, ref_a = linear("relative_a", 2, 5, rng)
+    b, ref_b = linear("relative_b", 3, 5, rng)
+    actions = [a, {"op": "chdir", "path": str(later_dir)}, b, {"op": "info"}]
+    report = run_child("rel/kjit", actions, cwd=first_dir)
+    check(report["results"][0], a, ref_a)
+    check(report["results"][2], b, ref_b)
+    cache_dir = first_dir / "rel" / "kjit"
+    for info in (report["results"][3]["info"], report["info"]):
+        assert info["disk_enabled"] and info["directory"] == str(cache_dir)
+    assert not (later_dir / "rel").exists()
+    assert len(entries(cache_dir)) == 2
+    for entry in entries(cache_dir):
+        assert_valid_entry(entry)
+
+    # A process elsewhere finds both through the directory's absolute path.
+    actions = [linear("relative_a", 2, 5, rng)[0], linear("relative_b", 3, 5, rng)[0]]
+    report = run_child(cache_dir, actions, cwd=later_dir, KJIT_ASSERT_NO_COMPILE=1)
+    for result, action, ref in zip(report["results"], actions, (ref_a, ref_b)):
+        check(result, action, ref)
+    assert report["info"]["disk_hits"] == 2
+
+
+def assert_directory_refused(cache_dir, rng, culprit):
+    """Kernels run (compiled in memory), the disk cache is off with one warning naming the
+    directory and |culprit|, and no entry is written."""
+    actions = [linear("refused_a", 2, 1, rng), linear("refused_b", 3, 1, rng)]
+    report = run_child(cache_dir, [a for a, _ in actions])
+    for result, (action, ref) in zip(report["results"], actions):
+        check(result, action, ref)
+    assert report["info"]["disk_enabled"] is False
+    assert report["info"]["compiles"] == 2
+    assert not cache_dir.exists() or entries(cache_dir) == []
+    runtime_warnings = [w for w in report["warnings"] if w["category"] == "RuntimeWarning"]
+    assert len(runtime_warnings) == 1, report["warnings"]
+    message = runtime_warnings[0]["message"]
+    assert str(cache_dir) in message and f"'{culprit}'" in message, message
+
+
+def open_parent(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    return shared / "kjit", shared
+
+
+def open_grandparent(tmp_path):
+    """The user's own directory inside one others can write: they could move it away and put
+    theirs in its place."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "mine").mkdir(mode=0o700)
+    return shared / "mine" / "kjit", shared
+
+
+def link_to_open_directory(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (tmp_path / "link").symlink_to(shared)
+    return tmp_path / "link" / "kjit", shared
+
+
+def group_writable_parent(tmp_path):
+    shared = tmp_path / "group"
+    shared.mkdir()
+    shared.chmod(0o770)
+    return shared / "kjit", shared
+
+
+@pytest.mark.parametrize("layout", [open_parent, open_grandparent, link_to_open_directory,
+                                    group_writable_parent])
+def test_directory_below_one_others_can_write_is_not_used(tmp_path, rng, layout):
+    cache_dir, culprit = layout(tmp_path)
+    assert_directory_refused(cache_dir, rng, culprit)
+
+    # With the sticky bit (as /tmp has) others cannot move what is not theirs: it is used.
+    culprit.chmod(culprit.stat().st_mode | stat.S_ISVTX)
+    action, ref = linear("sticky", 4, 1, rng)
+    report = run_child(cache_dir, [action])
+    check(report["results"][0], action, ref)
+    assert report["info"]["disk_enabled"] and report["warnings"] == []
+    assert_valid_entry(only_entry(cache_dir))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_directory_below_one_of_another_user_is_not_used(tmp_path, rng):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    theirs.chmod(0o755)
+    os.chown(theirs, 65534, 65534)
+    assert_directory_refused(theirs / "kjit", rng, theirs)
 
 
 # ---------------------------------------------------------------------------------------------

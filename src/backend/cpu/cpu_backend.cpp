@@ -23,7 +23,9 @@ namespace kjit::cpu {
 namespace {
 
 cache::MemoryCache<const Module>& modules() {
-  static auto* c = new cache::MemoryCache<const Module>();  // outlives kernels in static teardown
+  // Outlives kernels in static teardown.
+  static auto* c = new cache::MemoryCache<const Module>(
+      cache::memory_limits(), [](const Module& m) -> uint64_t { return m.bytes(); });
   return *c;
 }
 
@@ -222,7 +224,7 @@ class CpuBackend final : public Backend {
   }
   void synchronize(int, uintptr_t) const override {}  // CPU launches end before they return
 
-  uint64_t memory_entries() const override { return modules().size(); }
+  cache::MemoryUsage memory_usage() const override { return modules().usage(); }
   void clear_memory() const override { modules().clear(); }
   void add_library_search_dir(const std::string&) const override {}
 };

@@ -75,6 +75,7 @@ std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   std::shared_ptr<Module> m(new Module());
   m->handle_ = handle;
   m->entry_ = entry;
+  m->bytes_ = shared_object.size();
   m->code_ = code_around(reinterpret_cast<const void*>(entry));
   if (m->code_.begin == m->code_.end) {
     // Ctrl-C stops a kernel safely only inside its code.

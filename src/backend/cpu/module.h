@@ -1,6 +1,7 @@
 // A compiled CPU kernel loaded into the process.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,12 +22,15 @@ class Module {
   kjit_cpu_entry_fn entry() const { return entry_; }
   /// The addresses of the module's machine code.
   const CodeRange& code() const { return code_; }
+  /// The size of the shared object it was loaded from.
+  uint64_t bytes() const { return bytes_; }
 
  private:
   Module() = default;
   void* handle_ = nullptr;
   kjit_cpu_entry_fn entry_ = nullptr;
   CodeRange code_;
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace kjit::cpu

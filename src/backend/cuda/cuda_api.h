@@ -45,6 +45,7 @@ inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
   X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
   X(cuCtxSynchronize, CUresult, ())                                                               \
   X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                           \
+  X(cuModuleUnload, CUresult, (CUmodule module))                                                  \
   X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char* name))          \
   X(cuFuncSetAttribute, CUresult, (CUfunction fn, int attribute, int value))                      \
   X(cuFuncGetAttribute, CUresult, (int* value, int attribute, CUfunction fn))                     \

@@ -99,7 +99,8 @@ BlockCache& block_cache() {
 CUdeviceptr as_ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 cache::MemoryCache<const Module>& modules() {
-  static auto* c = new cache::MemoryCache<const Module>();
+  static auto* c = new cache::MemoryCache<const Module>(
+      cache::memory_limits(), [](const Module& m) -> uint64_t { return m.bytes(); });
   return *c;
 }
 
@@ -334,6 +335,17 @@ void synchronize(int device, uintptr_t stream) {
   KJIT_CU(cuStreamSynchronize, as_stream(stream));
 }
 
+Module::~Module() {
+  // Launches of it may still be queued, on any stream: the device finishes its work first. A
+  // module whose device cannot be reached (the driver shutting down) stays loaded.
+  try {
+    const ContextScope context(device_);
+    if (driver().cuCtxSynchronize() == CUDA_SUCCESS) driver().cuModuleUnload(module_);
+  } catch (...) {
+    // Nothing to report it to: this runs when a kernel is released.
+  }
+}
+
 namespace {
 
 // Loads |image| on |device| and finds the entry points in |mask|.
@@ -367,7 +379,7 @@ std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& im
               spec.shared_memory);
     }
   }
-  return std::make_shared<const Module>(module, functions);
+  return std::make_shared<const Module>(module, functions, device, image.size());
 }
 
 // The module of |g|'s kernel with the entry points in |mask| on |device|, from memory, from
@@ -393,18 +405,18 @@ std::shared_ptr<const Module> module_for(const KernelSpec& spec, const codegen::
 
 }  // namespace
 
-CUfunction EntryPoints::get(const KernelSpec& spec, const codegen::GeneratedSource& source,
+EntryPoint EntryPoints::get(const KernelSpec& spec, const codegen::GeneratedSource& source,
                             int device, unsigned index) {
-  if (CUfunction f = functions_[index].load(std::memory_order_acquire)) return f;
+  if (CUfunction f = functions_[index].load(std::memory_order_acquire)) return {f, modules_[index]};
   std::lock_guard lock(mutex_);
-  if (CUfunction f = functions_[index].load(std::memory_order_relaxed)) return f;
+  if (CUfunction f = functions_[index].load(std::memory_order_relaxed)) return {f, modules_[index]};
   // A module with every entry point, built ahead of time, serves all launches; otherwise this
   // one is built alone.
   std::shared_ptr<const Module> module =
       module_for(spec, source, device, codegen::kAllCudaEntryPoints, false);
   if (!module) module = module_for(spec, source, device, 1u << index, true);
-  adopt(*module);
-  return functions_[index].load(std::memory_order_relaxed);
+  adopt(module);
+  return {functions_[index].load(std::memory_order_relaxed), modules_[index]};
 }
 
 void EntryPoints::build_all(const KernelSpec& spec, const codegen::GeneratedSource& source,
@@ -412,13 +424,15 @@ void EntryPoints::build_all(const KernelSpec& spec, const codegen::GeneratedSour
   std::shared_ptr<const Module> module =
       module_for(spec, source, device, codegen::kAllCudaEntryPoints, true);
   std::lock_guard lock(mutex_);
-  adopt(*module);
+  adopt(module);
 }
 
-void EntryPoints::adopt(const Module& module) {
+void EntryPoints::adopt(const std::shared_ptr<const Module>& module) {
   for (unsigned index = 0; index < codegen::kCudaEntryPoints; ++index) {
-    if (CUfunction f = module.function(index))
-      functions_[index].store(f, std::memory_order_release);
+    CUfunction f = module->function(index);
+    if (!f || functions_[index].load(std::memory_order_relaxed)) continue;  // set once
+    modules_[index] = module;
+    functions_[index].store(f, std::memory_order_release);
   }
 }
 
@@ -479,7 +493,10 @@ PreparedLaunch::PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec
   std::memcpy(block_, a.dims.group, sizeof block_);
   bool full = true;
   for (int d = 0; d < 3; ++d) full = full && a.dims.grid[d] % a.dims.group[d] == 0;
-  function_ = entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
+  EntryPoint entry =
+      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
+  function_ = entry.function;
+  module_ = std::move(entry.module);
   kjit_cuda_launch record = {};
   std::memcpy(record.grid, a.dims.grid, sizeof record.grid);
   std::memcpy(record.group, a.dims.group, sizeof record.group);
@@ -591,7 +608,7 @@ void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const Array
   }
 }
 
-uint64_t memory_entries() { return modules().size(); }
+cache::MemoryUsage memory_usage() { return modules().usage(); }
 
 namespace {
 
@@ -681,7 +698,7 @@ class CudaBackend final : public Backend {
     cuda::synchronize(device, stream);
   }
 
-  uint64_t memory_entries() const override { return cuda::memory_entries(); }
+  cache::MemoryUsage memory_usage() const override { return cuda::memory_usage(); }
   void clear_memory() const override {}  // modules stay loaded: launches may still be queued
   void add_library_search_dir(const std::string& dir) const override {
     cuda::add_library_search_dir(dir);

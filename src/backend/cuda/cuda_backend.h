@@ -16,6 +16,7 @@
 
 #include "backend/cuda/block_cache.h"
 #include "backend/cuda/cuda_api.h"
+#include "cache/memory_cache.h"
 #include "codegen/kernel_spec.h"
 #include "codegen/source.h"
 #include "core/array_ref.h"
@@ -72,17 +73,32 @@ void fill(void* dst, const void* value, size_t item_size, size_t count, int devi
           uintptr_t stream);
 void synchronize(int device, uintptr_t stream);
 
-/// A loaded module with some of a kernel's entry points (codegen::cuda_entry_name).
+/// A loaded module with some of a kernel's entry points (codegen::cuda_entry_name), unloaded
+/// when the last holder (the memory cache, a kernel's entry points, a prepared launch) lets go.
 class Module {
  public:
   using Functions = std::array<CUfunction, codegen::kCudaEntryPoints>;
-  Module(CUmodule module, const Functions& functions) : module_(module), functions_(functions) {}
+  Module(CUmodule module, const Functions& functions, int device, uint64_t bytes)
+      : module_(module), functions_(functions), device_(device), bytes_(bytes) {}
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
   /// Entry point |index|, or null when this module was built without it.
   CUfunction function(unsigned index) const { return functions_[index]; }
+  /// The size of the image it was loaded from.
+  uint64_t bytes() const { return bytes_; }
 
  private:
-  CUmodule module_;  // never unloaded: launches may still be queued when a kernel goes away
+  CUmodule module_;
   Functions functions_;
+  int device_;
+  uint64_t bytes_;
+};
+
+/// An entry point and the module that holds it loaded.
+struct EntryPoint {
+  CUfunction function = nullptr;
+  std::shared_ptr<const Module> module;
 };
 
 /// A kernel's entry points on one device for one call signature, each taken from a module
@@ -90,16 +106,18 @@ class Module {
 class EntryPoints {
  public:
   /// Entry point |index| of |source|'s kernel, on |device|.
-  CUfunction get(const KernelSpec& spec, const codegen::GeneratedSource& source, int device,
+  EntryPoint get(const KernelSpec& spec, const codegen::GeneratedSource& source, int device,
                  unsigned index);
   /// Builds every entry point, as one module (ahead-of-time compilation).
   void build_all(const KernelSpec& spec, const codegen::GeneratedSource& source, int device);
 
  private:
-  void adopt(const Module& module);
+  void adopt(const std::shared_ptr<const Module>& module);
 
   std::mutex mutex_;
+  // Each entry point is set once, its module first: a reader that sees the function sees it.
   std::array<std::atomic<CUfunction>, codegen::kCudaEntryPoints> functions_{};
+  std::array<std::shared_ptr<const Module>, codegen::kCudaEntryPoints> modules_;
 };
 
 /// Compiles every entry point of |source|'s kernel for compute capability |cc| into the disk
@@ -135,7 +153,8 @@ class PreparedLaunch final : public kjit::PreparedLaunch {
     uint32_t index;  // which input or output
     codegen::Param::Kind kind;
   };
-  CUfunction function_ = nullptr;  // none when the grid has no group
+  CUfunction function_ = nullptr;         // none when the grid has no group
+  std::shared_ptr<const Module> module_;  // keeps |function_| loaded
   unsigned grid_[3] = {}, block_[3] = {};
   unsigned shared_memory_ = 0;
   int device_ = 0;
@@ -145,9 +164,9 @@ class PreparedLaunch final : public kjit::PreparedLaunch {
   SmallVector<unsigned char, 512> parameters_;
 };
 
-/// Modules loaded in this process. They stay loaded (and in the memory cache) for good:
-/// launches of them may still be queued, and kernels hold their entry points.
-uint64_t memory_entries();
+/// The modules the memory cache holds. clear_cache() leaves them there; the cache's limits
+/// unload those that no kernel or launch holds.
+cache::MemoryUsage memory_usage();
 
 /// The backend interface over the functions above.
 const Backend& backend();

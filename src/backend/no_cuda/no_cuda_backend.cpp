@@ -34,7 +34,7 @@ class NoCudaBackend final : public Backend {
   void copy(void*, const void*, size_t, int, uintptr_t, bool, bool) const override { refuse(); }
   void fill(void*, const void*, size_t, size_t, int, uintptr_t) const override { refuse(); }
   void synchronize(int, uintptr_t) const override { refuse(); }
-  uint64_t memory_entries() const override { return 0; }
+  cache::MemoryUsage memory_usage() const override { return {}; }
   void clear_memory() const override {}
   void add_library_search_dir(const std::string&) const override {}
 };
