@@ -18,6 +18,12 @@ std::string error_text(nb::python_error& e) {
          str_of(e.value()).substr(0, 200);
 }
 
+void throw_reading_error(const Param& param, const char* what) {
+  nb::python_error e;
+  if (!e.matches(PyExc_Exception)) throw e;
+  throw TypeError(param.str() + ": reading " + what + " raised " + error_text(e));
+}
+
 namespace {
 
 std::string qualified_type_name(nb::handle obj) {
@@ -150,6 +156,8 @@ int64_t to_int(nb::handle obj, const Param& param) {
   }
   nb::object index = nb::steal(PyNumber_Index(obj.ptr()));
   if (!index.is_valid()) {
+    // An object with no __index__, or one whose __index__ fails.
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw_reading_error(param, "its __index__");
     PyErr_Clear();
     throw TypeError(param.str() + ": expected an int, got " + describe(obj));
   }
@@ -165,16 +173,50 @@ HeldItems::HeldItems(nb::handle list)
     : HeldItems(PySequence_Fast_ITEMS(list.ptr()),
                 static_cast<size_t>(PySequence_Fast_GET_SIZE(list.ptr()))) {}
 
-HeldItems::HeldItems(PyObject* const* items, size_t n) : size_(n) {
-  if (size_ > kInPlace) {
-    on_heap_.resize(size_);
-    items_ = on_heap_.data();
+HeldItems::HeldItems(PyObject* const* items, size_t n) { hold_all(items, n); }
+
+HeldItems::HeldItems(nb::handle sequence, const Param& param, size_t limit) {
+  PyObject* o = sequence.ptr();
+  if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {  // copied as they are: no Python code runs
+    hold_all(PySequence_Fast_ITEMS(o), static_cast<size_t>(PySequence_Fast_GET_SIZE(o)));
+    return;
   }
-  for (size_t i = 0; i < size_; ++i) items_[i] = Py_NewRef(items[i]);
+  // Anything else may raise, or say it has more items than it has.
+  const Py_ssize_t n = PySequence_Size(o);
+  if (n < 0) throw_reading_error(param, "its length");
+  length_ = static_cast<size_t>(n);
+  if (length_ > limit) return;
+  reserve(length_);
+  for (size_t i = 0; i < length_; ++i) {
+    PyObject* item = PySequence_GetItem(o, static_cast<Py_ssize_t>(i));
+    if (!item) {
+      nb::python_error error;  // taken before the items go: releasing them may run Python code
+      release();               // a constructor that throws has no destructor run
+      error.restore();
+      throw_reading_error(param, "the sequence");
+    }
+    hold(item);
+  }
 }
 
-HeldItems::~HeldItems() {
+HeldItems::~HeldItems() { release(); }
+
+void HeldItems::release() {
   for (size_t i = 0; i < size_; ++i) Py_DECREF(items_[i]);
+  size_ = 0;
+}
+
+void HeldItems::reserve(size_t n) {
+  if (n > kInPlace) {
+    on_heap_.resize(n);
+    items_ = on_heap_.data();
+  }
+}
+
+void HeldItems::hold_all(PyObject* const* items, size_t n) {
+  reserve(n);
+  for (size_t i = 0; i < n; ++i) hold(Py_NewRef(items[i]));
+  length_ = n;
 }
 
 nb::list HeldItems::list() const { return list_of(items_, size_); }
@@ -227,34 +269,40 @@ uintptr_t to_stream(nb::handle obj, const Param& param) {
   return to_handle(handle, param);
 }
 
-Dim3 to_dim3(nb::handle obj, const Param& param) {
+namespace {
+
+// A TypeError unless |obj| is a sequence other than a str, as size arguments are.
+void check_sequence(nb::handle obj, const Param& param, const char* expected) {
   if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(param.str() + ": expected a tuple of 3 ints, got " + describe(obj));
+    throw TypeError(param.str() + ": expected " + expected + ", got " + describe(obj));
   }
-  nb::sequence seq = nb::borrow<nb::sequence>(obj);
-  if (nb::len(seq) != 3) {
+}
+
+}  // namespace
+
+Dim3 to_dim3(nb::handle obj, const Param& param) {
+  check_sequence(obj, param, "a tuple of 3 ints");
+  const HeldItems items(obj, param, 3);
+  if (items.length() != 3) {
     throw ValueError(param.str() + ": expected 3 sizes (x, y, z), got " +
-                     std::to_string(nb::len(seq)));
+                     std::to_string(items.length()));
   }
   int64_t v[3];
-  for (size_t i = 0; i < 3; ++i) v[i] = to_int(seq[i], param);
+  for (size_t i = 0; i < 3; ++i) v[i] = to_int(items[i], param);
   return Dim3{v[0], v[1], v[2]};
 }
 
 Shape to_shape(nb::handle obj, const Param& param) {
-  if (!nb::isinstance<nb::sequence>(obj) || nb::isinstance<nb::str>(obj)) {
-    throw TypeError(param.str() + ": expected a sequence of ints, got " + describe(obj));
-  }
-  nb::sequence seq = nb::borrow<nb::sequence>(obj);
-  const size_t ndim = nb::len(seq);
-  if (ndim > static_cast<size_t>(kMaxNdim)) {
-    throw ValueError(param.str() + " has " + std::to_string(ndim) +
+  check_sequence(obj, param, "a sequence of ints");
+  const HeldItems items(obj, param, kMaxNdim);
+  if (items.length() > static_cast<size_t>(kMaxNdim)) {
+    throw ValueError(param.str() + " has " + std::to_string(items.length()) +
                      " dimensions; at most 10 are supported");
   }
   Shape shape;
-  shape.reserve(ndim);
-  for (nb::handle item : seq) {
-    int64_t d = to_int(item, param);
+  shape.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    int64_t d = to_int(items[i], param);
     if (d < 0)
       throw ValueError(param.str() + ": dimensions must be >= 0, got " + std::to_string(d));
     shape.push_back(d);

@@ -44,6 +44,11 @@ uintptr_t to_handle(nb::handle value, const Param& param);
 /// __cuda_stream__ (returns (version, handle)), .cuda_stream (PyTorch) or .ptr (CuPy).
 uintptr_t to_stream(nb::handle obj, const Param& param);
 
+/// The Python error being raised while |what| was read for |param| (user code: an __index__, a
+/// __len__, a __getitem__), as a TypeError naming both; an error that is not an Exception (a
+/// KeyboardInterrupt) goes on as it is.
+[[noreturn]] void throw_reading_error(const Param& param, const char* what);
+
 /// str(obj), as Python spells it.
 std::string str_of(nb::handle obj);
 /// The quoted name of |obj|'s type, as errors say what they got: "'numpy.ndarray'".
@@ -65,21 +70,33 @@ class HeldItems {
  public:
   explicit HeldItems(nb::handle list);
   HeldItems(PyObject* const* items, size_t n);
+  /// The items of any sequence but a str (a list, a tuple, a range, a NumPy array...) of at
+  /// most |limit| items, for |param|; none for a longer one. A list subclass or another
+  /// sequence is read through its own __len__ and __getitem__, whose errors name |param|.
+  HeldItems(nb::handle sequence, const Param& param, size_t limit);
   ~HeldItems();
   HeldItems(const HeldItems&) = delete;
   HeldItems& operator=(const HeldItems&) = delete;
 
   size_t size() const { return size_; }
   nb::handle operator[](size_t i) const { return items_[i]; }
+  /// How many items the sequence has, held or not.
+  size_t length() const { return length_; }
   /// A new list of the items.
   nb::list list() const;
 
  private:
+  void reserve(size_t n);
+  void hold_all(PyObject* const* items, size_t n);
+  void hold(PyObject* item) { items_[size_++] = item; }  // takes the reference
+  void release();
+
   static constexpr size_t kInPlace = 8;
   PyObject* in_place_[kInPlace];
   std::vector<PyObject*> on_heap_;
   PyObject** items_ = in_place_;
   size_t size_ = 0;
+  size_t length_ = 0;
 };
 
 /// A new list of |n| items.

@@ -60,10 +60,12 @@ nb::object as_python(T value) {
 std::vector<std::string> to_names(nb::handle obj, const char* api, const char* param) {
   std::string p = std::string("[kjit.") + api + "] " + param;
   if (!is_list(obj)) throw TypeError(p + ": expected a list of names (str)");
+  const HeldItems items(obj);
   std::vector<std::string> names;
-  for (nb::handle item : nb::borrow<nb::sequence>(obj)) {
-    if (!nb::isinstance<nb::str>(item)) throw TypeError(p + ": every name must be a str");
-    names.push_back(utf8_of(item, p));
+  names.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!nb::isinstance<nb::str>(items[i])) throw TypeError(p + ": every name must be a str");
+    names.push_back(utf8_of(items[i], p));
   }
   return names;
 }
@@ -80,15 +82,22 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
   CompileOptions options;
   if (obj.is_none()) return options;
   if (!nb::isinstance<nb::dict>(obj)) throw TypeError(p + ": expected a dict or None");
-  for (auto [key, value] : nb::borrow<nb::dict>(obj)) {
-    std::string k = nb::cast<std::string>(nb::repr(key));
-    if (k == "'debug'") {
+  // The pairs are copied first: a key's __repr__ may change the dict.
+  const nb::list pairs = nb::steal<nb::list>(PyDict_Items(obj.ptr()));
+  if (!pairs.is_valid()) throw nb::python_error();
+  for (nb::handle pair : pairs) {
+    const nb::handle key = PyTuple_GET_ITEM(pair.ptr(), 0), value = PyTuple_GET_ITEM(pair.ptr(), 1);
+    auto is = [&](const char* name) {
+      return PyUnicode_Check(key.ptr()) && PyUnicode_CompareWithASCIIString(key.ptr(), name) == 0;
+    };
+    if (is("debug")) {
       if (!PyBool_Check(value.ptr())) throw TypeError(p + "['debug']: expected a bool");
       options.debug = value.ptr() == Py_True;
       continue;
     }
-    if (k != "'math_mode'") {
-      throw ValueError(p + ": unknown option " + k + " (known: 'math_mode', 'debug')");
+    if (!is("math_mode")) {
+      throw ValueError(p + ": unknown option " + nb::cast<std::string>(nb::repr(key)) +
+                       " (known: 'math_mode', 'debug')");
     }
     std::string v = nb::isinstance<nb::str>(value) ? utf8_of(value, p + "['math_mode']") : "";
     if (v == "safe")
@@ -641,13 +650,13 @@ void init_kernel(nb::module_& m) {
               if (!is_list(item) || PySequence_Fast_GET_SIZE(item.ptr()) != 2) {
                 throw TypeError(p.str() + ": expected a (dtype, ndim) pair");
               }
-              int64_t ndim = to_int(PySequence_Fast_GET_ITEM(item.ptr(), 1), p / " ndim");
+              const HeldItems pair(item);  // the ndim's __index__ may change the list
+              int64_t ndim = to_int(pair[1], p / " ndim");
               if (ndim < 0 || ndim > kMaxNdim) {
                 throw ValueError(p.str() + ": ndim must be in [0, 10], got " +
                                  std::to_string(ndim));
               }
-              return std::pair{to_dtype(PySequence_Fast_GET_ITEM(item.ptr(), 0), p),
-                               static_cast<int>(ndim)};
+              return std::pair{to_dtype(pair[0], p), static_cast<int>(ndim)};
             });
         std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);
         TemplateArgs targs = to_template_args(t / "template", template_args);

@@ -1,7 +1,8 @@
 """Arguments that change, or go away, while a call uses them: lists emptied while read,
-inputs dropped by another thread, conversions that call the kernel again, and capsules
-that own their memory."""
+sequences whose own methods raise or lie, inputs dropped by another thread,
+conversions that call the kernel again, and capsules that own their memory."""
 
+import collections.abc
 import os
 import subprocess
 import sys
@@ -58,6 +59,159 @@ def test_argument_lists_emptied_while_they_are_read(rng):
     np.testing.assert_array_equal(out, a + b)
     assert returned.array is out
     assert inputs == [] and shapes == [] and outputs == []
+
+
+def emptied_on_index(values: list) -> list:
+    """|values| as a list whose first item empties it as it is converted to an int."""
+    out = list(values)
+    out[0] = EmptiesOnIndex(values[0], out)
+    return out
+
+
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels read the arguments again
+def test_size_lists_emptied_while_they_are_read_keep_their_values(rng):
+    kernel = kjit.metal_kernel(name="add_sizes_emptied", input_names=["a", "b"],
+                               output_names=["out"], source=ADD)
+    a, b = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    grid, threadgroup = emptied_on_index([64, 1, 1]), emptied_on_index([32, 1, 1])
+    shape = emptied_on_index([8, 8])
+    (out,) = kernel(inputs=[a.reshape(8, 8), b.reshape(8, 8)], output_shapes=[shape],
+                    output_dtypes=[np.float32], grid=grid, threadgroup=threadgroup)
+    assert out.shape == (8, 8)
+    np.testing.assert_array_equal(out, (a + b).reshape(8, 8))
+    assert grid == [] and threadgroup == [] and shape == []
+    bound = kernel.bind(output_shapes=[emptied_on_index([64])], output_dtypes=[np.float32],
+                        grid=emptied_on_index([64, 1, 1]), threadgroup=(32, 1, 1))
+    np.testing.assert_array_equal(bound(a, b)[0], a + b)
+    assert kjit.empty(emptied_on_index([3, 5])).shape == (3, 5)
+    assert kjit.zeros(emptied_on_index([2, 4]), dtype=np.int32).shape == (2, 4)
+    # Kernel.build's (dtype, ndim) pairs.
+    pair: list = [np.float32, 1]
+    pair[1] = EmptiesOnIndex(1, pair)
+    kernel.build(inputs=[pair, (np.float32, 1)], output_dtypes=[np.float32])
+    assert pair == []
+
+
+class Huge(collections.abc.Sequence):
+    """A sequence whose __len__ says 2**62."""
+
+    def __len__(self) -> int:
+        return 2**62
+
+    def __getitem__(self, i):
+        return 1
+
+
+class LengthRaises(collections.abc.Sequence):
+    def __len__(self) -> int:
+        raise ValueError("no length today")
+
+    def __getitem__(self, i):
+        return 1
+
+
+class ItemRaises(collections.abc.Sequence):
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i):
+        raise ValueError("no items today")
+
+
+class ShortOfItsLength(collections.abc.Sequence):
+    """A sequence whose __len__ says 3 and that has 2 items."""
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i):
+        if i < 2:
+            return 4
+        raise IndexError(i)
+
+
+class EmptiedByGetitem(list):
+    """A list whose second item, when read, empties it."""
+
+    def __getitem__(self, i):
+        value = list.__getitem__(self, i)
+        if i == 1:
+            self.clear()
+        return value
+
+
+class IndexRaises:
+    """A size whose __index__ raises |error|."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+    def __index__(self) -> int:
+        raise self.error
+
+
+T = r"^\[kjit\.metal_kernel\] kernel 'copy_sequences': "
+# Each case's change is made afresh for each call: some sequences change as they are read.
+SEQUENCE_CASES = [
+    ("huge-grid", lambda: dict(grid=Huge()), ValueError,
+     T + r"grid: expected 3 sizes \(x, y, z\), got 4611686018427387904$"),
+    ("huge-shape", lambda: dict(output_shapes=[Huge()]), ValueError,
+     T + r"output_shapes\[0\] has 4611686018427387904 dimensions; at most 10 are supported$"),
+    ("length-raises", lambda: dict(grid=LengthRaises()), TypeError,
+     T + r"grid: reading its length raised ValueError: no length today$"),
+    ("item-raises", lambda: dict(threadgroup=ItemRaises()), TypeError,
+     T + r"threadgroup: reading the sequence raised ValueError: no items today$"),
+    ("shape-item-raises", lambda: dict(output_shapes=[ItemRaises()]), TypeError,
+     T + r"output_shapes\[0\]: reading the sequence raised ValueError: no items today$"),
+    ("short-grid", lambda: dict(grid=ShortOfItsLength()), TypeError,
+     T + r"grid: reading the sequence raised IndexError: 2$"),
+    ("emptied-by-getitem", lambda: dict(grid=EmptiedByGetitem([4, 1, 1])), TypeError,
+     T + r"grid: reading the sequence raised IndexError: list index out of range$"),
+    ("index-raises", lambda: dict(grid=(IndexRaises(ValueError("not a size")), 1, 1)), TypeError,
+     T + r"grid: reading its __index__ raised ValueError: not a size$"),
+    ("shape-index-raises", lambda: dict(output_shapes=[(IndexRaises(ArithmeticError("odd")),)]),
+     TypeError, T + r"output_shapes\[0\]: reading its __index__ raised ArithmeticError: odd$"),
+    ("index-interrupted", lambda: dict(grid=(IndexRaises(KeyboardInterrupt()), 1, 1)),
+     KeyboardInterrupt, r"^$"),
+]
+
+
+@pytest.mark.usefixtures("real_factories")  # the suite's kernels read the arguments again
+@pytest.mark.parametrize("label,change,error,pattern", SEQUENCE_CASES,
+                         ids=[c[0] for c in SEQUENCE_CASES])
+def test_sequences_whose_methods_raise_or_lie(label, change, error, pattern):
+    kernel = kjit.metal_kernel(name="copy_sequences", input_names=["x"], output_names=["out"],
+                               source="out[thread_position_in_grid.x] = x[0];")
+    args = dict(inputs=[np.ones(1, np.float32)], output_shapes=[(4,)],
+                output_dtypes=[np.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))
+    with pytest.raises(error, match=pattern):
+        kernel(**dict(args, **change()))
+    settings = {k: v for k, v in dict(args, **change()).items() if k != "inputs"}
+    with pytest.raises(error, match=pattern):
+        kernel.bind(**settings)
+
+
+def test_array_shapes_whose_methods_raise_or_lie():
+    with pytest.raises(ValueError, match=r"^shape has 4611686018427387904 dimensions"):
+        kjit.empty(Huge())
+    with pytest.raises(TypeError, match=r"^shape: reading the sequence raised ValueError"):
+        kjit.zeros(ItemRaises())
+    assert kjit.zeros(range(2, 5)).shape == (2, 3, 4)
+    assert kjit.empty(np.array([3, 2])).shape == (3, 2)
+
+
+def test_an_option_whose_repr_changes_the_options_is_refused():
+    options: dict = {}
+
+    class ChangesTheOptions:
+        def __repr__(self) -> str:
+            options.clear()
+            return "'math_mode'"
+
+    options[ChangesTheOptions()] = "fast"
+    with pytest.raises(ValueError, match=r"compile_options: unknown option 'math_mode'"):
+        kjit.metal_kernel(name="k", input_names=["a"], output_names=["o"], source="o[0] = a[0];",
+                          compile_options=options)
 
 
 REPLACED_BY_ANOTHER_THREAD = """

@@ -1,12 +1,15 @@
 """Inputs at the edges: accepted inputs not reported as errors, outputs too large, exports
-that fail, text without a UTF-8 form, and read-only memory kept read-only."""
+that fail, values of NumPy's date and time types, text without a UTF-8 form, and read-only
+memory kept read-only."""
 
+
+import re
 
 import numpy as np
 import pytest
 
 import kjit
-from error_cases import N, TWICE_METAL, call_args, readonly, twice
+from error_cases import N, TWICE_METAL, X, call_args, readonly, twice
 
 
 @pytest.mark.parametrize("make_input", [
@@ -32,6 +35,33 @@ def test_outputs_too_large_to_allocate_or_to_address_are_named():
                             device="cpu"))
     with pytest.raises(MemoryError, match=r"^18014398509481984 bytes could not be allocated"):
         kjit.empty((2**52,), device="cpu")
+
+
+# NumPy's date and time values: the scalars export a buffer that gives no strides, the arrays
+# none at all.
+DATETIMES = [np.datetime64("2020-01-01"), np.datetime64("NaT"), np.timedelta64(5, "s"),
+             np.timedelta64("NaT"), np.array(["2020-01-01", "NaT"], dtype="datetime64[D]"),
+             np.zeros(N, dtype="timedelta64[ns]"), np.array(np.datetime64("NaT", "ns"))]
+
+
+@pytest.mark.parametrize("value", DATETIMES, ids=lambda v: f"{type(v).__name__}-{v.dtype}")
+def test_datetime_values_are_refused_wherever_an_array_is_taken(value):
+    kernel = twice("twice_datetime")
+    bound = kernel.bind(**{k: v for k, v in call_args().items() if k != "inputs"})
+    unsupported = re.escape(f"arrays of dtype '{value.dtype}' are not supported")
+    for param, run in [
+        (r"inputs\[0\] \('inp'\)", lambda: kernel(**call_args(inputs=[value]))),
+        (r"outputs\[0\]", lambda: kernel(**call_args(outputs=[value]))),
+        (r"inputs\[0\] \('inp'\)", lambda: bound(value)),
+        (r"outputs\[0\]", lambda: bound(X, value)),
+    ]:
+        with pytest.raises(TypeError, match=r"^\[kjit\.metal_kernel\] kernel 'twice_datetime': "
+                                            + param + ": " + unsupported):
+            run()
+    with pytest.raises(TypeError, match=r"^obj: " + unsupported):
+        kjit.array(value)
+    # The kernel still runs afterwards.
+    np.testing.assert_array_equal(bound(X)[0], X * 2)
 
 
 LONE_SURROGATE = "\ud800"  # a str with no UTF-8 form

@@ -2,6 +2,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <string>
 
 #include "../convert.h"
@@ -74,6 +75,23 @@ dl::dtype to_dlpack_dtype(Dtype d) {
   else if (d == Dtype::Complex64)
     code = dl::dtype_code::Complex;
   return dl::dtype{static_cast<uint8_t>(code), bits, 1};
+}
+
+bool buffer_is_importable(nb::handle obj) {
+  PyTypeObject* type = Py_TYPE(obj.ptr());
+  if (!type->tp_as_buffer || !type->tp_as_buffer->bf_getbuffer) return true;
+  // NumPy's arrays, the common case, always give their strides.
+  if (std::strcmp(type->tp_name, "numpy.ndarray") == 0) return true;
+  // Others are asked as nanobind asks. NumPy's datetime64 and timedelta64 scalars give a
+  // 1-d buffer of 8 bytes with no strides, which nanobind would read from address 0.
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return true;  // nanobind is refused the same way
+  }
+  const bool has_strides = view.ndim == 0 || view.strides != nullptr;
+  PyBuffer_Release(&view);
+  return has_strides;
 }
 
 template <class Nd>

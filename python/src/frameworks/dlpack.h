@@ -24,10 +24,15 @@ dl::dtype to_dlpack_dtype(Dtype d);
 template <class Nd>
 Array from_ndarray(const Nd& nd, std::optional<Dtype> dtype_override, const Param& param);
 
+/// Whether nanobind may read |obj|'s buffer, should it read one: it takes the strides the
+/// exporter gives without checking that there are any.
+bool buffer_is_importable(nb::handle obj);
+
 /// Imports |obj| through DLPack or the buffer protocol; false when it offers neither for this
 /// access (a producer may refuse both, as NumPy's bfloat16 does).
 template <class Nd>
 bool import_ndarray(nb::handle obj, Nd& nd) {
+  if (!buffer_is_importable(obj)) return false;
   bool imported = false;
   try {
     imported = nb::try_cast(obj, nd, false);

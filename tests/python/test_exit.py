@@ -1,0 +1,59 @@
+"""The interpreter's exit says nothing of kjit's objects that are still held: by a daemon thread
+that runs a kernel when an uncaught exception ends the program, or by a cycle through a DLPack
+capsule's owner, which Python's collector cannot see."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+HELD_AT_EXIT = {
+    "daemon-thread-and-uncaught-exception": """
+import threading, time, numpy as np, kjit
+kernel = kjit.metal_kernel(name="held_by_a_thread", input_names=["x"], output_names=["y"],
+                           source="uint i = thread_position_in_grid.x; y[i] = x[i] + 1;")
+started = threading.Event()
+
+def loop():
+    bound = kernel.bind(output_shapes=[(4,)], output_dtypes=[np.float32], grid=(4, 1, 1),
+                        threadgroup=(4, 1, 1))
+    x = np.zeros(4, np.float32)
+    while True:
+        assert (bound(x)[0] == 1).all()
+        started.set()
+        time.sleep(0.001)
+
+threading.Thread(target=loop, daemon=True).start()
+started.wait()
+raise RuntimeError("the program's own error")
+""",
+    "cycle-through-a-dlpack-owner": """
+import numpy as np, kjit
+
+class Tagged(np.ndarray):
+    pass
+
+a = np.arange(4, dtype=np.float32).view(Tagged)
+# The view keeps the array through the DLPack capsule's owner, which the collector cannot see;
+# the array keeps the view, and a kernel.
+a.view_of_itself = kjit.array(a)
+a.kernel = kjit.metal_kernel(name="in_a_cycle", input_names=["x"], output_names=["y"],
+                             source="uint i = thread_position_in_grid.x; y[i] = x[i] + 1;")
+(y,) = a.kernel(inputs=[a.view_of_itself], output_shapes=[(4,)], output_dtypes=[np.float32],
+                grid=(4, 1, 1), threadgroup=(4, 1, 1))
+assert (np.asarray(y) == np.arange(1, 5)).all()
+del a
+raise RuntimeError("the program's own error")
+""",
+}
+
+
+@pytest.mark.parametrize("program", HELD_AT_EXIT.values(), ids=HELD_AT_EXIT.keys())
+def test_exit_says_nothing_of_objects_still_held(program):
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert run.returncode == 1, run.stderr[-2000:]
+    last_line = run.stderr.strip().splitlines()[-1]
+    assert last_line == "RuntimeError: the program's own error", run.stderr[-2000:]
+    assert "nanobind" not in run.stderr and "leak" not in run.stderr, run.stderr[-2000:]
