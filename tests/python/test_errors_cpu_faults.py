@@ -163,9 +163,11 @@ def test_a_fault_raises_on_any_of_more_than_a_thousand_threads_that_ran_kernels(
         N = 1100
         ok = kjit.metal_kernel(name="add_one", input_names=["x"], output_names=["out"],
                                source="uint i = thread_position_in_grid.x; out[i] = x[i] + 1;")
+        # A write to the first pages, which are never mapped (far past an output could land
+        # in one of the threads' stacks).
         bad = kjit.metal_kernel(name="far_out", input_names=["x"], output_names=["out"],
                                 source="uint i = thread_position_in_grid.x;\\n"
-                                       "out[i + (1u << 30)] = x[i];")
+                                       "*(device float*)(4096ul + 4ul * i) = x[i] + out[0] * 0;")
         x = np.arange(64, dtype=np.float32)
         def call(kernel):
             return kernel(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32],
