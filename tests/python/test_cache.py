@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import kjit
+
 CHILD = r"""
 import json, os, sys, threading, warnings
 
@@ -132,6 +134,9 @@ BROKEN = "uint i = thread_position_in_grid.x;\ny[i] = x[i] * not_declared_anywhe
 def child_env(cache_dir, **extra):
     env = {k: v for k, v in os.environ.items() if k not in OWN_VARS}
     env["KJIT_CACHE_DIR"] = str(cache_dir)
+    # The children run in other directories: kjit is found by its absolute path.
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(kjit.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_dir, env.get("PYTHONPATH")]))
     for k, v in extra.items():
         env[k] = str(v)
     return env
