@@ -88,13 +88,17 @@ std::string out_of_bounds(const KernelSpec& spec, const DebugReport& r, const Bo
          "). The access was skipped; the outputs may be wrong";
 }
 
-// The indices of |a|'s elements (of |dtype|, |count| of them, on the host) that hold poison
-// |which|, among |among| when given.
-std::vector<int64_t> poisoned(const unsigned char* a, Dtype dtype, int64_t count, int which,
-                              const std::vector<int64_t>* among) {
-  const size_t size = itemsize(dtype);
-  const uint64_t bits = poison(dtype, which);
-  auto holds = [&](int64_t i) { return std::memcmp(a + i * size, &bits, size) == 0; };
+// The indices of |a|'s elements (|count| of them, of |size| bytes, on the host) that hold
+// |bits|, among |among| when given.
+template <class Item>
+std::vector<int64_t> holding(const unsigned char* a, int64_t count, uint64_t bits,
+                             const std::vector<int64_t>* among) {
+  const Item want = static_cast<Item>(bits);
+  auto holds = [&](int64_t i) {
+    Item item;
+    std::memcpy(&item, a + i * sizeof(Item), sizeof(Item));
+    return item == want;
+  };
   std::vector<int64_t> found;
   if (among) {
     for (int64_t i : *among) {
@@ -106,6 +110,22 @@ std::vector<int64_t> poisoned(const unsigned char* a, Dtype dtype, int64_t count
     }
   }
   return found;
+}
+
+// The indices of |a|'s elements (of |dtype|, on the host) that hold poison |which|.
+std::vector<int64_t> poisoned(const unsigned char* a, Dtype dtype, int64_t count, int which,
+                              const std::vector<int64_t>* among) {
+  const uint64_t bits = poison(dtype, which);
+  switch (itemsize(dtype)) {
+    case 1:
+      return holding<uint8_t>(a, count, bits, among);
+    case 2:
+      return holding<uint16_t>(a, count, bits, among);
+    case 4:
+      return holding<uint32_t>(a, count, bits, among);
+    default:
+      return holding<uint64_t>(a, count, bits, among);
+  }
 }
 
 // "indices 3 to 9, 12 and 20 to 31" (the first few ranges of the sorted |indices|).
