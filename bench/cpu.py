@@ -6,7 +6,9 @@ Prints a table of times and ratios:
   - cold compile of myexp (empty cache, fresh process) and load from the disk cache in a fresh
     process (no compiler run);
   - the per-call time of a cached tiny kernel with NumPy in and out, against a tiny numpy.exp.
-Usage: PYTHONPATH=build/python python bench/cpu.py [--quick]
+With --debug: the same kernels built with compile_options={"debug": True} (checked indices,
+poisoned outputs checked after each launch) against their plain builds.
+Usage: PYTHONPATH=build/python python bench/cpu.py [--quick] [--debug]
 """
 
 from __future__ import annotations
@@ -46,10 +48,55 @@ def fresh_process_build(cache_dir: str, no_compile: bool) -> dict:
     return child_report(CHILD, [MYEXP], env)
 
 
+def debug_rows(repeats: int, calls: int, rng: np.random.Generator) -> None:
+    """Debug builds of the benchmark's kernels against their plain builds, in one run."""
+    def pair(name: str, source: str) -> tuple[kjit.Kernel, kjit.Kernel]:
+        made = [kjit.metal_kernel(name=name, input_names=["inp"], output_names=["out"],
+                                  source=source, compile_options={"debug": debug})
+                for debug in (False, True)]
+        return made[0], made[1]
+
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def row(what: str, plain: float, debug: float, unit: float, suffix: str) -> None:
+        rows.append((f"{what}, debug build", f"{debug/unit:.2f} {suffix}", "plain build",
+                     f"{plain/unit:.2f} {suffix}", f"{plain/debug:.2f}x"))
+
+    plain, debug = pair("myexp", MYEXP)
+    x = rng.standard_normal(1 << 24, dtype=np.float32)
+    kw = dict(inputs=[x], template=[("T", kjit.float32)], grid=(x.size, 1, 1),
+              threadgroup=(256, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
+    assert np.array_equal(plain(**kw)[0], debug(**kw)[0])
+    row("myexp 2^24 f32, new output", best_of(lambda: plain(**kw), repeats),
+        best_of(lambda: debug(**kw), repeats), 1e-3, "ms")
+    out = np.empty_like(x)
+    row("myexp 2^24 f32, out=", best_of(lambda: plain(**kw, outputs=[out]), repeats),
+        best_of(lambda: debug(**kw, outputs=[out]), repeats), 1e-3, "ms")
+    plain_inv, debug_inv = (kjit.metal_kernel(name="invert_3x3", input_names=["a"],
+                                              output_names=["out"], source=INVERT,
+                                              compile_options={"debug": d}) for d in (False, True))
+    n = 10**6
+    a = (np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))).astype(np.float32)
+    ikw = dict(inputs=[a], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
+               output_dtypes=[a.dtype])
+    assert np.array_equal(plain_inv(**ikw)[0], debug_inv(**ikw)[0])
+    row("invert_3x3 10^6 f32", best_of(lambda: plain_inv(**ikw), repeats),
+        best_of(lambda: debug_inv(**ikw), repeats), 1e-3, "ms")
+    small = rng.standard_normal(16, dtype=np.float32)
+    skw = dict(inputs=[small], template=[("T", kjit.float32)], grid=(16, 1, 1),
+               threadgroup=(16, 1, 1), output_shapes=[small.shape], output_dtypes=[small.dtype])
+    row("tiny kernel per call (16 f32)", per_call(lambda: plain(**skw), calls),
+        per_call(lambda: debug(**skw), calls), 1e-6, "us")
+    comparison_table(rows)
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     repeats = 3 if quick else 7
     rng = np.random.default_rng()
+    if "--debug" in sys.argv:
+        debug_rows(repeats, 2000 if quick else 20000, rng)
+        return
     rows: list[tuple[str, str, str, str, str]] = []
 
     # myexp on 2^24 float32.
