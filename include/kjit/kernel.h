@@ -33,6 +33,9 @@ struct CompileOptions {
   /// array, and reports output elements the kernel never wrote, as LaunchErrors (slower; on for
   /// every kernel with KJIT_DEBUG=1).
   bool debug = false;
+  /// GPU builds carry line tables (NVRTC's -lineinfo), so that compute-sanitizer and the
+  /// profilers name the body's lines. The CPU build is the same either way.
+  bool line_info = false;
 };
 
 /// Per-call options beyond MLX's signature.

@@ -1,18 +1,14 @@
-// A debug build's buffers (compile option debug): the body's name for an input or output is a
-// view of the array that checks each index against the array's bounds, and reports the first
-// index outside them, with the thread and the body line, to the launch's report. The memory
-// such an index would reach is never touched: the access goes to a scratch slot instead.
+// A debug build's element accesses (compile option debug): the body's "name[i]" and "*name" of
+// an input or output go through a view of the array that checks the index against the array's
+// bounds, and reports the first index outside them, with the thread and the body line, to the
+// launch's report. The memory such an index would reach is never touched: the access goes to a
+// scratch slot instead (shared by the threads that stray: what it holds is unspecified).
 #pragma once
 
 #include "common/atomics.h"
 #include "common/thread_ctx.h"
 
 namespace kjit::debug {
-
-template <class T>
-inline constexpr bool is_const_v = false;
-template <class T>
-inline constexpr bool is_const_v<const T> = true;
 
 // The first out-of-bounds index of a launch. The host reads it after the launch
 // (core/debug_launch.cpp keeps the same layout); each array's bounds follow it in memory, two
@@ -28,7 +24,7 @@ struct report {
   alignas(16) unsigned char scratch[64];
   unsigned char padding[16];
 };
-static_assert(sizeof(report) == 128, "the host reads this layout");
+static_assert(sizeof(report) == 128, "the host reads this layout (core/debug_launch.cpp)");
 
 template <class T>
 class view {
@@ -36,7 +32,8 @@ class view {
   KJIT_INLINE view(T* data, int array, int line, const thread_ctx& thread, report* to)
       : data_(data), array_(array), line_(line), thread_(thread), report_(to) {}
 
-  template <class I>
+  // Indexed as a pointer is: by an integer.
+  template <class I, KJIT_IF(!is_builtin_float_v<I>)>
   KJIT_INLINE T& operator[](I i) const {
     const long long k = static_cast<long long>(i);
     const long long* bounds = reinterpret_cast<const long long*>(report_ + 1) + 2 * array_;
@@ -44,20 +41,6 @@ class view {
     return out_of_bounds(k);
   }
   KJIT_INLINE T& operator*() const { return (*this)[0]; }
-  // Pointer arithmetic leaves the checks: its results are plain pointers, as the body expects.
-  template <class I>
-  KJIT_INLINE T* operator+(I k) const {
-    return data_ + k;
-  }
-  template <class I>
-  KJIT_INLINE T* operator-(I k) const {
-    return data_ - k;
-  }
-  // The array as a pointer (to its type, or cast to another, never dropping const).
-  template <class U, KJIT_IF(!is_const_v<T> || is_const_v<U>)>
-  KJIT_INLINE operator U*() const {
-    return reinterpret_cast<U*>(data_);
-  }
 
  private:
   T& out_of_bounds(long long k) const {

@@ -90,14 +90,17 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
     auto is = [&](const char* name) {
       return PyUnicode_Check(key.ptr()) && PyUnicode_CompareWithASCIIString(key.ptr(), name) == 0;
     };
-    if (is("debug")) {
-      if (!PyBool_Check(value.ptr())) throw TypeError(p + "['debug']: expected a bool");
-      options.debug = value.ptr() == Py_True;
+    bool* flag = is("debug") ? &options.debug : is("line_info") ? &options.line_info : nullptr;
+    if (flag) {
+      if (!PyBool_Check(value.ptr())) {
+        throw TypeError(p + "[" + nb::cast<std::string>(nb::repr(key)) + "]: expected a bool");
+      }
+      *flag = value.ptr() == Py_True;
       continue;
     }
     if (!is("math_mode")) {
       throw ValueError(p + ": unknown option " + nb::cast<std::string>(nb::repr(key)) +
-                       " (known: 'math_mode', 'debug')");
+                       " (known: 'math_mode', 'debug', 'line_info')");
     }
     std::string v = nb::isinstance<nb::str>(value) ? utf8_of(value, p + "['math_mode']") : "";
     if (v == "safe")

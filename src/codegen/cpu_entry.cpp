@@ -48,8 +48,9 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       debug ? debug_view_tokens(spec, call, region_tokens(spec, plan, texts), texts)
             : region_tokens(spec, plan, texts);
   // Group memory is declared from the body's own tokens.
-  const std::vector<Token> own =
-      debug ? debug_view_tokens(spec, call, spec.source_tokens, texts) : std::vector<Token>();
+  const std::vector<Token> own = debug && !plan.group_memory.empty()
+                                     ? debug_view_tokens(spec, call, spec.source_tokens, texts)
+                                     : std::vector<Token>();
   // Tokens [begin, end) of |tokens|, the body's own or as regions see them.
   auto user_text = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
     w << "#line " << std::to_string(tokens[begin].line) << " \"" << kSourceFile << "\"\n";
@@ -65,8 +66,8 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   // Loop headers read the uniform ones.
   w << thread_locals(spec, Target::Cpu, vars, "kjit_group", "");
   // Text outside the regions that indexes an array reports the group's first thread.
-  if (spec.compile_options.debug) w << "  const ::kjit::thread_ctx& kjit_thread = kjit_group;\n";
-  w << debug_aliases(spec, call);
+  if (debug) w << "  const ::kjit::thread_ctx& kjit_thread = kjit_group;\n";
+  warn_of_unchecked_arrays(spec);
   for (const auto& [begin, end] : plan.group_memory) {
     user_text(debug ? own : spec.source_tokens, begin, end);
   }

@@ -72,16 +72,17 @@ IndexVariables index_variables(const KernelSpec& spec, Target target);
 std::string thread_locals(const KernelSpec& spec, Target target, const IndexVariables& vars,
                           const std::string& ctx, const std::string& target_locals);
 
-/// A debug build's |tokens| of the body (or of its regions): each name of an input or output
-/// array, but as a member name, becomes the array's checking view (prelude/common/debug_view.h)
-/// with the name's line; as the operand of reinterpret_cast, the array's pointer. New texts are
+/// A debug build's |tokens| of the body (or of its regions): each element access of an input
+/// or output array ("name[i]", "*name") goes through the array's checking view
+/// (prelude/common/debug_view.h), which reports the access's line; other uses of the name stay
+/// the array's pointer. Arrays whose name the body declares again stay unchecked. New texts are
 /// kept in |texts|.
 std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature& call,
                                      std::vector<Token> tokens, std::deque<std::string>& texts);
 
-/// A debug build's arrays that stay unchecked, as the body declares their names again: locals
-/// giving each its own name, with a warning. Empty for other builds.
-std::string debug_aliases(const KernelSpec& spec, const CallSignature& call);
+/// For a debug build: a warning for each array left unchecked as the body declares its name
+/// again. Called once per generated source.
+void warn_of_unchecked_arrays(const KernelSpec& spec);
 
 /// The entry point's call of the kernel function: its parameters, then the thread context.
 std::string arguments(const std::vector<Param>& layout);

@@ -16,21 +16,10 @@ bool significant(const Token& t) {
   return t.kind != TokenKind::Space && t.kind != TokenKind::Comment;
 }
 
-bool is_one_of(std::string_view word, std::initializer_list<std::string_view> words) {
-  return std::find(words.begin(), words.end(), word) != words.end();
-}
-
 // The barrier every thread of a group meets: Metal's threadgroup_barrier (any memory flags) and
 // CUDA's __syncthreads.
 bool is_group_barrier(std::string_view name, Dialect dialect) {
   return dialect == Dialect::Metal ? name == "threadgroup_barrier" : name == "__syncthreads";
-}
-
-// Words that start a statement declaring nothing at its own level.
-bool is_statement_keyword(std::string_view word) {
-  return is_one_of(word, {"if", "else", "for", "while", "do", "switch", "case", "default", "return",
-                          "break", "continue", "goto", "throw", "co_return", "delete", "new",
-                          "sizeof", "using", "typedef"});
 }
 
 // Type words a loop header may use to declare its counter.
@@ -273,28 +262,13 @@ class Splitter {
     return false;
   }
 
-  // Whether |name| is declared anywhere in the body but at |at|: after a type ("float name;"),
-  // or after a type and a '*' or '&' at the start of a statement or parameter ("T* name;"), or
-  // has its type taken (decltype). Renamed to a per-thread slot, such a declaration would either
-  // not compile or, without an initialiser, declare an array sized by the thread's index.
+  // Whether |name| is declared anywhere in the body but at |at| (declares_name). Renamed to a
+  // per-thread slot, such a declaration would either not compile or, without an initialiser,
+  // declare an array sized by the thread's index.
   bool declared_elsewhere(std::string_view name, size_t at) const {
     for (size_t k = 0; k < t_.size(); ++k) {
-      if (k == at || t_[k].kind != TokenKind::Identifier || t_[k].text != name) continue;
-      const size_t p = index_before(t_, k);
-      if (p == t_.size()) continue;
-      if (t_[p].kind == TokenKind::Identifier && !is_statement_keyword(t_[p].text)) return true;
-      // decltype(name) would name the slot's type, a reference.
-      const size_t q = t_[p].text == "(" ? index_before(t_, p) : t_.size();
-      if (q != t_.size() && t_[q].text == "decltype") return true;
-      if (!is_one_of(t_[p].text, {"*", "&"})) continue;
-      const size_t type = index_before(t_, p);
-      if (type == t_.size() || t_[type].kind != TokenKind::Identifier ||
-          is_statement_keyword(t_[type].text)) {
-        continue;
-      }
-      const size_t before = index_before(t_, type), after = index_after(t_, k);
-      if ((before == t_.size() || is_one_of(t_[before].text, {";", "{", "}", "(", ","})) &&
-          after != t_.size() && is_one_of(t_[after].text, {";", ",", "[", "="})) {
+      if (k != at && t_[k].kind == TokenKind::Identifier && t_[k].text == name &&
+          declares_name(t_, k)) {
         return true;
       }
     }

@@ -50,33 +50,21 @@ std::vector<const CudaBuiltin*> header_builtins(const KernelSpec& spec, Target t
   return read;
 }
 
-// A debug build's parameter for array |name|: the body's name becomes a view of it
-// (debug_view_tokens).
-std::string debug_array_name(const std::string& name) { return "kjit_debug_" + name; }
-
 constexpr const char* kDebugReport = "kjit_debug_report";
 
-// The arrays (by number: inputs, then outputs) whose name the body also declares ("int a" in a
-// lambda's parameters): each use may mean either, so those stay unchecked.
+// The arrays (by number: inputs, then outputs) whose name the body also declares ("float* out"
+// in a lambda's parameters): each use may mean either, so those stay unchecked.
 std::vector<size_t> redeclared_arrays(const KernelSpec& spec) {
-  static constexpr std::string_view kExpressionStarts[] = {
-      "return",   "case", "else",   "do",   "sizeof",   "throw",   "co_return", "co_yield",
-      "co_await", "new",  "delete", "goto", "typename", "alignof", "decltype"};
   const std::vector<Token>& t = spec.source_tokens;
   const size_t n_in = spec.input_names.size();
   std::vector<size_t> found;
   for (size_t k = 0; k < n_in + spec.output_names.size(); ++k) {
     const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
     for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i].kind != TokenKind::Identifier || t[i].in_directive || t[i].text != name) continue;
-      const Token* before = prev_significant(t, i);
-      if (!before || before->kind != TokenKind::Identifier || before->in_directive ||
-          std::find(std::begin(kExpressionStarts), std::end(kExpressionStarts), before->text) !=
-              std::end(kExpressionStarts)) {
-        continue;
+      if (t[i].kind == TokenKind::Identifier && t[i].text == name && declares_name(t, i)) {
+        found.push_back(k);
+        break;
       }
-      found.push_back(k);
-      break;
     }
   }
   return found;
@@ -139,8 +127,8 @@ std::string signature(const KernelSpec& spec, const CallSignature& call) {
                              : "const ::kjit::by_value<" + t + "> " + name);
       continue;
     }
-    const std::string n = debug ? debug_array_name(name) : name;
-    params.push_back(metal ? "const device " + t + "* " + n : "const " + t + "* __restrict__ " + n);
+    params.push_back(metal ? "const device " + t + "* " + name
+                           : "const " + t + "* __restrict__ " + name);
     const KernelSpec::InputUse& use = spec.input_uses[i];
     if (use.shape) params.push_back("const kjit_shape " + name + "_shape");
     if (use.strides) params.push_back("const kjit_strides " + name + "_strides");
@@ -148,7 +136,7 @@ std::string signature(const KernelSpec& spec, const CallSignature& call) {
   }
   for (size_t i = 0; i < spec.output_names.size(); ++i) {
     std::string t(type_name(spec, call.outputs[i]));
-    const std::string n = debug ? debug_array_name(spec.output_names[i]) : spec.output_names[i];
+    const std::string& n = spec.output_names[i];
     // CUDA's atomic functions take plain pointers: atomic_outputs changes Metal's outputs only.
     if (spec.atomic_outputs && metal) {
       params.push_back("device atomic<" + t + ">* " + n);
@@ -213,69 +201,53 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
 std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature& call,
                                      std::vector<Token> tokens, std::deque<std::string>& texts) {
   const size_t n_in = spec.input_names.size();
-  // The array each name is, by its number: inputs first, then outputs; 0-d inputs are values.
-  auto name_of = [&](size_t k) -> const std::string& {
-    return k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
-  };
-  std::vector<bool> declared(n_in + spec.output_names.size());
-  for (size_t k : redeclared_arrays(spec)) declared[k] = true;
+  std::vector<bool> unchecked(n_in + spec.output_names.size());
+  for (size_t k : redeclared_arrays(spec)) unchecked[k] = true;
+  // The array a name is, by its number: inputs first, then outputs; 0-d inputs are values.
   auto array_named = [&](std::string_view name) -> std::optional<size_t> {
-    for (size_t k = 0; k < declared.size(); ++k) {
-      if (name_of(k) == name && !declared[k] && (k >= n_in || call.inputs[k].second != 0)) {
-        return k;
-      }
+    for (size_t k = 0; k < unchecked.size(); ++k) {
+      const std::string& n = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+      if (n == name && !unchecked[k] && (k >= n_in || call.inputs[k].second != 0)) return k;
     }
     return std::nullopt;
   };
-  // reinterpret_cast<T*>(name) cannot take a view: it gets the array's pointer, unchecked.
-  auto cast_operand = [&](size_t i) {
-    const Token* open = prev_significant(tokens, i);
-    const Token* after = next_significant(tokens, i);
-    if (!open || open->text != "(" || !after || after->text != ")") return false;
-    size_t k = static_cast<size_t>(open - tokens.data());
-    const Token* close = prev_significant(tokens, k);
-    if (!close || close->text != ">") return false;
-    k = static_cast<size_t>(close - tokens.data());
-    for (int depth = 0; k-- > 0;) {
-      if (tokens[k].text == ">" || tokens[k].text == ">>")
-        depth += static_cast<int>(tokens[k].text.size());
-      if (tokens[k].text == "<" && depth-- == 0) {
-        const Token* cast = prev_significant(tokens, k);
-        return cast && cast->text == "reinterpret_cast";
-      }
-    }
-    return false;
+  // Only the name's element accesses become checked: "name[...]" and "*name". Every other use
+  // stays the array's pointer, for whatever the body does with a pointer.
+  auto accessed = [&](size_t i) {
+    const size_t after = index_after(tokens, i);
+    if (after != tokens.size() && tokens[after].text == "[") return true;
+    const size_t star = index_before(tokens, i);
+    if (star == tokens.size() || tokens[star].text != "*") return false;
+    // Unary: not after an operand ("a * name" would multiply, "float* name" declares).
+    const size_t operand = index_before(tokens, star);
+    if (operand == tokens.size()) return true;
+    const Token& o = tokens[operand];
+    return o.kind != TokenKind::Number && o.text != ")" && o.text != "]" &&
+           (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
   };
   for (size_t i = 0; i < tokens.size(); ++i) {
     Token& t = tokens[i];
     if (t.kind != TokenKind::Identifier || t.in_directive) continue;
     const std::optional<size_t> k = array_named(t.text);
     const Token* before = prev_significant(tokens, i);
-    if (!k || is_member_access(before) || (before && before->text == "::")) continue;
-    const std::string raw = debug_array_name(std::string(t.text));
-    if (cast_operand(i)) {
-      t.text = texts.emplace_back(raw);
+    if (!k || is_member_access(before) || (before && before->text == "::") || !accessed(i)) {
       continue;
     }
-    t.text =
-        texts.emplace_back("(::kjit::debug::view_of(" + raw + ", " + std::to_string(*k) + ", " +
-                           std::to_string(t.line) + ", kjit_thread, " + kDebugReport + "))");
+    t.text = texts.emplace_back("(::kjit::debug::view_of(" + std::string(t.text) + ", " +
+                                std::to_string(*k) + ", " + std::to_string(t.line) +
+                                ", kjit_thread, " + kDebugReport + "))");
   }
   return tokens;
 }
 
-std::string debug_aliases(const KernelSpec& spec, const CallSignature& call) {
-  if (!spec.compile_options.debug) return "";
+void warn_of_unchecked_arrays(const KernelSpec& spec) {
+  if (!spec.compile_options.debug) return;
   const size_t n_in = spec.input_names.size();
-  std::string out;
   for (size_t k : redeclared_arrays(spec)) {
-    if (k < n_in && call.inputs[k].second == 0) continue;  // a value, named as it is
     const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
     warn(prefix_named(spec) + "the debug checks leave " + (k < n_in ? "input" : "output") + " '" +
          name + "' unchecked: the body declares another '" + name + "'");
-    out += "  auto* const " + name + " = " + debug_array_name(name) + ";\n";
   }
-  return out;
 }
 
 std::string arguments(const std::vector<Param>& layout) {
@@ -339,7 +311,7 @@ void write_kernel_function(Writer& w, const GeneratedSource& g, const KernelSpec
                   : "const ::kjit::thread_ctx& kjit_thread) {\n");
   w << template_declarations(spec, call.template_args);
   w << locals;
-  w << debug_aliases(spec, call);
+  warn_of_unchecked_arrays(spec);
   w << "#line 1 \"" << kSourceFile << "\"\n";
   std::deque<std::string> texts;
   w << rewrite(spec.compile_options.debug ? debug_view_tokens(spec, call, spec.source_tokens, texts)

@@ -1,5 +1,7 @@
 #include "codegen/token_scan.h"
 
+#include <algorithm>
+
 namespace kjit::codegen {
 
 const Token* next_significant(const std::vector<Token>& t, size_t i) {
@@ -16,6 +18,44 @@ const Token* prev_significant(const std::vector<Token>& t, size_t i) {
 }
 
 bool is_member_access(const Token* t) { return t && (t->text == "." || t->text == "->"); }
+
+bool is_one_of(std::string_view word, std::initializer_list<std::string_view> words) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+bool is_statement_keyword(std::string_view word) {
+  return is_one_of(word,
+                   {"if",       "else",     "for",    "while",    "do",     "switch",  "case",
+                    "default",  "return",   "break",  "continue", "goto",   "throw",   "co_return",
+                    "co_yield", "co_await", "delete", "new",      "sizeof", "alignof", "using",
+                    "typedef",  "and",      "or",     "not",      "xor",    "bitand",  "bitor",
+                    "compl",    "and_eq",   "or_eq",  "xor_eq",   "not_eq"});
+}
+
+bool declares_name(const std::vector<Token>& t, size_t k) {
+  const size_t p = index_before(t, k);
+  if (p == t.size()) return false;
+  if (t[p].kind == TokenKind::Identifier && !t[p].in_directive) {
+    return !is_statement_keyword(t[p].text);
+  }
+  // decltype(name) names the declared type.
+  const size_t q = t[p].text == "(" ? index_before(t, p) : t.size();
+  if (q != t.size() && t[q].text == "decltype") return true;
+  if (!is_one_of(t[p].text, {"*", "&", "&&"})) return false;
+  // The type's words before the '*' or '&', then the start of a statement or parameter.
+  size_t before = index_before(t, p);
+  if (before == t.size() || t[before].kind != TokenKind::Identifier ||
+      is_statement_keyword(t[before].text)) {
+    return false;
+  }
+  while (before != t.size() && t[before].kind == TokenKind::Identifier &&
+         !is_statement_keyword(t[before].text)) {
+    before = index_before(t, before);
+  }
+  const size_t after = index_after(t, k);
+  return (before == t.size() || is_one_of(t[before].text, {";", "{", "}", "(", ","})) &&
+         after != t.size() && is_one_of(t[after].text, {";", ",", "[", "=", ")"});
+}
 
 std::string blank_keeping_lines(std::string_view text) {
   std::string out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,18 @@ size_t opening(const std::vector<Token>& t, size_t close);
 
 /// Whether |t| is "." or "->".
 bool is_member_access(const Token* t);
+
+/// Whether |word| is one of |words|.
+bool is_one_of(std::string_view word, std::initializer_list<std::string_view> words);
+
+/// Words that start a statement declaring nothing at its own level, and operators spelled as
+/// words ("and"): after one, a name is not being declared.
+bool is_statement_keyword(std::string_view word);
+
+/// Whether the identifier at |k| is being declared there: after a type ("float name", "T
+/// name"), after a type and '*' or '&' at the start of a statement or parameter ("const device
+/// float* name,"), or with its type taken (decltype(name)).
+bool declares_name(const std::vector<Token>& t, size_t k);
 
 /// The line breaks of |text| alone: what replaces text that is dropped, keeping lines in place.
 std::string blank_keeping_lines(std::string_view text);

@@ -2,6 +2,7 @@
 
 #include <kjit/errors.h>
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,7 +25,9 @@ struct DebugReport {
   uint32_t group[3];
   unsigned char scratch_and_padding[80];
 };
-static_assert(sizeof(DebugReport) == 128, "prelude/common/debug_view.h's layout");
+static_assert(sizeof(DebugReport) == 128 && offsetof(DebugReport, index) == 16 &&
+                  offsetof(DebugReport, thread) == 24 && offsetof(DebugReport, group) == 36,
+              "prelude/common/debug_view.h's layout");
 
 struct Bounds {
   int64_t first = 0, end = 0;  // the indices from the array's data pointer
@@ -88,8 +91,8 @@ std::string out_of_bounds(const KernelSpec& spec, const DebugReport& r, const Bo
          "). The access was skipped; the outputs may be wrong";
 }
 
-// The indices of |a|'s elements (|count| of them, of |size| bytes, on the host) that hold
-// |bits|, among |among| when given.
+// The indices of |a|'s elements (|count| Items, on the host) that hold |bits|, among |among|
+// when given.
 template <class Item>
 std::vector<int64_t> holding(const unsigned char* a, int64_t count, uint64_t bits,
                              const std::vector<int64_t>* among) {
@@ -145,8 +148,10 @@ std::string ranges(const std::vector<int64_t>& indices) {
     out += std::to_string(spans[s].first);
     if (spans[s].second != spans[s].first) out += " to " + std::to_string(spans[s].second);
   }
-  if (spans.size() > kShown)
-    out += " and " + std::to_string(spans.size() - kShown) + " more ranges";
+  if (spans.size() > kShown) {
+    const size_t more = spans.size() - kShown;
+    out += " and " + std::to_string(more) + (more == 1 ? " more range" : " more ranges");
+  }
   return out;
 }
 
@@ -219,8 +224,11 @@ void run_debug_launch(const KernelSpec& spec, const PreparedLaunch& launch,
     message += std::string(message.empty() ? "debug check: " : "; ") +
                array_named(spec, inputs.size() + o) + ": " + std::to_string(unwritten.size()) +
                " of " + std::to_string(element_count(outputs[o])) +
-               " elements were never written (" + ranges(unwritten) + ")";
+               " elements still hold the poison fresh outputs start with (" + ranges(unwritten) +
+               "): never written, or computed from their own unset value";
   }
+  // An output read before it is written (out[i] += ...) needs an init value.
+  if (!message.empty()) message += ". An output the kernel adds to needs an init_value";
   if (!message.empty()) throw LaunchError(message);
 }
 

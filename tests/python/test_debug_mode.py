@@ -136,8 +136,8 @@ def test_a_strided_view_is_checked_against_the_memory_it_spans(rng):
 def test_output_elements_never_written_are_reported(rng, device):
     x = rng.standard_normal(1000).astype(np.float32)
     with pytest.raises(kjit.LaunchError,
-                       match=r"outputs\[0\] \('out'\): 10 of 1000 elements were never written "
-                             r"\(indices 990 to 999\)"):
+                       match=r"outputs\[0\] \('out'\): 10 of 1000 elements still hold the poison "
+                             r"fresh outputs start with \(indices 990 to 999\): never written"):
         run(double(), x, (990, 1, 1), device=device)
     gaps = kjit.metal_kernel(name="debug_gaps", input_names=["inp"], output_names=["out"],
                              compile_options=DEBUG, source="""
@@ -145,8 +145,8 @@ def test_output_elements_never_written_are_reported(rng, device):
         if (i % 10 != 3 && i != 7) out[i] = inp[i];
     """)
     with pytest.raises(kjit.LaunchError,
-                       match=r"5 of 40 elements were never written \(indices 3, 7, 13, 23 and "
-                             r"1 more ranges\)"):
+                       match=r"5 of 40 elements still hold the poison fresh outputs start with "
+                             r"\(indices 3, 7, 13, 23 and 1 more range\)"):
         run(gaps, x[:40], (40, 1, 1), device=device)
 
 
@@ -275,7 +275,8 @@ def test_member_names_casts_and_matrix_loads_keep_compiling(rng):
         reinterpret_cast<float4*>(out)[i] = reinterpret_cast<const float4*>(inp)[i];
     """)
     np.testing.assert_array_equal(run(vectors, a, (16, 1, 1)), a)
-    # simdgroup_load and simdgroup_store take the views, and check the lanes' indices.
+    # Functions given the array itself get its pointer, unchecked: kjit's simdgroup_load and
+    # atomics as a header's own functions.
     matrix = kjit.metal_kernel(name="debug_matrix", input_names=["inp"], output_names=["out"],
                                compile_options=DEBUG, source="""
         simdgroup_float8x8 m;
@@ -283,17 +284,44 @@ def test_member_names_casts_and_matrix_loads_keep_compiling(rng):
         simdgroup_store(m, out, 8);
     """)
     np.testing.assert_array_equal(run(matrix, a, (32, 1, 1), (32, 1, 1)), a)
-    with pytest.raises(kjit.LaunchError, match=r"inputs\[0\] \('inp'\) was indexed at (4[89]|5|6)"):
-        matrix(inputs=[a[:48]], output_shapes=[(64,)], output_dtypes=[np.float32],
-               grid=(32, 1, 1), threadgroup=(32, 1, 1), device="cpu")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bodies_that_use_the_arrays_as_pointers_keep_compiling(rng, device):
+    x = rng.standard_normal(64).astype(np.float32)
+    # CUDA: a sum by atomicAdd on the output's pointer, arrays moved by +=, and a macro.
+    total = kjit.cuda_kernel(name="debug_pointers", input_names=["inp"], output_names=["out"],
+                             compile_options=DEBUG, source="""
+        #define AT(j) inp[j]
+        const float* row = inp;
+        row += threadIdx.x;
+        atomicAdd(out, *row + AT(threadIdx.x) * 0.0f);
+    """)
+    got = total(inputs=[x], output_shapes=[(1,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+                threadgroup=(64, 1, 1), init_value=0.0, device=device)[0]
+    np.testing.assert_allclose(got, [x.astype(np.float64).sum()], rtol=1e-5)
+    # Metal: atomic outputs given by pointer, and "and" read as the operator it is.
+    metal = kjit.metal_kernel(name="debug_metal_pointers", input_names=["inp"],
+                              output_names=["out"], atomic_outputs=True, compile_options=DEBUG,
+                              source="""
+        uint i = thread_position_in_grid.x;
+        float v = (i < 64 and inp[i] > -100.0f) ? inp[i] : 0.0f;
+        atomic_fetch_add_explicit(out, v, memory_order_relaxed);
+        if (i == 63 and inp[i + 1] > 0.0f) atomic_fetch_add_explicit(out, 0.0f, memory_order_relaxed);
+    """)
+    with pytest.raises(kjit.LaunchError, match=r"inputs\[0\] \('inp'\) was indexed at 64, "
+                                               r"outside the array \(its indices are 0 to 63\), "
+                                               r"at line 5 of the source"):
+        metal(inputs=[x], output_shapes=[(1,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+              threadgroup=(64, 1, 1), init_value=0.0, device=device)
 
 
 def test_an_array_whose_name_the_body_declares_again_stays_unchecked_with_a_warning(rng):
     # A lambda's parameter a and the input a: the body's a is left as it is, and the user told.
     source = """
         uint i = thread_position_in_grid.x;
-        auto twice = [](float a) { return a * 2.0f; };
-        out[i] = twice(a[i]);
+        auto twice = [](const device float* a, uint j) { return a[j] * 2.0f; };
+        out[i] = twice(a, i);
     """
     with pytest.warns(RuntimeWarning, match=r"the debug checks leave input 'a' unchecked: the "
                                             r"body declares another 'a'"):

@@ -90,7 +90,7 @@ CONSTRUCTION_ERRORS = [
     ("compile-options-list", "cuda", dict(compile_options=[("math_mode", "fast")]), TypeError,
      r"compile_options: expected a dict or None"),
     ("compile-options-unknown-key", "metal", dict(compile_options={"fast_math": True}),
-     ValueError, r"compile_options: unknown option 'fast_math' \(known: 'math_mode', 'debug'\)"),
+     ValueError, r"compile_options: unknown option 'fast_math' \(known: 'math_mode', 'debug', 'line_info'\)"),
     ("compile-options-bad-math-mode", "cuda", dict(compile_options={"math_mode": "turbo"}),
      ValueError, r"compile_options: math_mode must be 'safe', 'relaxed' or 'fast'"),
     ("compile-options-math-mode-not-str", "metal", dict(compile_options={"math_mode": 1}),

@@ -8,7 +8,6 @@
 
 // The lanes meet through the target's SIMD-group operations, which the entry header includes
 // before this: dialect/msl/on_cuda/simdgroup.h on the GPU, mode/coop/msl.h on the CPU.
-#include "common/debug_view.h"
 #include "dialect/msl/names.h"
 
 namespace metal {
@@ -77,47 +76,23 @@ KJIT_INLINE Offsets element_offsets(ulong elements_per_row, vec<ulong, 2> origin
   return at;
 }
 
-// A lane's two elements from |source| or to |destination|: a pointer, or a debug build's
-// array view (common/debug_view.h), which checks each index.
-template <class T, int Cols, int Rows, class Source>
-KJIT_INLINE void load(simdgroup_matrix<T, Cols, Rows>& d, const Source& source,
-                      ulong elements_per_row, vec<ulong, 2> origin, bool transpose) {
-  const Offsets at = element_offsets(elements_per_row, origin, transpose);
-  for (unsigned k = 0; k < 2; ++k) d.elements[k] = T(source[at.of[k]]);
-}
-template <class U, class T, int Cols, int Rows, class Destination>
-KJIT_INLINE void store(const simdgroup_matrix<T, Cols, Rows>& a, const Destination& destination,
-                       ulong elements_per_row, vec<ulong, 2> origin, bool transpose) {
-  const Offsets at = element_offsets(elements_per_row, origin, transpose);
-  for (unsigned k = 0; k < 2; ++k) destination[at.of[k]] = U(a.elements[k]);
-}
-
 }  // namespace matrix_detail
 
 template <class T, int Cols, int Rows, class U>
 KJIT_INLINE void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const U* source,
                                 ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
                                 bool transpose = false) {
-  matrix_detail::load(d, source, elements_per_row, origin, transpose);
-}
-template <class T, int Cols, int Rows, class U>
-KJIT_INLINE void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d,
-                                const ::kjit::debug::view<U>& source, ulong elements_per_row = Cols,
-                                vec<ulong, 2> origin = 0, bool transpose = false) {
-  matrix_detail::load(d, source, elements_per_row, origin, transpose);
+  const matrix_detail::Offsets at =
+      matrix_detail::element_offsets(elements_per_row, origin, transpose);
+  for (unsigned k = 0; k < 2; ++k) d.elements[k] = T(source[at.of[k]]);
 }
 template <class T, int Cols, int Rows, class U>
 KJIT_INLINE void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, U* destination,
                                  ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
                                  bool transpose = false) {
-  matrix_detail::store<U>(a, destination, elements_per_row, origin, transpose);
-}
-template <class T, int Cols, int Rows, class U>
-KJIT_INLINE void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a,
-                                 const ::kjit::debug::view<U>& destination,
-                                 ulong elements_per_row = Cols, vec<ulong, 2> origin = 0,
-                                 bool transpose = false) {
-  matrix_detail::store<U>(a, destination, elements_per_row, origin, transpose);
+  const matrix_detail::Offsets at =
+      matrix_detail::element_offsets(elements_per_row, origin, transpose);
+  for (unsigned k = 0; k < 2; ++k) destination[at.of[k]] = U(a.elements[k]);
 }
 
 #ifdef KJIT_CUDA

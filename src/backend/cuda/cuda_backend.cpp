@@ -106,7 +106,7 @@ cache::MemoryCache<const Module>& modules() {
 
 std::string disk_key(const KernelSpec& spec, const std::string& source, int cc) {
   std::string key = std::string("kjit ") + version() + " cuda\n" +
-                    nvrtc_identity(spec.compile_options.math_mode, cc) + "\n";
+                    nvrtc_identity(spec.compile_options, cc) + "\n";
   key.reserve(key.size() + source.size());  // one copy of the ~100 KB source
   key += source;
   return key;
@@ -120,7 +120,7 @@ std::string image_for(const std::string& key, const KernelSpec& spec, const std:
     ++cache::stats().disk_hits;
     return *cached;
   }
-  CompiledImage compiled = compile_cuda(source, spec, spec.compile_options.math_mode, cc);
+  CompiledImage compiled = compile_cuda(source, spec, cc);
   ++cache::stats().compiles;
   disk.store(key, compiled.image);
   return compiled.image;

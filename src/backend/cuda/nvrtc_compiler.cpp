@@ -43,9 +43,12 @@ std::string arch_flag(int cc) {
   return "--gpu-architecture=compute_" + std::to_string(best);
 }
 
-// Every option but the architecture.
-std::vector<std::string> mode_options(MathMode mode) {
+// Every flag but the architecture.
+std::vector<std::string> compile_flags(const CompileOptions& options) {
   std::vector<std::string> o = {"-std=c++17", "--device-as-default-execution-space", "-w"};
+  // Line tables for compute-sanitizer and the profilers, which name the body's lines.
+  if (options.line_info) o.push_back("-lineinfo");
+  const MathMode mode = options.math_mode;
   if (mode == MathMode::Safe) {
     o.insert(o.end(), {"-prec-div=true", "-prec-sqrt=true", "-ftz=false", "--fmad=false"});
   } else if (mode == MathMode::Relaxed) {
@@ -68,21 +71,20 @@ bool takes_minimal(const NvrtcApi& api) {
 
 }  // namespace
 
-std::string nvrtc_identity(MathMode mode, int cc) {
+std::string nvrtc_identity(const CompileOptions& options, int cc) {
   std::string id = "nvrtc " + nvrtc_file_identity() + "\ncc " + std::to_string(cc) + "\n";
-  for (const std::string& o : mode_options(mode)) id += " " + o;
+  for (const std::string& o : compile_flags(options)) id += " " + o;
   return id + "\n" + kMinimalRule;
 }
 
-CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, MathMode mode,
-                           int cc) {
+CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, int cc) {
   codegen::assert_may_compile(spec);
   const NvrtcApi& api = loaded_nvrtc();
   nvrtcProgram prog = nullptr;
   if (api.nvrtcCreateProgram(&prog, source.c_str(), "kjit_kernel.cu", 0, nullptr, nullptr) != 0) {
     throw std::runtime_error("kjit: nvrtcCreateProgram failed");
   }
-  std::vector<std::string> opts = mode_options(mode);
+  std::vector<std::string> opts = compile_flags(spec.compile_options);
   opts.insert(opts.begin(), arch_flag(cc));
   if (takes_minimal(api)) opts.push_back("-minimal");
   std::vector<const char*> argv;

@@ -16,13 +16,12 @@ struct CompiledImage {
 };
 
 /// What a compiled image depends on besides the source: the NVRTC library, the target compute
-/// capability |cc| (e.g. 90) and the options for |mode|. Computed without loading NVRTC, so that
-/// a cache hit never does; the -arch choice follows from the NVRTC and |cc|.
-std::string nvrtc_identity(MathMode mode, int cc);
+/// capability |cc| (e.g. 90) and the flags for |options|. Computed without loading NVRTC, so
+/// that a cache hit never does; the -arch choice follows from the NVRTC and |cc|.
+std::string nvrtc_identity(const CompileOptions& options, int cc);
 
 /// Compiles |source| for compute capability |cc|. Throws kjit::CompileError with diagnostics
 /// mapped to the user's lines, or kjit::ValueError when NVRTC is missing.
-CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, MathMode mode,
-                           int cc);
+CompiledImage compile_cuda(const std::string& source, const KernelSpec& spec, int cc);
 
 }  // namespace kjit::cuda
