@@ -9,7 +9,7 @@ PYTHON ?= .venv/bin/python
 PYTHON_EXE = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 BUILD ?= build
 JOBS ?= $(shell nproc)
-VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes
+VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy
 # The CPU benchmarks also compare against OpenCL on PoCL (Debian: pocl-opencl-icd).
 BENCH_PACKAGES = pyopencl
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
+from typing import cast
 
 import kjit
 from kjit import _kjit, _torch_bridge
@@ -20,11 +22,11 @@ def doctor() -> int:
     if cuda["unavailable"]:
         print(f"cuda: FAIL  {cuda['unavailable']}")
     else:
-        names = ", ".join(f"cuda:{i} {name} ({arch})" for i, (name, arch) in
-                          enumerate(cuda["devices"]))
+        devices = cast("list[tuple[str, str]]", cuda["devices"])
+        names = ", ".join(f"cuda:{i} {name} ({arch})" for i, (name, arch) in enumerate(devices))
         print(f"cuda: PASS  {names}")
     if cuda["driver"]:
-        version = cuda["driver_version"]
+        version = cast(int, cuda["driver_version"])
         print(f"      driver {cuda['driver']} (CUDA {version // 1000}.{version % 1000 // 10})")
     if cuda["nvrtc"]:
         print(f"      NVRTC {cuda['nvrtc_version']} from {cuda['nvrtc']}")
@@ -32,7 +34,7 @@ def doctor() -> int:
         print(f"      NVRTC {cuda['nvrtc_error']}: CUDA kernels cannot be compiled")
     print(f"default device: {kjit.default_device()}")
     try:
-        import torch
+        torch = importlib.import_module("torch")  # typed as a module, with or without its stubs
     except ImportError:
         print("torch: not installed")
     else:

@@ -169,7 +169,7 @@ def first_use_key(torch: types.ModuleType, compiler: str) -> BridgeKey:
 
 def build_at_first_use() -> tuple[types.ModuleType, Loaded]:
     """kjit._torch for the running torch, from the disk cache or compiled into it now."""
-    import torch
+    torch = importlib.import_module("torch")  # typed as a module, with or without torch's stubs
 
     import kjit
     from kjit import _kjit
@@ -180,7 +180,7 @@ def build_at_first_use() -> tuple[types.ModuleType, Loaded]:
     info = kjit.cache_info()
     if not info["disk_enabled"]:
         raise ImportError("the disk cache, where it would be built, is disabled")
-    torch_dir = Path(torch.__file__).parent
+    torch_dir = Path(str(torch.__file__)).parent
     key = first_use_key(torch, compiler)
     module_path = key.module_path(Path(str(info["directory"])))
     how: Literal["compiled", "cached"] = "cached"
@@ -207,7 +207,7 @@ def load() -> types.ModuleType:
     (it refuses another torch than its own); else the one built at first use. Raises ImportError
     saying why when neither can be had: kjit then reads torch tensors through DLPack."""
     global loaded
-    import torch  # noqa: F401  (its libraries must be loaded before kjit._torch's)
+    importlib.import_module("torch")  # its libraries must be loaded before kjit._torch's
 
     try:
         module = importlib.import_module(MODULE)
