@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import DEVICES
+from conftest import DEVICES, NVRTC
 
 DEBUG = {"debug": True}
 
@@ -333,3 +333,31 @@ def test_an_array_whose_name_the_body_declares_again_stays_unchecked_with_a_warn
     with pytest.raises(kjit.LaunchError, match=r"outputs\[0\] \('out'\) was indexed at 64"):
         kernel(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(65, 1, 1),
                threadgroup=(32, 1, 1), outputs=[np.zeros(100, np.float32)[:64]])
+
+
+LINE_INFO_PROGRAM = """
+import sys
+import kjit
+k = kjit.metal_kernel(name="line_info", input_names=["inp"], output_names=["out"],
+                      source="uint i = thread_position_in_grid.x; out[i] = inp[i] * 2.0f;",
+                      compile_options={"line_info": sys.argv[1] == "on"})
+k.build(inputs=[(kjit.float32, 1)], output_dtypes=[kjit.float32], target="sm_90")
+"""
+
+
+@pytest.mark.skipif(not NVRTC, reason="no NVRTC here")
+def test_line_info_puts_line_tables_in_gpu_builds(tmp_path):
+    # The cubins NVRTC makes with -lineinfo carry a .debug_line section, which compute-sanitizer
+    # reads; the disk cache holds them as NVRTC gave them.
+    found = {}
+    for setting in ("on", "off"):
+        cache = tmp_path / setting
+        subprocess.run([sys.executable, "-c", LINE_INFO_PROGRAM, setting], check=True,
+                       timeout=120, env=dict(os.environ, KJIT_CACHE_DIR=str(cache)))
+        entries = [p.read_bytes() for p in cache.rglob("*") if p.is_file()]
+        assert entries
+        found[setting] = any(b".debug_line" in e for e in entries)
+    assert found == {"on": True, "off": False}
+    with pytest.raises(TypeError, match=r"compile_options\['line_info'\]: expected a bool"):
+        kjit.metal_kernel(name="k", input_names=["a"], output_names=["b"], source="",
+                          compile_options={"line_info": "yes"})
