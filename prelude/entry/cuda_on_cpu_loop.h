@@ -11,6 +11,7 @@
 #include "common/vec.h"
 #include "common/int_bits.h"
 #include "common/mlx_utils.h"
+#include "common/numeric_limits.h"
 #include "common/thread_ctx.h"
 #include "target/cpu/thread.h"
 #include "common/atomics.h"
@@ -22,5 +23,8 @@
 #include "dialect/cuda/on_cpu/intrinsics.h"
 #include "dialect/cuda/half2.h"
 #include "dialect/cuda/half_atomics.h"
+#include "dialect/cuda/std.h"
+#include "dialect/cuda/std_complex.h"
+#include "dialect/cuda/mlx_utils.h"
 #include "dialect/cuda/user.h"
 // clang-format on

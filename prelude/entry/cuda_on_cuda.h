@@ -8,6 +8,7 @@
 #include "common/math.h"
 #include "common/vec.h"
 #include "common/mlx_utils.h"
+#include "common/numeric_limits.h"
 #include "target/cuda/abi.h"
 #include "common/thread_ctx.h"
 #include "target/cuda/thread.h"
@@ -17,5 +18,8 @@
 #include "dialect/cuda/on_cuda/cooperative_groups.h"
 #include "dialect/cuda/half2.h"
 #include "dialect/cuda/half_atomics.h"
+#include "dialect/cuda/std.h"
+#include "dialect/cuda/std_complex.h"
+#include "dialect/cuda/mlx_utils.h"
 #include "dialect/cuda/user.h"
 // clang-format on

@@ -13,6 +13,7 @@
 #include "common/vec.h"
 #include "common/int_bits.h"
 #include "common/mlx_utils.h"
+#include "common/numeric_limits.h"
 #include "common/thread_ctx.h"
 #include "target/cpu/thread.h"
 #include "dialect/msl/names.h"

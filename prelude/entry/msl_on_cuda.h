@@ -11,6 +11,7 @@
 #include "common/vec.h"
 #include "common/int_bits.h"
 #include "common/mlx_utils.h"
+#include "common/numeric_limits.h"
 #include "target/cuda/abi.h"
 #include "common/thread_ctx.h"
 #include "target/cuda/thread.h"

@@ -2,6 +2,7 @@
 // the constants of <metal_math> (INFINITY, NAN, FLT_MAX, M_PI_F, ...).
 #pragma once
 
+#include "common/numeric_limits.h"
 #include "dialect/msl/names.h"
 
 namespace metal {
@@ -13,58 +14,7 @@ KJIT_INLINE T as_type(const U& x) {
   return __builtin_bit_cast(T, x);
 }
 
-template <class T, bool = ::kjit::is_int_like_v<T>>
-struct numeric_limits {
-  static constexpr bool is_specialized = false;
-};
-
-template <class T>
-struct numeric_limits<T, true> {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_integer = true;
-  static constexpr bool is_signed = ::kjit::bits::is_signed_v<T>;
-  static constexpr int digits = ::kjit::bits::width<T> - (is_signed ? 1 : 0);
-  static constexpr T max() { return ::kjit::bits::highest<T>; }
-  static constexpr T min() { return ::kjit::bits::lowest<T>; }
-  static constexpr T lowest() { return min(); }
-  static constexpr T epsilon() { return T(0); }
-};
-template <>
-struct numeric_limits<bool, true> {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_integer = true;
-  static constexpr bool is_signed = false;
-  static constexpr int digits = 1;
-  static constexpr bool max() { return true; }
-  static constexpr bool min() { return false; }
-  static constexpr bool lowest() { return false; }
-  static constexpr bool epsilon() { return false; }
-};
-
-// Floating types: the largest finite value, the lowest and infinity as MLX's Limits<T> has them;
-// from their bit patterns the smallest normal, the machine epsilon, a quiet NaN and the smallest
-// subnormal.
-template <class T, class Bits, Bits kMinNormal, Bits kEps, Bits kNaN, int kDigits>
-struct float_limits {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_signed = true;
-  static constexpr int digits = kDigits;
-  static constexpr T max() { return ::kjit::Limits<T>::finite_max; }
-  static constexpr T min() { return __builtin_bit_cast(T, kMinNormal); }
-  static constexpr T lowest() { return ::kjit::Limits<T>::finite_min; }
-  static constexpr T epsilon() { return __builtin_bit_cast(T, kEps); }
-  static constexpr T infinity() { return ::kjit::Limits<T>::max; }
-  static constexpr T quiet_NaN() { return __builtin_bit_cast(T, kNaN); }
-  static constexpr T denorm_min() { return __builtin_bit_cast(T, Bits(1)); }
-};
-template <>
-struct numeric_limits<float, false>
-    : float_limits<float, uint32_t, 0x00800000u, 0x34000000u, 0x7fc00000u, 24> {};
-template <>
-struct numeric_limits<half, false> : float_limits<half, uint16_t, 0x0400, 0x1400, 0x7e00, 11> {};
-template <>
-struct numeric_limits<bfloat, false> : float_limits<bfloat, uint16_t, 0x0080, 0x3c00, 0x7fc0, 8> {};
+using ::kjit::numeric_limits;
 
 // Packed vectors: the elements of vec<T, N> without its alignment (packed_float3 is 12 bytes,
 // aligned as a float). They name, index and swizzle elements like vectors and convert to and from
