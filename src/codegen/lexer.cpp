@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace kjit::codegen {
 namespace {
@@ -199,9 +200,53 @@ constexpr std::array<std::string_view, 84> kKeywords = {
 constexpr std::array<std::string_view, 8> kMoreKeywords = {"using",   "virtual", "void", "volatile",
                                                            "wchar_t", "while",   "xor",  "xor_eq"};
 
+// Sets the links of |t| (Token::run_ahead, run_behind, partner) in one pass each way. A text
+// of more tokens than the links can count gets none: its scans walk.
+void link(std::vector<Token>& t) {
+  if (t.size() >= size_t(std::numeric_limits<int32_t>::max())) return;
+  for (size_t k = t.size(), after = t.size(); k-- > 0;) {
+    if (is_significant(t[k])) {
+      after = k;
+    } else {
+      t[k].run_ahead = static_cast<uint32_t>(after - k);
+    }
+  }
+  for (size_t k = 0, first = 0; k < t.size(); ++k) {
+    if (is_significant(t[k])) {
+      first = k + 1;
+    } else {
+      t[k].run_behind = static_cast<uint32_t>(k - first + 1);
+    }
+  }
+  // One stack of open brackets per kind: a closing bracket pairs with the innermost one open.
+  static constexpr std::string_view kOpen[] = {"(", "[", "{", "<"};
+  static constexpr std::string_view kClose[] = {")", "]", "}", ">"};
+  std::array<std::vector<size_t>, 4> open;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].kind != TokenKind::Punct) continue;
+    for (size_t b = 0; b < 4; ++b) {
+      if (t[k].text == kOpen[b]) {
+        t[k].partner = kNoPartner;
+        open[b].push_back(k);
+      } else if (t[k].text == kClose[b]) {
+        t[k].partner = -kNoPartner;
+        if (open[b].empty()) continue;
+        const size_t o = open[b].back();
+        open[b].pop_back();
+        t[o].partner = static_cast<int32_t>(k - o);
+        t[k].partner = -static_cast<int32_t>(k - o);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<Token> lex(std::string_view text) { return Lexer(text).run(); }
+std::vector<Token> lex(std::string_view text) {
+  std::vector<Token> tokens = Lexer(text).run();
+  link(tokens);
+  return tokens;
+}
 
 bool has_identifier(const std::vector<Token>& tokens, std::string_view name) {
   return std::any_of(tokens.begin(), tokens.end(), [&](const Token& t) {

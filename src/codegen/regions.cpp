@@ -12,10 +12,6 @@ namespace {
 
 using Tokens = std::vector<Token>;
 
-bool significant(const Token& t) {
-  return t.kind != TokenKind::Space && t.kind != TokenKind::Comment;
-}
-
 bool is_one_of(std::string_view word, std::initializer_list<std::string_view> words) {
   return std::find(words.begin(), words.end(), word) != words.end();
 }
@@ -49,7 +45,7 @@ bool declares_group_memory(const Tokens& t, size_t k, size_t end, Dialect dialec
     return false;
   }
   for (size_t j = k; j < end; ++j) {
-    if (!significant(t[j])) continue;
+    if (!is_significant(t[j])) continue;
     if (t[j].text == ";") return true;
     if (is_one_of(t[j].text, {"*", "&", "&&", "=", "(", "{"})) return false;
   }
@@ -102,7 +98,7 @@ class Splitter {
 
   void add_region(size_t begin, size_t end, bool in_loop) {
     for (size_t k = begin; k < end; ++k) {
-      if (significant(t_[k])) {
+      if (is_significant(t_[k])) {
         plan_.pieces.push_back({RegionPlan::Piece::Kind::Region, begin, end});
         in_loop_.push_back(in_loop);
         return;
@@ -166,7 +162,7 @@ class Splitter {
     int depth = 0;
     for (size_t k = begin; k < end; ++k) {
       const Token& tk = t_[k];
-      if (!significant(tk)) continue;
+      if (!is_significant(tk)) continue;
       if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
       if (is_one_of(tk.text, {")", "]", "}"})) --depth;
       if (tk.kind != TokenKind::Identifier) continue;
@@ -310,7 +306,7 @@ class Splitter {
       int depth = 0;
       for (size_t k = piece.begin; k < piece.end; ++k) {
         const Token& tk = t_[k];
-        if (!significant(tk)) continue;
+        if (!is_significant(tk)) continue;
         const bool top = depth == 0 && starts_statement(k, piece.begin);
         if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
         if (is_one_of(tk.text, {")", "]", "}"})) --depth;
@@ -385,7 +381,10 @@ std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
   std::vector<Token> t = spec.source_tokens;
   auto blank = [&](size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
-      if (significant(t[k])) t[k] = Token{TokenKind::Space, {}, t[k].line, t[k].in_directive};
+      if (is_significant(t[k])) {
+        t[k].kind = TokenKind::Space;
+        t[k].text = {};
+      }
     }
   };
   for (const auto& [begin, end] : plan.group_memory) blank(begin, end);
