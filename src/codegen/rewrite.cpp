@@ -271,9 +271,11 @@ size_t call_parenthesis(const std::vector<Token>& t, size_t i) {
 // Whether token |i| calls one of |helpers|: f(...), Class::f(...), or, for a function defined in
 // a class, obj.f(...).
 bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers& helpers) {
-  if (call_parenthesis(t, i) == t.size()) return false;
+  // The name first: finding the parenthesis walks template arguments, as far as the statement's
+  // end for a name compared with '<'.
   return is_listed(is_member_access(prev_significant(t, i)) ? helpers.members : helpers.names,
-                   t[i].text);
+                   t[i].text) &&
+         call_parenthesis(t, i) != t.size();
 }
 
 // The number of arguments of the call whose parenthesis opens at |open|.
