@@ -20,11 +20,12 @@ class Lexer {
     while (i_ < s_.size()) {
       size_t start = i_;
       int line = line_;
+      respelled_ = {};
       TokenKind kind = next(line_start);
       std::string_view text = s_.substr(start, i_ - start);
       for (char c : text) line_ += c == '\n';
       if (kind == TokenKind::Directive) in_directive_ = true;
-      tokens_.push_back({kind, text, line, in_directive_});
+      tokens_.push_back({kind, respelled_.empty() ? text : respelled_, line, in_directive_});
       if (in_directive_ && ends_logical_line(kind, text)) in_directive_ = false;
       if (kind == TokenKind::Space || kind == TokenKind::Comment) {
         if (text.find('\n') != std::string_view::npos) line_start = true;
@@ -77,8 +78,9 @@ class Lexer {
       i_ = end == std::string_view::npos ? s_.size() : end + 2;
       return TokenKind::Comment;
     }
-    if (c == '#' && line_start && !in_directive_) {
-      ++i_;
+    if (line_start && !in_directive_ && (c == '#' || (c == '%' && at(i_ + 1) == ':'))) {
+      i_ += c == '#' ? 1 : 2;
+      if (c == '%') respelled_ = "#";
       return TokenKind::Directive;
     }
     if (is_ident_start(c)) {
@@ -148,7 +150,28 @@ class Lexer {
     }
   }
 
+  // A digraph is the punctuator it spells ("<%" is "{"), so that every scan sees the braces and
+  // brackets the compiler sees. As in C++, "<::" not followed by ':' or '>' is '<' then "::"
+  // (std::vector<::T>).
+  bool digraph() {
+    struct Digraph {
+      std::string_view spelling, meaning;
+    };
+    static constexpr Digraph kDigraphs[] = {{"%:%:", "##"}, {"<%", "{"}, {"%>", "}"},
+                                            {"<:", "["},    {":>", "]"}, {"%:", "#"}};
+    if (s_.substr(i_, 3) == "<::" && at(i_ + 3) != ':' && at(i_ + 3) != '>') return false;
+    for (const Digraph& d : kDigraphs) {
+      if (s_.substr(i_, d.spelling.size()) == d.spelling) {
+        i_ += d.spelling.size();
+        respelled_ = d.meaning;
+        return true;
+      }
+    }
+    return false;
+  }
+
   void punct() {
+    if (digraph()) return;
     static constexpr std::array<std::string_view, 22> kMulti = {
         "<<=", ">>=", "...", "->*", "::", "->", "++", "--", "<<", ">>", "<=",
         ">=",  "==",  "!=",  "&&",  "||", "+=", "-=", "*=", "/=", "%=", "##"};
@@ -165,6 +188,7 @@ class Lexer {
   size_t i_ = 0;
   int line_ = 1;
   bool in_directive_ = false;
+  std::string_view respelled_;  // the text of the token just read, when it is not its spelling
   std::vector<Token> tokens_;
 };
 

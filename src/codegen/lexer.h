@@ -15,7 +15,7 @@ enum class TokenKind {
   Number,
   String,     // "...", R"(...)", u8"..." and friends
   Char,       // 'x'
-  Punct,      // one operator or punctuator character sequence
+  Punct,      // one operator or punctuator character sequence (a digraph: what it spells)
   Comment,    // // ... or /* ... */
   Space,      // blanks and newlines (and line continuations)
   Directive,  // the '#' that starts a preprocessor line
@@ -45,7 +45,7 @@ inline bool is_significant(const Token& t) {
 }
 
 /// Splits |text| into tokens, with their links; concatenating every token's text gives |text|
-/// back.
+/// back, but for digraphs, whose text is the punctuator they spell ("<%" is "{", "%:" is "#").
 std::vector<Token> lex(std::string_view text);
 
 /// True when |name| occurs in |tokens| as a whole identifier (preprocessor lines included).
