@@ -89,15 +89,15 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
          "  for (unsigned kjit_i = 0; kjit_i < kjit_group.group_threads(); ++kjit_i) "
          "kjit_exited[kjit_i] = false;\n";
   }
+  const std::string region_locals = thread_locals(spec, Target::Cpu, vars, "kjit_thread",
+                                                  current_thread_local(spec, vars, "kjit_thread"));
   for (const RegionPlan::Piece& piece : plan.pieces) {
     switch (piece.kind) {
       case RegionPlan::Piece::Kind::Region:
         w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
              "unsigned kjit_wi) __attribute__((always_inline)) {\n";
         if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
-        w << thread_locals(spec, Target::Cpu, vars, "kjit_thread",
-                           current_thread_local(spec, vars, "kjit_thread"))
-          << "  (void)kjit_wi;\n";
+        w << region_locals << "  (void)kjit_wi;\n";
         user_text(edited, piece.begin, piece.end);
         w << "  });\n";
         break;

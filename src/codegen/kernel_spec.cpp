@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "codegen/prelude.h"
 #include "codegen/source.h"
@@ -159,13 +161,17 @@ std::shared_ptr<const KernelSpec> make_spec(Dialect dialect, const std::string& 
   spec->compile_options.debug = options.debug || debug_from_environment();
   spec->source_tokens = codegen::lex(spec->source);
   spec->header_tokens = codegen::lex(spec->header);
+  // The body's names, gathered once rather than one pass per name: a kernel may have many inputs.
+  std::unordered_set<std::string_view> named;
+  for (const codegen::Token& t : spec->source_tokens) {
+    if (t.kind == codegen::TokenKind::Identifier) named.insert(t.text);
+  }
   for (const std::string& n : input_names) {
-    spec->input_uses.push_back({codegen::has_identifier(spec->source_tokens, n + "_shape"),
-                                codegen::has_identifier(spec->source_tokens, n + "_strides"),
-                                codegen::has_identifier(spec->source_tokens, n + "_ndim")});
+    spec->input_uses.push_back({named.count(n + "_shape") > 0, named.count(n + "_strides") > 0,
+                                named.count(n + "_ndim") > 0});
   }
   for (const codegen::Attribute& a : codegen::metal_attributes()) {
-    if (codegen::has_identifier(spec->source_tokens, a.name)) spec->attributes.push_back(a.name);
+    if (named.count(a.name)) spec->attributes.push_back(a.name);
   }
   // Features the dialect lacks are rejected when the kernel is made.
   for (auto [tokens, origin] : {std::pair{&spec->source_tokens, codegen::TextOrigin::Source},

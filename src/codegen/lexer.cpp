@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace kjit::codegen {
 namespace {
@@ -19,11 +20,12 @@ class Lexer {
     while (i_ < s_.size()) {
       size_t start = i_;
       int line = line_;
+      respelled_ = {};
       TokenKind kind = next(line_start);
       std::string_view text = s_.substr(start, i_ - start);
       for (char c : text) line_ += c == '\n';
       if (kind == TokenKind::Directive) in_directive_ = true;
-      tokens_.push_back({kind, text, line, in_directive_});
+      tokens_.push_back({kind, respelled_.empty() ? text : respelled_, line, in_directive_});
       if (in_directive_ && ends_logical_line(kind, text)) in_directive_ = false;
       if (kind == TokenKind::Space || kind == TokenKind::Comment) {
         if (text.find('\n') != std::string_view::npos) line_start = true;
@@ -76,8 +78,9 @@ class Lexer {
       i_ = end == std::string_view::npos ? s_.size() : end + 2;
       return TokenKind::Comment;
     }
-    if (c == '#' && line_start && !in_directive_) {
-      ++i_;
+    if (line_start && !in_directive_ && (c == '#' || (c == '%' && at(i_ + 1) == ':'))) {
+      i_ += c == '#' ? 1 : 2;
+      if (c == '%') respelled_ = "#";
       return TokenKind::Directive;
     }
     if (is_ident_start(c)) {
@@ -147,7 +150,28 @@ class Lexer {
     }
   }
 
+  // A digraph is the punctuator it spells ("<%" is "{"), so that every scan sees the braces and
+  // brackets the compiler sees. As in C++, "<::" not followed by ':' or '>' is '<' then "::"
+  // (std::vector<::T>).
+  bool digraph() {
+    struct Digraph {
+      std::string_view spelling, meaning;
+    };
+    static constexpr Digraph kDigraphs[] = {{"%:%:", "##"}, {"<%", "{"}, {"%>", "}"},
+                                            {"<:", "["},    {":>", "]"}, {"%:", "#"}};
+    if (s_.substr(i_, 3) == "<::" && at(i_ + 3) != ':' && at(i_ + 3) != '>') return false;
+    for (const Digraph& d : kDigraphs) {
+      if (s_.substr(i_, d.spelling.size()) == d.spelling) {
+        i_ += d.spelling.size();
+        respelled_ = d.meaning;
+        return true;
+      }
+    }
+    return false;
+  }
+
   void punct() {
+    if (digraph()) return;
     static constexpr std::array<std::string_view, 22> kMulti = {
         "<<=", ">>=", "...", "->*", "::", "->", "++", "--", "<<", ">>", "<=",
         ">=",  "==",  "!=",  "&&",  "||", "+=", "-=", "*=", "/=", "%=", "##"};
@@ -164,6 +188,7 @@ class Lexer {
   size_t i_ = 0;
   int line_ = 1;
   bool in_directive_ = false;
+  std::string_view respelled_;  // the text of the token just read, when it is not its spelling
   std::vector<Token> tokens_;
 };
 
@@ -199,9 +224,53 @@ constexpr std::array<std::string_view, 84> kKeywords = {
 constexpr std::array<std::string_view, 8> kMoreKeywords = {"using",   "virtual", "void", "volatile",
                                                            "wchar_t", "while",   "xor",  "xor_eq"};
 
+// Sets the links of |t| (Token::run_ahead, run_behind, partner) in one pass each way. A text
+// of more tokens than the links can count gets none: its scans walk.
+void link(std::vector<Token>& t) {
+  if (t.size() >= size_t(std::numeric_limits<int32_t>::max())) return;
+  for (size_t k = t.size(), after = t.size(); k-- > 0;) {
+    if (is_significant(t[k])) {
+      after = k;
+    } else {
+      t[k].run_ahead = static_cast<uint32_t>(after - k);
+    }
+  }
+  for (size_t k = 0, first = 0; k < t.size(); ++k) {
+    if (is_significant(t[k])) {
+      first = k + 1;
+    } else {
+      t[k].run_behind = static_cast<uint32_t>(k - first + 1);
+    }
+  }
+  // One stack of open brackets per kind: a closing bracket pairs with the innermost one open.
+  static constexpr std::string_view kOpen[] = {"(", "[", "{", "<"};
+  static constexpr std::string_view kClose[] = {")", "]", "}", ">"};
+  std::array<std::vector<size_t>, 4> open;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].kind != TokenKind::Punct) continue;
+    for (size_t b = 0; b < 4; ++b) {
+      if (t[k].text == kOpen[b]) {
+        t[k].partner = kNoPartner;
+        open[b].push_back(k);
+      } else if (t[k].text == kClose[b]) {
+        t[k].partner = -kNoPartner;
+        if (open[b].empty()) continue;
+        const size_t o = open[b].back();
+        open[b].pop_back();
+        t[o].partner = static_cast<int32_t>(k - o);
+        t[k].partner = -static_cast<int32_t>(k - o);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<Token> lex(std::string_view text) { return Lexer(text).run(); }
+std::vector<Token> lex(std::string_view text) {
+  std::vector<Token> tokens = Lexer(text).run();
+  link(tokens);
+  return tokens;
+}
 
 bool has_identifier(const std::vector<Token>& tokens, std::string_view name) {
   return std::any_of(tokens.begin(), tokens.end(), [&](const Token& t) {

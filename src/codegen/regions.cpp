@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/rewrite.h"
 #include "codegen/token_scan.h"
@@ -11,10 +13,6 @@ namespace kjit::codegen {
 namespace {
 
 using Tokens = std::vector<Token>;
-
-bool significant(const Token& t) {
-  return t.kind != TokenKind::Space && t.kind != TokenKind::Comment;
-}
 
 // The barrier every thread of a group meets: Metal's threadgroup_barrier (any memory flags) and
 // CUDA's __syncthreads.
@@ -38,7 +36,7 @@ bool declares_group_memory(const Tokens& t, size_t k, size_t end, Dialect dialec
     return false;
   }
   for (size_t j = k; j < end; ++j) {
-    if (!significant(t[j])) continue;
+    if (!is_significant(t[j])) continue;
     if (t[j].text == ";") return true;
     if (is_one_of(t[j].text, {"*", "&", "&&", "=", "(", "{"})) return false;
   }
@@ -58,7 +56,14 @@ class Splitter {
  public:
   Splitter(const KernelSpec& spec, const std::vector<std::string>& uniform,
            const WaitingHelpers& names)
-      : t_(spec.source_tokens), dialect_(spec.dialect), uniform_(uniform), names_(names) {}
+      : t_(spec.source_tokens),
+        dialect_(spec.dialect),
+        uniform_(uniform.begin(), uniform.end()),
+        names_(names) {
+    for (size_t k = 0; k < t_.size(); ++k) {
+      if (t_[k].kind == TokenKind::Identifier) occurrences_[t_[k].text].push_back(k);
+    }
+  }
 
   std::optional<RegionPlan> plan() {
     for (size_t k = 0; k < t_.size(); ++k) {
@@ -91,7 +96,7 @@ class Splitter {
 
   void add_region(size_t begin, size_t end, bool in_loop) {
     for (size_t k = begin; k < end; ++k) {
-      if (significant(t_[k])) {
+      if (is_significant(t_[k])) {
         plan_.pieces.push_back({RegionPlan::Piece::Kind::Region, begin, end});
         in_loop_.push_back(in_loop);
         return;
@@ -99,13 +104,20 @@ class Splitter {
     }
   }
 
+  // The tokens that are identifier |name|, in order.
+  const std::vector<size_t>& occurrences(std::string_view name) const {
+    static const std::vector<size_t> kNone;
+    const auto found = occurrences_.find(name);
+    return found == occurrences_.end() ? kNone : found->second;
+  }
+
   // Whether [begin, end) assigns to |name|, steps it or takes its address.
   bool written_within(std::string_view name, size_t begin, size_t end) const {
-    for (size_t k = begin; k < end; ++k) {
-      if (t_[k].kind != TokenKind::Identifier || t_[k].text != name ||
-          is_member_access(prev_significant(t_, k))) {
-        continue;
-      }
+    const std::vector<size_t>& all = occurrences(name);
+    for (auto at = std::lower_bound(all.begin(), all.end(), begin); at != all.end() && *at < end;
+         ++at) {
+      const size_t k = *at;
+      if (is_member_access(prev_significant(t_, k))) continue;
       const Token* before = prev_significant(t_, k);
       const size_t next = index_after(t_, k);
       const std::string_view after = next < end ? t_[next].text : std::string_view();
@@ -123,7 +135,7 @@ class Splitter {
   // header declares, which the loop's body [body, body_end) leaves to the header to change:
   // the group runs the header once per iteration, the body once per thread.
   bool uniform_header(size_t begin, size_t end, size_t body, size_t body_end) const {
-    std::vector<std::string_view> declared;
+    std::unordered_set<std::string_view> declared;
     for (size_t k = begin; k < end; ++k) {
       const Token& tk = t_[k];
       if (tk.kind != TokenKind::Identifier || k == begin) continue;
@@ -133,13 +145,10 @@ class Splitter {
         continue;
       }
       if (before && before->kind == TokenKind::Identifier && is_type_word(before->text)) {
-        declared.push_back(tk.text);
+        declared.insert(tk.text);
         continue;
       }
-      if (std::find(declared.begin(), declared.end(), tk.text) != declared.end() ||
-          std::find(uniform_.begin(), uniform_.end(), tk.text) != uniform_.end()) {
-        continue;
-      }
+      if (declared.count(tk.text) || uniform_.count(tk.text)) continue;
       return false;
     }
     for (std::string_view name : declared) {
@@ -155,7 +164,7 @@ class Splitter {
     int depth = 0;
     for (size_t k = begin; k < end; ++k) {
       const Token& tk = t_[k];
-      if (!significant(tk)) continue;
+      if (!is_significant(tk)) continue;
       if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
       if (is_one_of(tk.text, {")", "]", "}"})) --depth;
       if (tk.kind != TokenKind::Identifier) continue;
@@ -247,28 +256,40 @@ class Splitter {
     return d;
   }
 
+  // The piece (but a loop's end) that token |k| belongs to, or npos. Pieces follow each other
+  // in the text.
+  size_t piece_of(size_t k) const {
+    const auto& pieces = plan_.pieces;
+    const auto after = std::upper_bound(pieces.begin(), pieces.end(), k,
+                                        [](size_t at, const auto& p) { return at < p.begin; });
+    if (after == pieces.begin()) return std::string::npos;
+    const RegionPlan::Piece& piece = *(after - 1);
+    if (k >= piece.end || piece.kind == RegionPlan::Piece::Kind::LoopEnd) return std::string::npos;
+    return static_cast<size_t>(after - 1 - pieces.begin());
+  }
+
   // Whether |name| appears in a piece other than |piece| (members of other objects aside).
-  bool used_elsewhere(std::string_view name, size_t piece) const {
-    for (size_t p = 0; p < plan_.pieces.size(); ++p) {
-      const RegionPlan::Piece& other = plan_.pieces[p];
-      if (p == piece || other.kind == RegionPlan::Piece::Kind::LoopEnd) continue;
-      for (size_t k = other.begin; k < other.end; ++k) {
-        if (t_[k].kind == TokenKind::Identifier && t_[k].text == name &&
-            !is_member_access(prev_significant(t_, k))) {
-          return true;
-        }
+  bool used_elsewhere(std::string_view name, size_t piece) {
+    // The pieces it appears in, found once per name: the first one, and whether there are more.
+    auto [known, fresh] = pieces_using_.try_emplace(name, std::string::npos, false);
+    auto& [first, several] = known->second;
+    if (fresh) {
+      for (size_t k : occurrences(name)) {
+        const size_t p = piece_of(k);
+        if (p == std::string::npos || is_member_access(prev_significant(t_, k))) continue;
+        if (first == std::string::npos) first = p;
+        several = several || p != first;
       }
     }
-    return false;
+    return several || (first != std::string::npos && first != piece);
   }
 
   // Whether |name| is declared anywhere in the body but at |at| (declares_name). Renamed to a
   // per-thread slot, such a declaration would either not compile or, without an initialiser,
   // declare an array sized by the thread's index.
   bool declared_elsewhere(std::string_view name, size_t at) const {
-    for (size_t k = 0; k < t_.size(); ++k) {
-      if (k != at && t_[k].kind == TokenKind::Identifier && t_[k].text == name &&
-          declares_name(t_, k)) {
+    for (size_t k : occurrences(name)) {
+      if (k != at && declares_name(t_, k)) {
         return true;
       }
     }
@@ -284,7 +305,7 @@ class Splitter {
       int depth = 0;
       for (size_t k = piece.begin; k < piece.end; ++k) {
         const Token& tk = t_[k];
-        if (!significant(tk)) continue;
+        if (!is_significant(tk)) continue;
         const bool top = depth == 0 && starts_statement(k, piece.begin);
         if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
         if (is_one_of(tk.text, {")", "]", "}"})) --depth;
@@ -340,10 +361,12 @@ class Splitter {
 
   const Tokens& t_;
   Dialect dialect_;
-  const std::vector<std::string>& uniform_;
+  const std::unordered_set<std::string_view> uniform_;
   const WaitingHelpers& names_;  // how the body names cooperative groups, for its waiting calls
   RegionPlan plan_;
   std::vector<bool> in_loop_;  // per piece: a region inside a loop
+  std::unordered_map<std::string_view, std::vector<size_t>> occurrences_;  // of each identifier
+  std::unordered_map<std::string_view, std::pair<size_t, bool>> pieces_using_;  // used_elsewhere
 };
 
 }  // namespace
@@ -359,18 +382,24 @@ std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
   std::vector<Token> t = spec.source_tokens;
   auto blank = [&](size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
-      if (significant(t[k])) t[k] = Token{TokenKind::Space, {}, t[k].line, t[k].in_directive};
+      if (is_significant(t[k])) {
+        t[k].kind = TokenKind::Space;
+        t[k].text = {};
+      }
     }
   };
   for (const auto& [begin, end] : plan.group_memory) blank(begin, end);
+  // Each carried variable is read from its slot: one pass for all of them.
+  std::unordered_map<std::string_view, std::string_view> slots;
   for (const RegionPlan::Carried& c : plan.carried) {
     blank(c.type_begin, c.type_end);
-    const std::string_view slot = texts.emplace_back("kjit_carried_" + c.name + "[kjit_wi]");
-    for (size_t k = 0; k < t.size(); ++k) {
-      if (t[k].kind == TokenKind::Identifier && t[k].text == c.name &&
-          !is_member_access(prev_significant(spec.source_tokens, k))) {
-        t[k].text = slot;
-      }
+    slots.emplace(c.name, texts.emplace_back("kjit_carried_" + c.name + "[kjit_wi]"));
+  }
+  for (size_t k = 0; k < t.size() && !slots.empty(); ++k) {
+    if (t[k].kind != TokenKind::Identifier) continue;
+    const auto slot = slots.find(t[k].text);
+    if (slot != slots.end() && !is_member_access(prev_significant(spec.source_tokens, k))) {
+      t[k].text = slot->second;
     }
   }
   if (plan.returns) {

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/loop_marks.h"
 #include "codegen/token_scan.h"
@@ -271,9 +273,10 @@ size_t call_parenthesis(const std::vector<Token>& t, size_t i) {
 // Whether token |i| calls one of |helpers|: f(...), Class::f(...), or, for a function defined in
 // a class, obj.f(...).
 bool calls_helper(const std::vector<Token>& t, size_t i, const WaitingHelpers& helpers) {
-  if (call_parenthesis(t, i) == t.size()) return false;
-  return is_listed(is_member_access(prev_significant(t, i)) ? helpers.members : helpers.names,
-                   t[i].text);
+  // The name first: finding the parenthesis walks template arguments, as far as the statement's
+  // end for a name compared with '<'.
+  return helpers.lists(t[i].text, is_member_access(prev_significant(t, i))) &&
+         call_parenthesis(t, i) != t.size();
 }
 
 // The number of arguments of the call whose parenthesis opens at |open|.
@@ -516,6 +519,16 @@ void check_header_macros_do_not_wait(const std::vector<Token>& header,
   }
 }
 
+void WaitingHelpers::add(const std::string& name, bool member) {
+  if (listed_.insert(name).second) names.push_back(name);
+  if (member && listed_members_.insert(name).second) members.push_back(name);
+}
+
+bool WaitingHelpers::lists(std::string_view name, bool through_object) const {
+  const auto& set = through_object ? listed_members_ : listed_;
+  return set.find(name) != set.end();
+}
+
 bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect,
                      const WaitingHelpers& names) {
   return suspends(tokens, i, dialect, names);
@@ -603,26 +616,47 @@ WaitingHelpers find_waiting_helpers(const std::vector<Token>& t, Dialect dialect
     all.push_back({declaration_start(t, i), i, k, closing(t, k), !class_ends.empty()});
     i = all.back().body_end;
   }
-  // Those that wait, directly or through each other (overloads one by one).
+  // Those that wait, directly or through each other (overloads one by one). Each body is read
+  // once for the operations it waits at and the names it may call; waiting then spreads from
+  // each helper to the bodies that call its name.
   WaitingHelpers found;
   note_cooperative_groups(t, found);
   std::vector<bool> waits(all.size());
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (size_t d = 0; d < all.size(); ++d) {
-      if (waits[d]) continue;
-      for (size_t k = all[d].body_begin; k < all[d].body_end && k < t.size(); ++k) {
-        if (suspends(t, k, dialect, found)) {
-          waits[d] = true;
-          const std::string name(t[all[d].name].text);
-          if (!is_listed(found.names, name)) found.names.push_back(name);
-          if (all[d].member && !is_listed(found.members, name)) found.members.push_back(name);
-          found.definitions.push_back(all[d]);
-          grew = true;
-          break;
-        }
+  std::vector<size_t> newly;  // helpers found to wait, whose callers are yet to be looked at
+  // The tokens of each name in a body, called plainly or through an object: (body, token).
+  std::unordered_map<std::string_view, std::vector<std::pair<size_t, size_t>>> uses, member_uses;
+  for (size_t d = 0; d < all.size(); ++d) {
+    for (size_t k = all[d].body_begin; k < all[d].body_end && k < t.size(); ++k) {
+      if (t[k].kind != TokenKind::Identifier) continue;
+      if (!waits[d] && suspends(t, k, dialect, found)) {
+        waits[d] = true;
+        newly.push_back(d);
+      }
+      (is_member_access(prev_significant(t, k)) ? member_uses : uses)[t[k].text].emplace_back(d, k);
+    }
+  }
+  std::unordered_set<std::string_view> spread, spread_to_members;  // names already followed
+  auto follow = [&](auto& used, std::string_view name) {
+    const auto calls = used.find(name);
+    if (calls == used.end()) return;
+    for (const auto& [d, k] : calls->second) {
+      if (!waits[d] && call_parenthesis(t, k) != t.size()) {
+        waits[d] = true;
+        newly.push_back(d);
       }
     }
+  };
+  while (!newly.empty()) {
+    const size_t d = newly.back();
+    newly.pop_back();
+    const std::string_view name = t[all[d].name].text;
+    if (spread.insert(name).second) follow(uses, name);
+    if (all[d].member && spread_to_members.insert(name).second) follow(member_uses, name);
+  }
+  for (size_t d = 0; d < all.size(); ++d) {
+    if (!waits[d]) continue;
+    found.add(std::string(t[all[d].name].text), all[d].member);
+    found.definitions.push_back(all[d]);
   }
   std::sort(found.definitions.begin(), found.definitions.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });

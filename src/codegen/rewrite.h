@@ -2,12 +2,14 @@
 // rejects the features a target cannot run, naming the feature and its line.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
-#include "codegen/lexer.h"
 #include "codegen/kernel_spec.h"
+#include "codegen/lexer.h"
 
 namespace kjit::codegen {
 
@@ -32,7 +34,7 @@ struct WaitingHelpers {
     size_t type_begin, name, body_begin, body_end;  // token indices: specifiers, name, { and }
     bool member;                                    // defined in a class
   };
-  std::vector<std::string> names;
+  std::vector<std::string> names;       // in order of definition
   std::vector<std::string> members;     // those defined in a class: obj.f(...) calls them too
   std::vector<Definition> definitions;  // in order of appearance
   // How the texts name cooperative_groups, for its free functions reduce and sync: the
@@ -40,6 +42,20 @@ struct WaitingHelpers {
   // `using namespace cooperative_groups;`, one after `using cooperative_groups::reduce;`).
   std::vector<std::string> cooperative_aliases;
   std::vector<std::string> cooperative_unqualified;
+
+  /// Adds |name| to names, and to members when it is defined in a class, once each.
+  void add(const std::string& name, bool member);
+  /// Whether a call of |name|, plainly or |through_object| (obj.f(...)), calls a helper here; in
+  /// time independent of how many there are.
+  bool lists(std::string_view name, bool through_object) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  using Names = std::unordered_set<std::string, Hash, std::equal_to<>>;
+  Names listed_, listed_members_;  // names and members again, for lookups
 };
 
 /// Adds to |helpers| how |tokens| name cooperative_groups (aliases, using directives and

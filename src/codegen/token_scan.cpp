@@ -1,18 +1,24 @@
 #include "codegen/token_scan.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace kjit::codegen {
 
+// Each step skips a whole run of spaces and comments (Token::run_ahead, run_behind): a token
+// inside a long run of comment lines finds its neighbours at once.
 const Token* next_significant(const std::vector<Token>& t, size_t i) {
-  for (size_t k = i + 1; k < t.size(); ++k) {
-    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
+  for (size_t k = i + 1; k < t.size();) {
+    if (is_significant(t[k])) return &t[k];
+    k += std::max<size_t>(1, t[k].run_ahead);
   }
   return nullptr;
 }
 const Token* prev_significant(const std::vector<Token>& t, size_t i) {
-  for (size_t k = i; k-- > 0;) {
-    if (t[k].kind != TokenKind::Space && t[k].kind != TokenKind::Comment) return &t[k];
+  for (size_t k = i; k > 0;) {
+    --k;
+    if (is_significant(t[k])) return &t[k];
+    k -= std::min<size_t>(k, std::max<size_t>(1, t[k].run_behind) - 1);  // to the run's first
   }
   return nullptr;
 }
@@ -91,6 +97,11 @@ size_t index_after(const std::vector<Token>& t, size_t k) {
 
 size_t closing(const std::vector<Token>& t, size_t open) {
   const std::string_view o = t[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
+  // The partner lex found, unless the tokens were edited since: beyond the end, there is none.
+  if (const int32_t p = t[open].partner; p > 0) {
+    if (size_t(p) >= t.size() - open) return t.size();
+    if (t[open + size_t(p)].text == c) return open + size_t(p);
+  }
   int depth = 0;
   for (size_t k = open; k < t.size(); ++k) {
     if (t[k].text == o) ++depth;
@@ -101,6 +112,10 @@ size_t closing(const std::vector<Token>& t, size_t open) {
 
 size_t opening(const std::vector<Token>& t, size_t close) {
   const std::string_view c = t[close].text, o = c == ")" ? "(" : c == "]" ? "[" : "<";
+  if (const int32_t p = t[close].partner; p < 0) {
+    if (size_t(-int64_t(p)) > close) return t.size();
+    if (t[close - size_t(-int64_t(p))].text == o) return close - size_t(-int64_t(p));
+  }
   int depth = 0;
   for (size_t k = close; k != t.size(); k = index_before(t, k)) {
     if (t[k].text == c) ++depth;

@@ -739,6 +739,16 @@ TEST(Kernel, BadNames) {
                      "shared_memory");
   expect_value_error([&] { cuda_kernel("k", {"inp"}, {"out"}, "out[0] = 1;\n}\n{"); },
                      "'}' (source line 2) closes a brace the text did not open");
+  // Digraphs are the braces they spell: "%>" cannot close the function around the body either.
+  expect_value_error(
+      [&] {
+        cuda_kernel("k", {"inp"}, {"out"}, "out[0] = 1;\n%>\nvoid evil() { }\nvoid more() <%\n");
+      },
+      "'}' (source line 2) closes a brace the text did not open");
+  expect_value_error([&] { metal_kernel("k", {"inp"}, {"out"}, "out[0] = 1;\n<%\n"); },
+                     "'{' (source line 2) is never closed");
+  expect_value_error([&] { metal_kernel("k", {"inp"}, {"out"}, "out[0] = 1;", "%> <%"); },
+                     "'}' (header line 1) closes a brace the text did not open");
   // Unsupported Metal features are rejected when the kernel is made.
   expect_value_error(
       [&] { metal_kernel("k", {"inp"}, {"out"}, "uint i = 0;\ntexture2d<float> t;\n"); }, "line 2");

@@ -251,6 +251,43 @@ TEST(Lexer, PreprocessorLineContinuedWithCrLf) {
   EXPECT_EQ(v->line, 2);
 }
 
+// The texts of the tokens that are neither blank nor comments, joined by spaces.
+std::string significant_texts(std::string_view text) {
+  std::string out;
+  for (const Token& t : significant(lex(text))) {
+    if (!out.empty()) out += ' ';
+    out += t.text;
+  }
+  return out;
+}
+
+TEST(Lexer, DigraphsAreThePunctuatorsTheySpell) {
+  EXPECT_EQ(significant_texts("if (a) <% b<:0:> = 1; %>"), "if ( a ) { b [ 0 ] = 1 ; }");
+  EXPECT_EQ(significant_texts("x%>y"), "x } y");
+  // Tokens that only share characters with a digraph stay what they are.
+  EXPECT_EQ(significant_texts("a %= b; c <= d; e :: f; g << h; i % > j"),
+            "a %= b ; c <= d ; e :: f ; g << h ; i % > j");
+  EXPECT_EQ(significant_texts("a::>b"), "a :: > b");
+  // A digraph '#' starts a preprocessor line, and "%:%:" pastes as "##" does.
+  const std::vector<Token> t = lex("%:define CAT(a, b) a %:%: b\nint x;\n");
+  EXPECT_EQ(t[0].kind, TokenKind::Directive);
+  EXPECT_EQ(t[0].text, "#");
+  const Token* paste = find_token(t, "##");
+  ASSERT_NE(paste, nullptr);
+  EXPECT_TRUE(paste->in_directive);
+  EXPECT_FALSE(find_token(t, "int")->in_directive);
+  EXPECT_EQ(significant_texts("#define S(a) %:a\n"), "# define S ( a ) # a");
+}
+
+TEST(Lexer, LessThanBeforeTwoColonsIsNotADigraph) {
+  // C++ reads "<::" as '<' then "::" unless ':' or '>' follows ([lex.pptoken]/3.2).
+  EXPECT_EQ(significant_texts("std::vector<::std::string> v;"),
+            "std :: vector < :: std :: string > v ;");
+  EXPECT_EQ(significant_texts("a<:::b:>"), "a [ :: b ]");
+  EXPECT_EQ(significant_texts("a<::>"), "a [ ]");
+  EXPECT_EQ(significant_texts("a<:b:>"), "a [ b ]");
+}
+
 TEST(Lexer, IsIdentifier) {
   for (std::string_view ok : {"x", "_x1", "inp_shape", "T", "kernel", "device", "uint",
                               "thread_position_in_grid", "main", "half"}) {

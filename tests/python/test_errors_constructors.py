@@ -77,6 +77,14 @@ CONSTRUCTION_ERRORS = [
      r"'\}' \(source line 2\) closes a brace the text did not open"),
     ("header-never-closed", "metal", dict(header="namespace q {\n"), ValueError,
      r"'\{' \(header line 1\) is never closed"),
+    # digraphs are the braces they spell
+    ("source-closes-the-function-with-a-digraph", "cuda",
+     dict(source="o[0] = a[0];\n%>\nint evil() { return 1; }\nvoid more() <%"), ValueError,
+     r"'\}' \(source line 2\) closes a brace the text did not open"),
+    ("source-closes-the-function-in-digraphs", "metal", dict(source="} int evil() { %>"),
+     ValueError, r"'\}' \(source line 1\) closes a brace the text did not open"),
+    ("header-never-closed-digraph", "metal", dict(header="namespace q <%\n"), ValueError,
+     r"'\{' \(header line 1\) is never closed"),
     # flags
     ("ensure-row-contiguous-int", "metal", dict(ensure_row_contiguous=1), TypeError,
      r"ensure_row_contiguous: expected a bool"),

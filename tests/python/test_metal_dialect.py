@@ -1,5 +1,5 @@
 """Metal dialect features beyond the thread model: swizzles, packed vectors, as_type,
-numeric_limits, <metal_math> constants, and group memory used as a transpose tile."""
+numeric_limits, <metal_math> constants, group memory used as a transpose tile, and digraphs."""
 
 import numpy as np
 import pytest
@@ -184,3 +184,24 @@ def test_tiled_transpose_through_group_memory(shape, rng):
                     threadgroup=(tile, tile, 1), output_shapes=[(cols, rows)],
                     output_dtypes=[np.float32], outputs=[poisoned((cols, rows), np.float32)])
     np.testing.assert_array_equal(out, a.T)
+
+
+DIGRAPH_LAMBDA = """
+const uint i = thread_position_in_grid.x;
+auto twice = [](float v) <% return v * 2.0f; %>;
+float x = twice(inp<:i:>);
+out<:i:> = simd_sum(x);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_digraph_braces_are_braces(device, rng):
+    # In a body that waits, return becomes co_return but in a lambda: the lambda's braces are
+    # found when spelt as digraphs too.
+    k = kjit.metal_kernel(name="digraph_lambda", input_names=["inp"], output_names=["out"],
+                          source=DIGRAPH_LAMBDA)
+    x = rng.integers(-8, 8, 64).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+               threadgroup=(32, 1, 1), device=device)
+    expected = np.repeat([2 * x[:32].sum(), 2 * x[32:].sum()], 32)
+    np.testing.assert_array_equal(out, expected)
