@@ -203,17 +203,18 @@ TEST(GenerationScaling, LinearInEveryShapeOfText) {
   for (const Case& c : cases()) {
     // Linear work takes about 4 times as long at 4n (up to 7 where the larger texts outgrow the
     // caches), quadratic about 16; times too short to measure well count as a millisecond. A
-    // machine busy with other work can slow one measurement, so a case has three chances; a
-    // quadratic stage fails them all.
+    // machine busy with other work (tests run in parallel) can slow one measurement, so a case
+    // has five chances and 5 s, where the quadratic stages took tens of seconds; a quadratic
+    // stage fails them all.
     double small = 0, large = 0;
-    for (int chance = 0; chance < 3; ++chance) {
+    for (int chance = 0; chance < 5; ++chance) {
       small = generation_seconds(c, c.n);
       large = generation_seconds(c, 4 * c.n);
-      if ((large / std::max(small, 1e-3) < 10.0 && large < 2.0) || large > 10.0) break;
+      if ((large / std::max(small, 1e-3) < 10.0 && large < 5.0) || large > 20.0) break;
     }
     EXPECT_LT(large / std::max(small, 1e-3), 10.0)
         << c.name << ": " << small << " s at n = " << c.n << ", " << large << " s at 4n";
-    EXPECT_LT(large, 2.0) << c.name << " at n = " << 4 * c.n;
+    EXPECT_LT(large, 5.0) << c.name << " at n = " << 4 * c.n;
   }
 }
 
