@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/group_memory.h"
 #include "codegen/rewrite.h"
 #include "codegen/token_scan.h"
 
@@ -25,22 +26,6 @@ bool is_type_word(std::string_view word) {
   return is_one_of(word, {"const", "auto", "int", "uint", "unsigned", "signed", "short", "ushort",
                           "long", "ulong", "char", "uchar", "bool", "size_t", "int32_t", "uint32_t",
                           "int64_t", "uint64_t"});
-}
-
-// Group memory in a statement of its own: "threadgroup float buf[32];", "__shared__ float
-// s[64];", "extern __shared__ float dyn[];" (no pointer, reference or initialiser).
-bool declares_group_memory(const Tokens& t, size_t k, size_t end, Dialect dialect) {
-  const std::string_view first = t[k].text;
-  if (dialect == Dialect::Metal ? first != "threadgroup"
-                                : first != "__shared__" && first != "extern") {
-    return false;
-  }
-  for (size_t j = k; j < end; ++j) {
-    if (!is_significant(t[j])) continue;
-    if (t[j].text == ";") return true;
-    if (is_one_of(t[j].text, {"*", "&", "&&", "=", "(", "{"})) return false;
-  }
-  return false;
 }
 
 // The variables a statement at the top of a region declares.
