@@ -3,6 +3,7 @@
 // bounds, and reports the first index outside them, with the thread and the body line, to the
 // launch's report. The memory such an index would reach is never touched: the access goes to a
 // scratch slot instead (shared by the threads that stray: what it holds is unspecified).
+// Group-memory arrays report the same way (common/debug_group_view.h).
 #pragma once
 
 #include "common/atomics.h"
@@ -10,21 +11,41 @@
 
 namespace kjit::debug {
 
-// The first out-of-bounds index of a launch. The host reads it after the launch
-// (core/debug_launch.cpp keeps the same layout); each array's bounds follow it in memory, two
-// 64-bit indices (first, end) per input and output, in the kernel's parameter order.
+// The first finding of a launch. The host reads it after the launch (core/debug_launch.cpp keeps
+// the same layout); each input's and output's bounds follow it in memory, two 64-bit indices
+// (first, end) per array, in the kernel's parameter order.
 struct report {
+  enum kind_t : int { out_of_bounds_kind };
   unsigned claimed;  // nonzero once a thread has reported
-  int array;         // inputs first, then outputs
+  int array;         // inputs first, then outputs, then the body's group-memory arrays
   int line;          // of the body
-  unsigned unused;
-  long long index;
+  int kind;
+  long long index;     // the index out of bounds
   unsigned thread[3];  // thread_position_in_grid
   unsigned group[3];   // threadgroup_position_in_grid
-  alignas(16) unsigned char scratch[64];
-  unsigned char padding[16];
+  // A group-memory array: the extent of the dimension indexed out of bounds, which dimension
+  // (0: the first), and how many it has.
+  long long extent;
+  int dimension;
+  int rank;
+  alignas(16) unsigned char scratch[256];
 };
-static_assert(sizeof(report) == 128, "the host reads this layout (core/debug_launch.cpp)");
+static_assert(sizeof(report) == 320, "the host reads this layout (core/debug_launch.cpp)");
+
+// Claims |r| for the first finding of the launch: true for the one thread that may fill it in.
+KJIT_INLINE bool claim(report* r) { return atomics::cas(&r->claimed, 0u, 1u) == 0u; }
+KJIT_INLINE void write_position(unsigned to[3], uint3 p) { to[0] = p.x, to[1] = p.y, to[2] = p.z; }
+
+// Fills in the common part of a claimed report: what, where and who.
+KJIT_INLINE void write_finding(report* r, report::kind_t kind, int array, int line, long long index,
+                               const thread_ctx& thread) {
+  r->kind = kind;
+  r->array = array;
+  r->line = line;
+  r->index = index;
+  write_position(r->thread, thread.thread_position_in_grid());
+  write_position(r->group, thread.threadgroup_position_in_grid());
+}
 
 template <class T>
 class view {
@@ -44,15 +65,8 @@ class view {
 
  private:
   T& out_of_bounds(long long k) const {
-    if (atomics::cas(&report_->claimed, 0u, 1u) == 0u) {
-      report_->array = array_;
-      report_->line = line_;
-      report_->index = k;
-      const uint3 t = thread_.thread_position_in_grid();
-      const uint3 g = thread_.threadgroup_position_in_grid();
-      report_->thread[0] = t.x, report_->thread[1] = t.y, report_->thread[2] = t.z;
-      report_->group[0] = g.x, report_->group[1] = g.y, report_->group[2] = g.z;
-    }
+    if (claim(report_))
+      write_finding(report_, report::out_of_bounds_kind, array_, line_, k, thread_);
     return *reinterpret_cast<T*>(report_->scratch);
   }
 

@@ -13,6 +13,7 @@
 #include "common/thread_ctx.h"
 #include "target/cuda/thread.h"
 #include "common/debug_view.h"
+#include "common/debug_group_view.h"
 #include "common/lanes.h"
 #include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cuda/cooperative_groups.h"

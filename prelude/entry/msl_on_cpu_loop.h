@@ -22,5 +22,6 @@
 #include "dialect/msl/types.h"
 #include "common/atomics.h"
 #include "common/debug_view.h"
+#include "common/debug_group_view.h"
 #include "dialect/msl/atomics.h"
 // clang-format on

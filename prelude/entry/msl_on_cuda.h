@@ -21,6 +21,7 @@
 #include "dialect/msl/types.h"
 #include "common/atomics.h"
 #include "common/debug_view.h"
+#include "common/debug_group_view.h"
 #include "dialect/msl/atomics.h"
 #include "common/lanes.h"
 #include "dialect/msl/on_cuda/simdgroup.h"

@@ -36,6 +36,10 @@ bool declares_group_memory(const std::vector<Token>& t, size_t k, size_t end, Di
   return false;
 }
 
+std::string group_array_kind(Dialect dialect) {
+  return dialect == Dialect::Metal ? "threadgroup array" : "__shared__ array";
+}
+
 std::vector<GroupArray> group_arrays(const std::vector<Token>& t, Dialect dialect) {
   std::vector<GroupArray> found;
   for (size_t k = 0; k < t.size(); ++k) {

@@ -23,6 +23,9 @@ struct GroupArray {
   bool dynamic = false;  // extern __shared__ T name[]: the launch's dynamic shared memory
 };
 
+/// "threadgroup array" or "__shared__ array": what the dialect calls a group array, for messages.
+std::string group_array_kind(Dialect dialect);
+
 /// The arrays of group memory body |t| declares, in order (scalars of group memory aside).
 std::vector<GroupArray> group_arrays(const std::vector<Token>& t, Dialect dialect);
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "codegen/emit.h"
+#include "codegen/group_memory.h"
 #include "codegen/prelude.h"
 #include "codegen/token_scan.h"
 #include "support/warning.h"
@@ -52,16 +53,29 @@ std::vector<const CudaBuiltin*> header_builtins(const KernelSpec& spec, Target t
 
 constexpr const char* kDebugReport = "kjit_debug_report";
 
-// The arrays (by number: inputs, then outputs) whose name the body also declares ("float* out"
-// in a lambda's parameters): each use may mean either, so those stay unchecked.
-std::vector<size_t> redeclared_arrays(const KernelSpec& spec) {
+// The name of array |k| of a debug build: inputs, then outputs, then |groups|.
+const std::string& checked_name(const KernelSpec& spec, const std::vector<GroupArray>& groups,
+                                size_t k) {
+  const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
+  return k < n_in           ? spec.input_names[k]
+         : k < n_in + n_out ? spec.output_names[k - n_in]
+                            : groups[k - n_in - n_out].name;
+}
+
+// The arrays (by number: inputs, outputs, then group memory) whose name the body also declares
+// ("float* out" in a lambda's parameters; a group array's own declaration aside): each use may
+// mean either, so those stay unchecked.
+std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
+                                      const std::vector<GroupArray>& groups) {
   const std::vector<Token>& t = spec.source_tokens;
-  const size_t n_in = spec.input_names.size();
+  const size_t n_arrays = spec.input_names.size() + spec.output_names.size();
   std::vector<size_t> found;
-  for (size_t k = 0; k < n_in + spec.output_names.size(); ++k) {
-    const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+  for (size_t k = 0; k < n_arrays + groups.size(); ++k) {
+    const std::string& name = checked_name(spec, groups, k);
+    const size_t own = k < n_arrays ? t.size() : groups[k - n_arrays].name_at;
     for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i].kind == TokenKind::Identifier && t[i].text == name && declares_name(t, i)) {
+      if (i != own && t[i].kind == TokenKind::Identifier && t[i].text == name &&
+          declares_name(t, i)) {
         found.push_back(k);
         break;
       }
@@ -201,16 +215,22 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
 std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature& call,
                                      std::vector<Token> tokens, std::deque<std::string>& texts) {
   const size_t n_in = spec.input_names.size();
-  std::vector<bool> unchecked(n_in + spec.output_names.size());
-  for (size_t k : redeclared_arrays(spec)) unchecked[k] = true;
-  // The array a name is, by its number: inputs first, then outputs; 0-d inputs are values.
+  const size_t n_arrays = n_in + spec.output_names.size();
+  const std::vector<GroupArray> groups = group_arrays(spec.source_tokens, spec.dialect);
+  // The array a name is, by its number: inputs, outputs, then group memory; 0-d inputs are
+  // values.
+  std::vector<bool> unchecked(n_arrays + groups.size());
+  for (size_t k : redeclared_arrays(spec, groups)) unchecked[k] = true;
+  for (size_t k = 0; k < n_in; ++k) unchecked[k] = unchecked[k] || call.inputs[k].second == 0;
   auto array_named = [&](std::string_view name) -> std::optional<size_t> {
     for (size_t k = 0; k < unchecked.size(); ++k) {
-      const std::string& n = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
-      if (n == name && !unchecked[k] && (k >= n_in || call.inputs[k].second != 0)) return k;
+      if (!unchecked[k] && checked_name(spec, groups, k) == name) return k;
     }
     return std::nullopt;
   };
+  // A group array's declaration ("float tile[32]") is no access.
+  std::vector<bool> declaring(tokens.size());
+  for (const GroupArray& g : groups) declaring[g.name_at] = true;
   // Only the name's element accesses become checked: "name[...]" and "*name". Every other use
   // stays the array's pointer, for whatever the body does with a pointer.
   auto accessed = [&](size_t i) {
@@ -230,12 +250,23 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     if (t.kind != TokenKind::Identifier || t.in_directive) continue;
     const std::optional<size_t> k = array_named(t.text);
     const Token* before = prev_significant(tokens, i);
-    if (!k || is_member_access(before) || (before && before->text == "::") || !accessed(i)) {
+    if (!k || declaring[i] || is_member_access(before) || (before && before->text == "::") ||
+        !accessed(i)) {
       continue;
     }
-    t.text = texts.emplace_back("(::kjit::debug::view_of(" + std::string(t.text) + ", " +
-                                std::to_string(*k) + ", " + std::to_string(t.line) +
-                                ", kjit_thread, " + kDebugReport + "))");
+    const std::string name(t.text), number = std::to_string(*k), line = std::to_string(t.line);
+    const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
+    if (*k < n_arrays) {
+      t.text = texts.emplace_back("(::kjit::debug::view_of(" + name + ", " + number + ", " + line +
+                                  context);
+    } else if (groups[*k - n_arrays].dynamic) {
+      t.text = texts.emplace_back("(::kjit::debug::dynamic_group_view_of(" + name + ", " +
+                                  std::to_string(spec.shared_memory) + ", " + number + ", " + line +
+                                  context);
+    } else {
+      t.text = texts.emplace_back("(::kjit::debug::group_view_of(" + name + ", " + number + ", " +
+                                  line + context);
+    }
   }
   return tokens;
 }
@@ -243,10 +274,15 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
 void warn_of_unchecked_arrays(const KernelSpec& spec) {
   if (!spec.compile_options.debug) return;
   const size_t n_in = spec.input_names.size();
-  for (size_t k : redeclared_arrays(spec)) {
-    const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
-    warn(prefix_named(spec) + "the debug checks leave " + (k < n_in ? "input" : "output") + " '" +
-         name + "' unchecked: the body declares another '" + name + "'");
+  const size_t n_arrays = n_in + spec.output_names.size();
+  const std::vector<GroupArray> groups = group_arrays(spec.source_tokens, spec.dialect);
+  for (size_t k : redeclared_arrays(spec, groups)) {
+    const std::string& name = checked_name(spec, groups, k);
+    const std::string what = k < n_in       ? "input"
+                             : k < n_arrays ? "output"
+                                            : group_array_kind(spec.dialect);
+    warn(prefix_named(spec) + "the debug checks leave " + what + " '" + name +
+         "' unchecked: the body declares another '" + name + "'");
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/group_memory.h"
 #include "core/device_ops.h"
 #include "support/small_vector.h"
 
@@ -19,14 +20,18 @@ struct DebugReport {
   uint32_t claimed;
   int32_t array;
   int32_t line;
-  uint32_t unused;
+  int32_t kind;
   int64_t index;
   uint32_t thread[3];
   uint32_t group[3];
-  unsigned char scratch_and_padding[80];
+  int64_t extent;
+  int32_t dimension;
+  int32_t rank;
+  alignas(16) unsigned char scratch[256];
 };
-static_assert(sizeof(DebugReport) == 128 && offsetof(DebugReport, index) == 16 &&
-                  offsetof(DebugReport, thread) == 24 && offsetof(DebugReport, group) == 36,
+static_assert(sizeof(DebugReport) == 320 && offsetof(DebugReport, index) == 16 &&
+                  offsetof(DebugReport, thread) == 24 && offsetof(DebugReport, group) == 36 &&
+                  offsetof(DebugReport, extent) == 48 && offsetof(DebugReport, scratch) == 64,
               "prelude/common/debug_view.h's layout");
 
 struct Bounds {
@@ -74,21 +79,39 @@ std::string triple(const uint32_t v[3]) {
 }
 
 std::string array_named(const KernelSpec& spec, size_t k) {
-  const size_t n_in = spec.input_names.size();
-  return k < n_in
-             ? "inputs[" + std::to_string(k) + "] ('" + spec.input_names[k] + "')"
-             : "outputs[" + std::to_string(k - n_in) + "] ('" + spec.output_names[k - n_in] + "')";
+  const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
+  if (k < n_in) return "inputs[" + std::to_string(k) + "] ('" + spec.input_names[k] + "')";
+  if (k < n_in + n_out) {
+    return "outputs[" + std::to_string(k - n_in) + "] ('" + spec.output_names[k - n_in] + "')";
+  }
+  const std::vector<codegen::GroupArray> groups =
+      codegen::group_arrays(spec.source_tokens, spec.dialect);
+  const size_t g = k - n_in - n_out;
+  return codegen::group_array_kind(spec.dialect) + " '" +
+         (g < groups.size() ? groups[g].name : std::string("?")) + "'";
 }
 
-std::string out_of_bounds(const KernelSpec& spec, const DebugReport& r, const Bounds& b) {
-  const std::string valid = b.end == b.first ? "it has no elements"
-                                             : "its indices are " + std::to_string(b.first) +
-                                                   " to " + std::to_string(b.end - 1);
-  return "debug check: " + array_named(spec, static_cast<size_t>(r.array)) + " was indexed at " +
-         std::to_string(r.index) + ", outside the array (" + valid + "), at line " +
-         std::to_string(r.line) + " of the source, by the thread at " + triple(r.thread) +
-         " in the grid (in threadgroup " + triple(r.group) +
-         "). The access was skipped; the outputs may be wrong";
+std::string where(const DebugReport& r) {
+  return "at line " + std::to_string(r.line) + " of the source, by the thread at " +
+         triple(r.thread) + " in the grid (in threadgroup " + triple(r.group) + ")";
+}
+
+std::string out_of_bounds(const KernelSpec& spec, const DebugReport& r,
+                          std::span<const Bounds> bounds) {
+  const size_t k = static_cast<size_t>(r.array);
+  // Group memory reports its own extents; inputs' and outputs' bounds are the host's.
+  const Bounds b = k < bounds.size() ? bounds[k] : Bounds{0, r.extent};
+  const bool dimension = k >= bounds.size() && r.rank > 1;
+  const std::string valid =
+      b.end == b.first ? std::string(dimension ? "that dimension" : "it") + " has no elements"
+                       : std::string(dimension ? "its indices there are " : "its indices are ") +
+                             std::to_string(b.first) + " to " + std::to_string(b.end - 1);
+  const std::string at = dimension ? " in its dimension " + std::to_string(r.dimension + 1) +
+                                         " of " + std::to_string(r.rank)
+                                   : "";
+  return "debug check: " + array_named(spec, k) + " was indexed at " + std::to_string(r.index) +
+         at + ", outside the array (" + valid + "), " + where(r) +
+         ". The access was skipped; the outputs may be wrong";
 }
 
 // The indices of |a|'s elements (|count| Items, on the host) that hold |bits|, among |among|
@@ -190,9 +213,7 @@ void run_debug_launch(const KernelSpec& spec, const PreparedLaunch& launch,
     launch.run(inputs, written, stream);
     DebugReport r;
     backend.copy(&r, report.get(), sizeof r, device.index, stream, true, false);
-    if (r.claimed) {
-      throw LaunchError(out_of_bounds(spec, r, bounds[static_cast<size_t>(r.array)]));
-    }
+    if (r.claimed) throw LaunchError(out_of_bounds(spec, r, bounds));
   };
   run(0);
   if (!fresh_outputs) return;

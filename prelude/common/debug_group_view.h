@@ -1,0 +1,108 @@
+// A debug build's group memory: each use of a threadgroup / __shared__ array the body declares
+// is a view of the array that checks every index against its dimension's extent, and reports
+// the first outside it, as the views of inputs and outputs do (common/debug_view.h).
+#pragma once
+
+#include "common/debug_view.h"
+
+namespace kjit::debug {
+
+// The dimensions of a group array's type A (T[N0][N1]...) and its elements' type.
+template <class A>
+struct shape_of {
+  using element = A;
+  static constexpr int rank = 0;
+  static constexpr long long count = 1;
+};
+template <class T, decltype(sizeof(0)) N>
+struct shape_of<T[N]> {
+  using row = T;
+  using element = typename shape_of<T>::element;
+  static constexpr int rank = shape_of<T>::rank + 1;
+  static constexpr long long count = static_cast<long long>(N) * shape_of<T>::count;
+};
+
+// What every part of one use of a group array shares: the array, the use and its thread.
+struct group_use {
+  int rank;
+  int array;  // its number in reports
+  int line;
+  const thread_ctx* thread;
+  report* to;
+};
+
+// A part of a group array: |extent| elements of type E, which are rows when E is an array.
+template <class E>
+class group_view {
+ public:
+  KJIT_INLINE group_view(E* data, long long extent, int dimension, const group_use& use)
+      : data_(data), extent_(extent), dimension_(dimension), use_(use) {}
+
+  // Indexed as an array is: by an integer.
+  template <class I, KJIT_IF(!is_builtin_float_v<I>)>
+  KJIT_INLINE decltype(auto) operator[](I i) const {
+    const long long k = static_cast<long long>(i);
+    const bool inside = k >= 0 && k < extent_;
+    if (!inside) out_of_bounds(k);
+    if constexpr (shape_of<E>::rank > 0) {
+      using row = typename shape_of<E>::row;
+      return group_view<row>(inside ? data_[k] : reinterpret_cast<row*>(use_.to->scratch),
+                             inside ? shape_of<E>::count / shape_of<row>::count : 0, dimension_ + 1,
+                             use_);
+    } else {
+      if (!inside) return *reinterpret_cast<E*>(use_.to->scratch);
+      return static_cast<E&>(data_[k]);
+    }
+  }
+  KJIT_INLINE decltype(auto) operator*() const { return (*this)[0]; }
+  // A row used as a pointer ("tile[i] + k", "float* row = tile[i]") leaves the checks, as
+  // pointers to inputs and outputs do.
+  template <class I>
+  KJIT_INLINE E* operator+(I k) const {
+    return data_ + k;
+  }
+  template <class I>
+  KJIT_INLINE E* operator-(I k) const {
+    return data_ - k;
+  }
+  template <class U>
+  KJIT_INLINE operator U*() const {  // group memory is never const; it may be volatile
+    return (U*)data_;
+  }
+
+ private:
+  void out_of_bounds(long long k) const {
+    static_assert(sizeof(typename shape_of<E>::element) <= sizeof(report::scratch),
+                  "kjit debug builds check group-memory arrays of elements up to 256 bytes");
+    report* r = use_.to;
+    if (!claim(r)) return;
+    write_finding(r, report::out_of_bounds_kind, use_.array, use_.line, k, *use_.thread);
+    r->extent = extent_;
+    r->dimension = dimension_;
+    r->rank = use_.rank;
+  }
+
+  E* data_;
+  long long extent_;
+  int dimension_;
+  group_use use_;
+};
+
+// A use of the array that |array| declares (T name[N0][N1]...), the group array numbered
+// |number| in reports, at |line| of the body.
+template <class T, decltype(sizeof(0)) N>
+KJIT_INLINE group_view<T> group_view_of(T (&array)[N], int number, int line,
+                                        const thread_ctx& thread, report* to) {
+  const group_use use{shape_of<T[N]>::rank, number, line, &thread, to};
+  return group_view<T>(array, static_cast<long long>(N), 0, use);
+}
+
+// A use of CUDA's dynamic shared memory (extern __shared__ T name[]) of |bytes| bytes.
+template <class T>
+KJIT_INLINE group_view<T> dynamic_group_view_of(T* data, long long bytes, int number, int line,
+                                                const thread_ctx& thread, report* to) {
+  const group_use use{1, number, line, &thread, to};
+  return group_view<T>(data, bytes / static_cast<long long>(sizeof(T)), 0, use);
+}
+
+}  // namespace kjit::debug

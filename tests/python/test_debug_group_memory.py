@@ -1,0 +1,236 @@
+"""Debug builds' checks of group memory (threadgroup / __shared__ arrays the body declares):
+every index is checked against its dimension's extent, on the CPU, in each way the CPU runs a
+group, and on the GPU. Planted bugs, and clean kernels that report nothing and compute what
+NumPy does."""
+
+import numpy as np
+import pytest
+
+import kjit
+from conftest import DEVICES
+
+DEBUG = {"debug": True}
+
+# How a body with barriers runs on the CPU: regions between barriers (by default) or coroutines.
+MODES = ["regions", "coroutines"]
+
+
+@pytest.fixture
+def cpu_mode(request, monkeypatch):
+    """Runs the test with its body's threads as regions or as coroutines."""
+    if request.param == "coroutines":
+        monkeypatch.setenv("KJIT_CPU_REGIONS", "0")
+    return request.param
+
+
+def call(kernel, inputs, n_out, grid, threadgroup, device="cpu", **kw):
+    return kernel(inputs=inputs, output_shapes=[(n_out,)], output_dtypes=[np.float32],
+                  grid=grid, threadgroup=threadgroup, device=device, **kw)[0]
+
+
+# --- bounds ----------------------------------------------------------------------------------
+
+# The last thread of each group of 64 reads one past the tile (line 7).
+READ_PAST_METAL = """
+    threadgroup float tile[64];
+    uint l = thread_position_in_threadgroup.x;
+    uint i = thread_position_in_grid.x;
+    tile[l] = inp[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = l == 63 && i > 64 ? tile[l + 1] : tile[63 - l];
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_read_past_a_threadgroup_array_is_reported(rng, device, cpu_mode):
+    kernel = kjit.metal_kernel(name="dbg_tg_read", input_names=["inp"], output_names=["out"],
+                               source=READ_PAST_METAL, compile_options=DEBUG)
+    x = rng.standard_normal(128).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 128, (128, 1, 1), (64, 1, 1), device)
+    assert ("debug check: threadgroup array 'tile' was indexed at 64, outside the array (its "
+            "indices are 0 to 63), at line 7 of the source, by the thread at (127, 0, 0) in the "
+            "grid (in threadgroup (1, 0, 0))") in str(e.value)
+    # One group only: nothing out of bounds, and the tile is reversed.
+    out = call(kernel, [x[:64]], 64, (64, 1, 1), (64, 1, 1), device)
+    np.testing.assert_array_equal(out, x[:64][::-1])
+
+
+# Thread 5 writes before the start of the shared array (line 6): the write is skipped, and the
+# array holds what the other threads wrote.
+WRITE_BEFORE_CUDA = """
+    __shared__ float s[32];
+    int l = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + l;
+    s[l] = inp[i];
+    if (l == 5) s[l - 6] = -1.0f;
+    __syncthreads();
+    out[i] = s[(l + 1) % 32];
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_write_before_a_shared_array_is_skipped_and_reported(rng, device, cpu_mode):
+    kernel = kjit.cuda_kernel(name="dbg_sh_write", input_names=["inp"], output_names=["out"],
+                              source=WRITE_BEFORE_CUDA, compile_options=DEBUG)
+    x = rng.standard_normal(32).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        kernel(inputs=[x], output_shapes=[(32,)], output_dtypes=[np.float32], grid=(32, 1, 1),
+               threadgroup=(32, 1, 1), device=device,
+               **({"outputs": [out]} if device == "cpu" else {}))
+    assert ("debug check: __shared__ array 's' was indexed at -1, outside the array (its indices "
+            "are 0 to 31), at line 6 of the source, by the thread at (5, 0, 0) in the grid (in "
+            "threadgroup (0, 0, 0))") in str(e.value)
+    if device == "cpu":  # the kernel ran on, and no element of s was overwritten
+        np.testing.assert_array_equal(out, np.roll(x, -1))
+
+
+# A tile of 8 x 9 (a padded transpose): thread (7, 3) reads column 9 of row 3 (line 7).
+TILE_2D_METAL = """
+    threadgroup float tile[8][9];
+    uint2 l = thread_position_in_threadgroup.xy;
+    uint2 g = threadgroup_position_in_grid.xy;
+    tile[l.y][l.x] = inp[(g.y * 8 + l.y) * 16 + g.x * 8 + l.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float v = (l.x == 7 && l.y == 3 && g.x == 1) ? tile[l.y][l.x + 2] : tile[l.x][l.y];
+    out[(g.x * 8 + l.y) * 16 + g.y * 8 + l.x] = v;
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_each_dimension_of_a_2d_threadgroup_array_is_checked(rng, device, cpu_mode):
+    kernel = kjit.metal_kernel(name="dbg_tg_2d", input_names=["inp"], output_names=["out"],
+                               source=TILE_2D_METAL, compile_options=DEBUG)
+    x = rng.standard_normal(256).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 256, (16, 16, 1), (8, 8, 1), device)
+    # Column 9 is inside the tile's 72 floats, but outside its row of 9.
+    assert ("threadgroup array 'tile' was indexed at 9 in its dimension 2 of 2, outside the array "
+            "(its indices there are 0 to 8), at line 7 of the source, by the thread at (15, 3, 0) "
+            "in the grid (in threadgroup (1, 0, 0))") in str(e.value)
+    # The transpose alone (the bad read is in group (1, 0) only).
+    clean = TILE_2D_METAL.replace("g.x == 1", "g.x == 9")
+    kernel = kjit.metal_kernel(name="dbg_tg_2d_clean", input_names=["inp"], output_names=["out"],
+                               source=clean, compile_options=DEBUG)
+    out = call(kernel, [x], 256, (16, 16, 1), (8, 8, 1), device)
+    np.testing.assert_array_equal(out.reshape(16, 16), x.reshape(16, 16).T)
+
+
+# Row 4 of a 4 x 32 shared array, written by the block's last warp (line 6).
+TILE_2D_CUDA = """
+    __shared__ float rows[4][32];
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    rows[w][lane] = inp[i];
+    if (i == 254) rows[w + 1][lane] = 0.0f;
+    __syncthreads();
+    out[i] = rows[3 - w][lane];
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_write_past_the_rows_of_a_2d_shared_array_is_reported(rng, device, cpu_mode):
+    kernel = kjit.cuda_kernel(name="dbg_sh_2d", input_names=["inp"], output_names=["out"],
+                              source=TILE_2D_CUDA, compile_options=DEBUG)
+    x = rng.standard_normal(256).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 256, (256, 1, 1), (128, 1, 1), device)
+    assert ("__shared__ array 'rows' was indexed at 4 in its dimension 1 of 2, outside the array "
+            "(its indices there are 0 to 3), at line 6 of the source, by the thread at "
+            "(254, 0, 0) in the grid (in threadgroup (1, 0, 0))") in str(e.value)
+
+
+# Dynamic shared memory of shared_memory bytes: 48 floats here, one thread reads the 49th.
+DYNAMIC_CUDA = """
+    extern __shared__ float buf[];
+    int l = threadIdx.x;
+    buf[l] = inp[l];
+    __syncthreads();
+    out[l] = buf[47 - l] + (l == 40 ? buf[48] : 0.0f);
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_dynamic_shared_memory_is_checked_against_its_size(rng, device, cpu_mode):
+    kernel = kjit.cuda_kernel(name="dbg_dynamic", input_names=["inp"], output_names=["out"],
+                              source=DYNAMIC_CUDA, shared_memory=48 * 4, compile_options=DEBUG)
+    x = rng.standard_normal(48).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 48, (48, 1, 1), (48, 1, 1), device)
+    assert ("__shared__ array 'buf' was indexed at 48, outside the array (its indices are 0 to "
+            "47), at line 6 of the source, by the thread at (40, 0, 0) in the grid") in str(e.value)
+
+
+# --- clean kernels ---------------------------------------------------------------------------
+
+# A tree reduction in shared memory, a histogram built with atomics on shared memory, and a
+# dynamic shared buffer carved into two arrays: nothing to report.
+REDUCTION_CUDA = """
+    __shared__ float partial[64];
+    int l = threadIdx.x;
+    partial[l] = inp[blockIdx.x * 64 + l];
+    __syncthreads();
+    for (int s = 32; s > 0; s /= 2) {
+        if (l < s) partial[l] += partial[l + s];
+        __syncthreads();
+    }
+    if (l == 0) out[blockIdx.x] = partial[0];
+"""
+HISTOGRAM_CUDA = """
+    __shared__ unsigned counts[8];
+    int l = threadIdx.x;
+    if (l < 8) counts[l] = 0;
+    __syncthreads();
+    atomicAdd(&counts[bins[blockIdx.x * blockDim.x + l] % 8], 1u);
+    __syncthreads();
+    if (l < 8) out[blockIdx.x * 8 + l] = float(counts[l]);
+"""
+REDUCTION_METAL = """
+    threadgroup float partial[64];
+    uint l = thread_index_in_threadgroup;
+    partial[l] = inp[thread_position_in_grid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = 32; s > 0; s /= 2) {
+        if (l < s) partial[l] += partial[l + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (l == 0) out[threadgroup_position_in_grid.x] = partial[0];
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_clean_kernels_with_group_memory_report_nothing(rng, device, cpu_mode):
+    x = rng.standard_normal(256).astype(np.float32)
+    want = x.reshape(4, 64).sum(1)
+    kernel = kjit.cuda_kernel(name="dbg_reduce", input_names=["inp"], output_names=["out"],
+                              source=REDUCTION_CUDA, compile_options=DEBUG)
+    np.testing.assert_allclose(call(kernel, [x], 4, (256, 1, 1), (64, 1, 1), device), want,
+                               rtol=1e-5, atol=1e-5)
+    kernel = kjit.metal_kernel(name="dbg_reduce_metal", input_names=["inp"],
+                               output_names=["out"], source=REDUCTION_METAL,
+                               compile_options=DEBUG)
+    np.testing.assert_allclose(call(kernel, [x], 4, (256, 1, 1), (64, 1, 1), device), want,
+                               rtol=1e-5, atol=1e-5)
+    bins = rng.integers(0, 1000, 256).astype(np.uint32)
+    kernel = kjit.cuda_kernel(name="dbg_histogram", input_names=["bins"], output_names=["out"],
+                              source=HISTOGRAM_CUDA, compile_options=DEBUG)
+    counts = call(kernel, [bins], 32, (256, 1, 1), (64, 1, 1), device)
+    want = np.stack([np.bincount(g % 8, minlength=8) for g in bins.reshape(4, 64)]).ravel()
+    np.testing.assert_array_equal(counts, want)
+
+
+def test_sizeof_a_group_array_is_the_array_s_size():
+    kernel = kjit.cuda_kernel(name="dbg_sizeof", input_names=["inp"], output_names=["out"],
+                              compile_options=DEBUG, source="""
+        __shared__ double d[4][5];
+        out[threadIdx.x] = float(sizeof(d) / sizeof(d[0][0])) + inp[threadIdx.x] * 0.0f;
+    """)
+    out = call(kernel, [np.ones(4, np.float32)], 4, (4, 1, 1), (4, 1, 1))
+    np.testing.assert_array_equal(out, 20.0)
