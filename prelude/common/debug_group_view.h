@@ -1,6 +1,8 @@
 // A debug build's group memory: each use of a threadgroup / __shared__ array the body declares
 // is a view of the array that checks every index against its dimension's extent, and reports
-// the first outside it, as the views of inputs and outputs do (common/debug_view.h).
+// the first outside it, as the views of inputs and outputs do (common/debug_view.h). On the CPU
+// each access is also recorded for the race checks (target/cpu/debug_races.h, which the CPU's
+// entry headers include first).
 #pragma once
 
 #include "common/debug_view.h"
@@ -13,6 +15,7 @@ struct shape_of {
   using element = A;
   static constexpr int rank = 0;
   static constexpr long long count = 1;
+  static KJIT_INLINE void write_extents(long long*, int) {}
 };
 template <class T, decltype(sizeof(0)) N>
 struct shape_of<T[N]> {
@@ -20,15 +23,25 @@ struct shape_of<T[N]> {
   using element = typename shape_of<T>::element;
   static constexpr int rank = shape_of<T>::rank + 1;
   static constexpr long long count = static_cast<long long>(N) * shape_of<T>::count;
+  // The first |room| extents, outermost first.
+  static KJIT_INLINE void write_extents(long long* to, int room) {
+    if (room == 0) return;
+    *to = static_cast<long long>(N);
+    shape_of<T>::write_extents(to + 1, room - 1);
+  }
 };
 
 // What every part of one use of a group array shares: the array, the use and its thread.
 struct group_use {
+  const unsigned char* base;  // the array's first element
+  long long count;            // its elements
   int rank;
   int array;  // its number in reports
   int line;
+  bool tracked;  // recorded for the race checks: a use that takes an address is not
   const thread_ctx* thread;
   report* to;
+  long long extents[4];  // the first four dimensions', for reports
 };
 
 // A part of a group array: |extent| elements of type E, which are rows when E is an array.
@@ -51,6 +64,9 @@ class group_view {
                              use_);
     } else {
       if (!inside) return *reinterpret_cast<E*>(use_.to->scratch);
+#ifdef KJIT_CPU
+      races::touch(use_, (const void*)(data_ + k), sizeof(E));
+#endif
       return static_cast<E&>(data_[k]);
     }
   }
@@ -89,20 +105,33 @@ class group_view {
 };
 
 // A use of the array that |array| declares (T name[N0][N1]...), the group array numbered
-// |number| in reports, at |line| of the body.
+// |number| in reports, at |line| of the body; |tracked| unless the use takes an address.
 template <class T, decltype(sizeof(0)) N>
-KJIT_INLINE group_view<T> group_view_of(T (&array)[N], int number, int line,
+KJIT_INLINE group_view<T> group_view_of(T (&array)[N], int number, int line, bool tracked,
                                         const thread_ctx& thread, report* to) {
-  const group_use use{shape_of<T[N]>::rank, number, line, &thread, to};
+  using shape = shape_of<T[N]>;
+  group_use use{reinterpret_cast<const unsigned char*>(array),
+                shape::count,
+                shape::rank,
+                number,
+                line,
+                tracked,
+                &thread,
+                to};
+  shape::write_extents(use.extents, 4);
   return group_view<T>(array, static_cast<long long>(N), 0, use);
 }
 
 // A use of CUDA's dynamic shared memory (extern __shared__ T name[]) of |bytes| bytes.
 template <class T>
 KJIT_INLINE group_view<T> dynamic_group_view_of(T* data, long long bytes, int number, int line,
-                                                const thread_ctx& thread, report* to) {
-  const group_use use{1, number, line, &thread, to};
-  return group_view<T>(data, bytes / static_cast<long long>(sizeof(T)), 0, use);
+                                                bool tracked, const thread_ctx& thread,
+                                                report* to) {
+  const long long n = bytes / static_cast<long long>(sizeof(T));
+  group_use use{
+      reinterpret_cast<const unsigned char*>(data), n, 1, number, line, tracked, &thread, to};
+  use.extents[0] = n;
+  return group_view<T>(data, n, 0, use);
 }
 
 }  // namespace kjit::debug

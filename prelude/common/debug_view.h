@@ -3,7 +3,8 @@
 // bounds, and reports the first index outside them, with the thread and the body line, to the
 // launch's report. The memory such an index would reach is never touched: the access goes to a
 // scratch slot instead (shared by the threads that stray: what it holds is unspecified).
-// Group-memory arrays report the same way (common/debug_group_view.h).
+// Group-memory arrays report the same way (common/debug_group_view.h), and so do the CPU's race
+// checks (target/cpu/debug_races.h).
 #pragma once
 
 #include "common/atomics.h"
@@ -15,22 +16,28 @@ namespace kjit::debug {
 // the same layout); each input's and output's bounds follow it in memory, two 64-bit indices
 // (first, end) per array, in the kernel's parameter order.
 struct report {
-  enum kind_t : int { out_of_bounds_kind };
+  enum kind_t : int { out_of_bounds_kind, race_kind };
   unsigned claimed;  // nonzero once a thread has reported
   int array;         // inputs first, then outputs, then the body's group-memory arrays
   int line;          // of the body
   int kind;
-  long long index;     // the index out of bounds
+  long long index;     // out of bounds: the index; a race: the element, counted flat
   unsigned thread[3];  // thread_position_in_grid
   unsigned group[3];   // threadgroup_position_in_grid
   // A group-memory array: the extent of the dimension indexed out of bounds, which dimension
-  // (0: the first), and how many it has.
+  // (0: the first), how many it has, and all their extents (the first four).
   long long extent;
   int dimension;
   int rank;
+  long long extents[4];
+  // A race: the other thread and its line, and which of the two wrote.
+  unsigned other_thread[3];
+  int other_line;
+  int wrote;
+  int other_wrote;
   alignas(16) unsigned char scratch[256];
 };
-static_assert(sizeof(report) == 320, "the host reads this layout (core/debug_launch.cpp)");
+static_assert(sizeof(report) == 384, "the host reads this layout (core/debug_launch.cpp)");
 
 // Claims |r| for the first finding of the launch: true for the one thread that may fill it in.
 KJIT_INLINE bool claim(report* r) { return atomics::cas(&r->claimed, 0u, 1u) == 0u; }

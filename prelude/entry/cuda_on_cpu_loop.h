@@ -16,6 +16,7 @@
 #include "target/cpu/thread.h"
 #include "common/atomics.h"
 #include "common/debug_view.h"
+#include "target/cpu/debug_races.h"
 #include "common/debug_group_view.h"
 #include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cpu/vector_types.h"

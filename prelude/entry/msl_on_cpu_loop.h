@@ -22,6 +22,7 @@
 #include "dialect/msl/types.h"
 #include "common/atomics.h"
 #include "common/debug_view.h"
+#include "target/cpu/debug_races.h"
 #include "common/debug_group_view.h"
 #include "dialect/msl/atomics.h"
 // clang-format on

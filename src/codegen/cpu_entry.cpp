@@ -91,7 +91,18 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   }
   const std::string region_locals = thread_locals(spec, Target::Cpu, vars, "kjit_thread",
                                                   current_thread_local(spec, vars, "kjit_thread"));
-  for (const RegionPlan::Piece& piece : plan.pieces) {
+  // The loops of the regions are the barriers; in a debug build each starts a new stretch for the
+  // race checks.
+  size_t barrier = 0;
+  auto barriers_before = [&](size_t p) {
+    for (; barrier < plan.barriers.size() && plan.barriers[barrier].before == p; ++barrier) {
+      if (!debug) continue;
+      w << "  ::kjit::debug::races::next_stretch();\n";
+    }
+  };
+  for (size_t p = 0; p < plan.pieces.size(); ++p) {
+    barriers_before(p);
+    const RegionPlan::Piece& piece = plan.pieces[p];
     switch (piece.kind) {
       case RegionPlan::Piece::Kind::Region:
         w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
@@ -118,6 +129,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
         break;
     }
   }
+  barriers_before(plan.pieces.size());
   w << "}\n\n";
 }
 
@@ -161,25 +173,28 @@ void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& sp
     }
     w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
   }
+  // A debug build marks each group's start and end and its barriers (target/cpu/debug_races.h).
+  const std::string checks =
+      spec.compile_options.debug ? ", ::kjit::debug::races::group_checks{}" : "";
   switch (mode) {
     case CpuMode::Coroutine:
       w << "  ::kjit::coop::run_groups(kjit_launch, kjit_first, kjit_end,\n"
            "      [=](const ::kjit::thread_ctx& t) {\n        return "
-        << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+        << g.kernel_name << "(" << args << "t);\n      }" << checks << ");\n}\n\n";
       break;
     case CpuMode::Regions:
       w << "  ::kjit::run_whole_groups(kjit_launch, kjit_first, kjit_end,\n"
            "      [=](const ::kjit::thread_ctx& kjit_group) {\n        "
-        << g.kernel_name << "(" << args
-        << "kjit_group);\n      });\n}\n\n}  // namespace kjit_user\n";
+        << g.kernel_name << "(" << args << "kjit_group);\n      }" << checks << ");\n}\n\n";
       break;
     case CpuMode::Loop:
       w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
            "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
            "        "
-        << g.kernel_name << "(" << args << "t);\n      });\n}\n\n}  // namespace kjit_user\n";
+        << g.kernel_name << "(" << args << "t);\n      }" << checks << ");\n}\n\n";
       break;
   }
+  w << "}  // namespace kjit_user\n";
 }
 
 }  // namespace

@@ -162,6 +162,7 @@ class Splitter {
         const size_t semicolon = index_after(t_, closing(t_, open));
         if (semicolon >= end || t_[semicolon].text != ";") return false;
         add_region(region, k, in_loop);
+        plan_.barriers.push_back({plan_.pieces.size(), tk.line});
         region = semicolon + 1;
         k = semicolon;
         continue;

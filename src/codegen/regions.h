@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_spec.h"
 #include "codegen/lexer.h"
 #include "codegen/rewrite.h"
-#include "codegen/kernel_spec.h"
 
 namespace kjit::codegen {
 
@@ -31,6 +31,12 @@ struct RegionPlan {
     size_t type_begin = 0, type_end = 0;  // its declaration's specifiers and type
   };
   std::vector<Piece> pieces;
+  /// A barrier: the pieces before it end at it.
+  struct Barrier {
+    size_t before;  // the piece that follows it (pieces.size() at the end)
+    int line;
+  };
+  std::vector<Barrier> barriers;                        // in order
   std::vector<std::pair<size_t, size_t>> group_memory;  // declarations moved to the group's scope
   std::vector<Carried> carried;
   bool returns = false;  // a thread may leave before the last region

@@ -84,6 +84,18 @@ std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
   return found;
 }
 
+// Whether the '&' before token |i| takes the address of what follows ("&tile[i]"), rather than
+// being a binary and.
+bool address_taken(const std::vector<Token>& tokens, size_t i) {
+  const size_t amp = index_before(tokens, i);
+  if (amp == tokens.size() || tokens[amp].text != "&") return false;
+  const size_t operand = index_before(tokens, amp);
+  if (operand == tokens.size()) return true;
+  const Token& o = tokens[operand];
+  return o.kind != TokenKind::Number && o.text != ")" && o.text != "]" &&
+         (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
+}
+
 }  // namespace
 
 std::string_view type_name(const KernelSpec& spec, Dtype dtype) {
@@ -259,13 +271,17 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     if (*k < n_arrays) {
       t.text = texts.emplace_back("(::kjit::debug::view_of(" + name + ", " + number + ", " + line +
                                   context);
-    } else if (groups[*k - n_arrays].dynamic) {
+      continue;
+    }
+    // Accesses whose address the body takes (atomics, pointers) are checked, not recorded.
+    const std::string tracked = address_taken(tokens, i) ? ", false" : ", true";
+    if (groups[*k - n_arrays].dynamic) {
       t.text = texts.emplace_back("(::kjit::debug::dynamic_group_view_of(" + name + ", " +
                                   std::to_string(spec.shared_memory) + ", " + number + ", " + line +
-                                  context);
+                                  tracked + context);
     } else {
       t.text = texts.emplace_back("(::kjit::debug::group_view_of(" + name + ", " + number + ", " +
-                                  line + context);
+                                  line + tracked + context);
     }
   }
   return tokens;

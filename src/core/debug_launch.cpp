@@ -17,6 +17,7 @@ namespace {
 
 // prelude/common/debug_view.h's report, as the host reads it; the arrays' bounds follow it.
 struct DebugReport {
+  enum Kind : int32_t { kOutOfBounds, kRace };
   uint32_t claimed;
   int32_t array;
   int32_t line;
@@ -27,11 +28,18 @@ struct DebugReport {
   int64_t extent;
   int32_t dimension;
   int32_t rank;
+  int64_t extents[4];
+  uint32_t other_thread[3];
+  int32_t other_line;
+  int32_t wrote;
+  int32_t other_wrote;
   alignas(16) unsigned char scratch[256];
 };
-static_assert(sizeof(DebugReport) == 320 && offsetof(DebugReport, index) == 16 &&
+static_assert(sizeof(DebugReport) == 384 && offsetof(DebugReport, index) == 16 &&
                   offsetof(DebugReport, thread) == 24 && offsetof(DebugReport, group) == 36 &&
-                  offsetof(DebugReport, extent) == 48 && offsetof(DebugReport, scratch) == 64,
+                  offsetof(DebugReport, extent) == 48 && offsetof(DebugReport, extents) == 64 &&
+                  offsetof(DebugReport, other_thread) == 96 &&
+                  offsetof(DebugReport, scratch) == 128,
               "prelude/common/debug_view.h's layout");
 
 struct Bounds {
@@ -112,6 +120,38 @@ std::string out_of_bounds(const KernelSpec& spec, const DebugReport& r,
   return "debug check: " + array_named(spec, k) + " was indexed at " + std::to_string(r.index) +
          at + ", outside the array (" + valid + "), " + where(r) +
          ". The access was skipped; the outputs may be wrong";
+}
+
+// Element |flat| of an array of |rank| dimensions with |extents|: "5" or "[1][3]".
+std::string element_at(int64_t flat, int rank, const int64_t extents[4]) {
+  if (rank <= 1 || rank > 4) return std::to_string(flat);
+  std::string out;
+  for (int d = rank; d-- > 0;) {
+    const int64_t n = extents[d] > 0 ? extents[d] : 1;
+    out = "[" + std::to_string(flat % n) + "]" + out;
+    flat /= n;
+  }
+  return out;
+}
+
+std::string race(const KernelSpec& spec, const DebugReport& r) {
+  const auto did = [](int32_t wrote) { return wrote ? "wrote" : "read"; };
+  return "debug check: a race on " + array_named(spec, static_cast<size_t>(r.array)) +
+         ": the thread at " + triple(r.thread) + " in the grid " + did(r.wrote) + " its element " +
+         element_at(r.index, r.rank, r.extents) + " at line " + std::to_string(r.line) +
+         " of the source, and the thread at " + triple(r.other_thread) + " " + did(r.other_wrote) +
+         " it at line " + std::to_string(r.other_line) +
+         ", with no barrier between them (in threadgroup " + triple(r.group) +
+         "). On a GPU what each reads depends on the threads' timing";
+}
+
+std::string finding(const KernelSpec& spec, const DebugReport& r, std::span<const Bounds> bounds) {
+  switch (r.kind) {
+    case DebugReport::kRace:
+      return race(spec, r);
+    default:
+      return out_of_bounds(spec, r, bounds);
+  }
 }
 
 // The indices of |a|'s elements (|count| Items, on the host) that hold |bits|, among |among|
@@ -213,7 +253,7 @@ void run_debug_launch(const KernelSpec& spec, const PreparedLaunch& launch,
     launch.run(inputs, written, stream);
     DebugReport r;
     backend.copy(&r, report.get(), sizeof r, device.index, stream, true, false);
-    if (r.claimed) throw LaunchError(out_of_bounds(spec, r, bounds));
+    if (r.claimed) throw LaunchError(finding(spec, r, bounds));
   };
   run(0);
   if (!fresh_outputs) return;

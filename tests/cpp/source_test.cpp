@@ -453,6 +453,33 @@ TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
   EXPECT_FALSE(contains(text, "threadgroup float")) << text;
 }
 
+TEST(Regions, KnowWhereEachBarrierStands) {
+  auto spec = Spec()
+                  .source(R"(
+    threadgroup float v[64];
+    v[thread_index_in_threadgroup] = 1.0f;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint s = 0; s < 4; ++s) {
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      out[0] = v[s];
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  )")
+                  .make();
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec));
+  ASSERT_TRUE(plan);
+  using K = RegionPlan::Piece::Kind;
+  ASSERT_EQ(kinds(*plan), (std::vector<K>{K::Region, K::LoopBegin, K::Region, K::LoopEnd}));
+  // Each barrier stands before a piece: the loop, the region in it, and the loop's end.
+  ASSERT_EQ(plan->barriers.size(), 3u);
+  EXPECT_EQ(plan->barriers[0].before, 1u);
+  EXPECT_EQ(plan->barriers[0].line, 4);
+  EXPECT_EQ(plan->barriers[1].before, 2u);
+  EXPECT_EQ(plan->barriers[1].line, 6);
+  EXPECT_EQ(plan->barriers[2].before, 3u);
+  EXPECT_EQ(plan->barriers[2].line, 8);
+}
+
 TEST(Regions, AThreadThatReturnsLeavesTheLaterRegions) {
   auto spec = Spec()
                   .inputs({"inp", "n"})

@@ -1,6 +1,8 @@
 """Debug builds' checks of group memory (threadgroup / __shared__ arrays the body declares):
-every index is checked against its dimension's extent, on the CPU, in each way the CPU runs a
-group, and on the GPU. Planted bugs, and clean kernels that report nothing and compute what
+every index is checked against its dimension's extent, on the CPU and the GPU; on the CPU, races
+between two barriers (two threads touching one element, one writing) are reported with both
+threads and lines, in each way the CPU runs a group (one loop, regions between barriers,
+coroutines). Planted bugs of each kind, and clean kernels that report nothing and compute what
 NumPy does."""
 
 import numpy as np
@@ -165,6 +167,143 @@ def test_dynamic_shared_memory_is_checked_against_its_size(rng, device, cpu_mode
         call(kernel, [x], 48, (48, 1, 1), (48, 1, 1), device)
     assert ("__shared__ array 'buf' was indexed at 48, outside the array (its indices are 0 to "
             "47), at line 6 of the source, by the thread at (40, 0, 0) in the grid") in str(e.value)
+
+
+# --- races -----------------------------------------------------------------------------------
+
+# Each thread writes its element and reads its neighbour's with no barrier between (lines 5, 6).
+NEIGHBOUR_RACE = """
+    threadgroup float tile[32];
+    uint l = thread_position_in_threadgroup.x;
+    uint i = thread_position_in_grid.x;
+    tile[l] = inp[i];
+    out[i] = tile[(l + 1) % 32];
+"""
+
+
+@pytest.mark.parametrize("barrier", [False, True])
+def test_a_read_of_an_element_another_thread_writes_without_a_barrier_is_a_race(rng, barrier):
+    # Without the barrier the body runs as one loop over the group's threads. Thread 1's write
+    # of element 1 after thread 0 read it is seen when the stretch ends; thread 31's read of
+    # element 0, which thread 0 wrote, is seen as it happens, and comes first.
+    source = NEIGHBOUR_RACE.replace(
+        "    out[i]", "    threadgroup_barrier(mem_flags::mem_threadgroup);\n    out[i]"
+    ) if barrier else NEIGHBOUR_RACE
+    kernel = kjit.metal_kernel(name="dbg_neighbour" + "_barrier" * barrier, input_names=["inp"],
+                               output_names=["out"], source=source, compile_options=DEBUG)
+    x = rng.standard_normal(32).astype(np.float32)
+    if barrier:
+        np.testing.assert_array_equal(call(kernel, [x], 32, (32, 1, 1), (32, 1, 1)),
+                                      np.roll(x, -1))
+        return
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 32, (32, 1, 1), (32, 1, 1))
+    assert ("debug check: a race on threadgroup array 'tile': the thread at (0, 0, 0) in the grid "
+            "wrote its element 0 at line 5 of the source, and the thread at (31, 0, 0) read it at "
+            "line 6, with no barrier between them (in threadgroup (0, 0, 0))") in str(e.value)
+
+
+# Thread 0 writes a flag that every thread then reads, with no barrier between (lines 4, 5).
+BROADCAST_RACE = """
+    __shared__ float scale[1];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x == 0) scale[0] = inp[blockIdx.x * blockDim.x];
+    out[i] = inp[i] * scale[0];
+    __syncthreads();
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+def test_a_value_one_thread_writes_and_all_read_needs_a_barrier(rng, cpu_mode):
+    kernel = kjit.cuda_kernel(name="dbg_broadcast", input_names=["inp"], output_names=["out"],
+                              source=BROADCAST_RACE, compile_options=DEBUG)
+    x = rng.standard_normal(64).astype(np.float32) + 2.0
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 64, (64, 1, 1), (32, 1, 1))
+    message = str(e.value)
+    assert "a race on __shared__ array 'scale': the thread at (" in message
+    assert "wrote its element 0 at line 4 of the source, and the thread at (" in message
+    assert "read it at line 5, with no barrier between them" in message
+    # With the barrier in its place: no race, and each group scaled by its first element.
+    fixed = BROADCAST_RACE.replace("    out[i] = inp[i] * scale[0];\n    __syncthreads();",
+                                   "    __syncthreads();\n    out[i] = inp[i] * scale[0];")
+    kernel = kjit.cuda_kernel(name="dbg_broadcast_fixed", input_names=["inp"],
+                              output_names=["out"], source=fixed, compile_options=DEBUG)
+    out = call(kernel, [x], 64, (64, 1, 1), (32, 1, 1))
+    np.testing.assert_array_equal(out, x * np.repeat(x[::32], 32))
+
+
+# A tiled matrix product: each group computes a 16 x 16 block of C = A B, a tile of A and one
+# of B at a time. MISSING marks the barrier between using the tiles and loading the next ones:
+# without it, a fast thread overwrites a tile another still reads (on a GPU whose threads run
+# in lockstep the result may still come out right).
+MATMUL_METAL = """
+    threadgroup float a[16][16];
+    threadgroup float b[16][16];
+    const uint2 l = thread_position_in_threadgroup.xy;
+    const uint row = thread_position_in_grid.y, col = thread_position_in_grid.x;
+    float acc = 0.0f;
+    for (uint t = 0; t < n / 16; ++t) {
+        a[l.y][l.x] = A[row * n + t * 16 + l.x];
+        b[l.y][l.x] = B[(t * 16 + l.y) * n + col];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint k = 0; k < 16; ++k) acc += a[l.y][k] * b[k][l.x];
+        MISSING
+    }
+    C[row * n + col] = acc;
+"""
+MATMUL_CUDA = """
+    __shared__ float a[16][16];
+    __shared__ float b[16][16];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
+    float acc = 0.0f;
+    for (int t = 0; t < n / 16; ++t) {
+        a[ty][tx] = A[row * n + t * 16 + tx];
+        b[ty][tx] = B[(t * 16 + ty) * n + col];
+        __syncthreads();
+        for (int k = 0; k < 16; ++k) acc += a[ty][k] * b[k][tx];
+        MISSING
+    }
+    C[row * n + col] = acc;
+"""
+
+
+def matmul(dialect, with_barrier):
+    barrier = ("threadgroup_barrier(mem_flags::mem_threadgroup);" if dialect == "metal"
+               else "__syncthreads();") if with_barrier else ""
+    name = f"dbg_matmul_{dialect}" + ("" if with_barrier else "_racy")
+    if dialect == "metal":
+        return kjit.metal_kernel(name=name, input_names=["A", "B", "n"], output_names=["C"],
+                                 source=MATMUL_METAL.replace("MISSING", barrier),
+                                 compile_options=DEBUG)
+    return kjit.cuda_kernel(name=name, input_names=["A", "B", "n"], output_names=["C"],
+                            source=MATMUL_CUDA.replace("MISSING", barrier), compile_options=DEBUG)
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_a_tiled_matmul_missing_its_second_barrier_is_reported(rng, dialect, cpu_mode):
+    n = 32
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+
+    def run(kernel):
+        return kernel(inputs=[a, b, np.uint32(n) if dialect == "metal" else np.int32(n)],
+                      output_shapes=[(n, n)], output_dtypes=[np.float32], grid=(n, n, 1),
+                      threadgroup=(16, 16, 1), device="cpu")[0]
+
+    with pytest.raises(kjit.LaunchError) as e:
+        run(matmul(dialect, with_barrier=False))
+    message = str(e.value)
+    tile = "threadgroup array" if dialect == "metal" else "__shared__ array"
+    # The next tile's load (line 8 or 9) overwrites what the product (line 11) reads.
+    assert f"a race on {tile} 'a': " in message or f"a race on {tile} 'b': " in message, message
+    assert " wrote its element [" in message, message
+    assert "at line 8 of the source" in message or "at line 9 of the source" in message, message
+    assert "read it at line 11, with no barrier between them" in message, message
+    np.testing.assert_allclose(run(matmul(dialect, with_barrier=True)), a @ b, rtol=1e-4,
+                               atol=1e-4)
 
 
 # --- clean kernels ---------------------------------------------------------------------------

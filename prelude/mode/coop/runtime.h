@@ -458,9 +458,9 @@ void combine_shuffle_and_fill(lane** lanes, const unsigned* ids, int n) {
 }
 
 // Runs the groups [first, end): |make| starts the coroutine of one thread.
-template <class Make>
+template <class Make, class Checks = no_group_checks>
 void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned long long end,
-                Make make) {
+                Make make, Checks checks = {}) {
   thread_ctx base = launch_ctx(L);
   static thread_local lane lanes[1024];
   static thread_local thread_handle handles[1024];
@@ -468,6 +468,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
   static thread_local thread_ctx threads[1024];
   for (unsigned long long g = first; g < end; ++g) {
     base.enter_group(g);
+    checks.begin_group();
     const unsigned n = base.group_threads();
     for (unsigned i = 0; i < n; ++i) {
       thread_ctx& t = threads[i];
@@ -516,6 +517,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
       open = false;
       if (at_simd == 0) {
         // Every live thread is at the barrier (exited threads count as arrived): it opens.
+        if (at_barrier > 0) checks.barrier_opens(lanes, handles, threads, n);
         opened = {predicates, static_cast<int>(at_barrier)};
         open = true;
         predicates = 0;
@@ -551,6 +553,7 @@ void run_groups(const kjit_cpu_launch* L, unsigned long long first, unsigned lon
         at_simd -= static_cast<unsigned>(count);
       }
     }
+    checks.end_group();
   }
 }
 

@@ -41,28 +41,41 @@ KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
       }
 }
 
+// What a launch checks when each group starts and ends and, in cooperative mode, when a barrier
+// opens: nothing, but in a debug build (target/cpu/debug_races.h's group_checks).
+struct no_group_checks {
+  KJIT_INLINE void begin_group() const {}
+  KJIT_INLINE void end_group() const {}
+  template <class Lane, class Handle>
+  KJIT_INLINE void barrier_opens(const Lane*, const Handle*, const thread_ctx*, unsigned) const {}
+};
+
 // Region mode: |group| runs each group in [first, end) whole, given the group's context.
-template <class Group>
+template <class Group, class Checks = no_group_checks>
 KJIT_INLINE void run_whole_groups(const kjit_cpu_launch* L, unsigned long long first,
-                                  unsigned long long end, Group group) {
+                                  unsigned long long end, Group group, Checks checks = {}) {
   thread_ctx t = launch_ctx(L);
   for (unsigned long long g = first; g < end; ++g) {
     t.enter_group(g);
     t.global_id = t.origin;
+    checks.begin_group();
     group(t);
+    checks.end_group();
   }
 }
 
 // Loop mode: every thread of every group in [first, end) runs |body| to completion in turn.
-template <class Body>
+template <class Body, class Checks = no_group_checks>
 KJIT_INLINE void run_groups_loop(const kjit_cpu_launch* L, unsigned long long first,
-                                 unsigned long long end, Body body) {
+                                 unsigned long long end, Body body, Checks checks = {}) {
   run_whole_groups(
-      L, first, end, [&](const thread_ctx& group) __attribute__((always_inline)) {
+      L, first, end,
+      [&](const thread_ctx& group) __attribute__((always_inline)) {
         for_each_thread(
             group, [&](const thread_ctx& thread, unsigned)
                        __attribute__((always_inline)) { body(thread); });
-      });
+      },
+      checks);
 }
 
 // Shape and strides parameters point into the launch record: x_shape[i], x_shape.data(), and a
