@@ -16,7 +16,7 @@ namespace kjit::debug {
 // the same layout); each input's and output's bounds follow it in memory, two 64-bit indices
 // (first, end) per array, in the kernel's parameter order.
 struct report {
-  enum kind_t : int { out_of_bounds_kind, race_kind };
+  enum kind_t : int { out_of_bounds_kind, race_kind, divergence_kind };
   unsigned claimed;  // nonzero once a thread has reported
   int array;         // inputs first, then outputs, then the body's group-memory arrays
   int line;          // of the body
@@ -30,7 +30,8 @@ struct report {
   int dimension;
   int rank;
   long long extents[4];
-  // A race: the other thread and its line, and which of the two wrote.
+  // A race or a divergence: the other thread and its line (0 for a thread that left the
+  // kernel), and which of the two wrote.
   unsigned other_thread[3];
   int other_line;
   int wrote;

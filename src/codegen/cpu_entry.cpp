@@ -91,13 +91,15 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   }
   const std::string region_locals = thread_locals(spec, Target::Cpu, vars, "kjit_thread",
                                                   current_thread_local(spec, vars, "kjit_thread"));
-  // The loops of the regions are the barriers; in a debug build each starts a new stretch for the
-  // race checks.
+  // The loops of the regions are the barriers; a debug build checks at each that no thread left
+  // the kernel before it, and starts a new stretch for the race checks.
   size_t barrier = 0;
   auto barriers_before = [&](size_t p) {
     for (; barrier < plan.barriers.size() && plan.barriers[barrier].before == p; ++barrier) {
       if (!debug) continue;
-      w << "  ::kjit::debug::races::next_stretch();\n";
+      w << "  ::kjit::debug::races::region_barrier(kjit_group, "
+        << (plan.returns ? "kjit_exited" : "nullptr") << ", "
+        << std::to_string(plan.barriers[barrier].line) << ", kjit_debug_report);\n";
     }
   };
   for (size_t p = 0; p < plan.pieces.size(); ++p) {
@@ -173,9 +175,12 @@ void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& sp
     }
     w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
   }
-  // A debug build marks each group's start and end and its barriers (target/cpu/debug_races.h).
-  const std::string checks =
-      spec.compile_options.debug ? ", ::kjit::debug::races::group_checks{}" : "";
+  // A debug build marks each group's start and end and checks its barriers
+  // (target/cpu/debug_races.h), reporting to the report, the last parameter.
+  const std::string checks = spec.compile_options.debug
+                                 ? ", ::kjit::debug::races::group_checks{kjit_arg" +
+                                       std::to_string(layout.size() - 1) + "}"
+                                 : "";
   switch (mode) {
     case CpuMode::Coroutine:
       w << "  ::kjit::coop::run_groups(kjit_launch, kjit_first, kjit_end,\n"

@@ -17,7 +17,7 @@ namespace {
 
 // prelude/common/debug_view.h's report, as the host reads it; the arrays' bounds follow it.
 struct DebugReport {
-  enum Kind : int32_t { kOutOfBounds, kRace };
+  enum Kind : int32_t { kOutOfBounds, kRace, kDivergence };
   uint32_t claimed;
   int32_t array;
   int32_t line;
@@ -145,10 +145,24 @@ std::string race(const KernelSpec& spec, const DebugReport& r) {
          "). On a GPU what each reads depends on the threads' timing";
 }
 
+std::string divergence(const DebugReport& r) {
+  const std::string other = r.other_line == 0
+                                ? "has left the kernel"
+                                : "waits at the barrier at line " + std::to_string(r.other_line);
+  return "debug check: the threads of threadgroup " + triple(r.group) +
+         " reached different barriers: the thread at " + triple(r.thread) +
+         " in the grid waits at the barrier at line " + std::to_string(r.line) +
+         " of the source, and the thread at " + triple(r.other_thread) + " " + other +
+         ". CUDA and Metal require every thread of a group to reach the same barriers: on a GPU "
+         "this can hang or give wrong results";
+}
+
 std::string finding(const KernelSpec& spec, const DebugReport& r, std::span<const Bounds> bounds) {
   switch (r.kind) {
     case DebugReport::kRace:
       return race(spec, r);
+    case DebugReport::kDivergence:
+      return divergence(r);
     default:
       return out_of_bounds(spec, r, bounds);
   }

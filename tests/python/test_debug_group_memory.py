@@ -1,9 +1,9 @@
 """Debug builds' checks of group memory (threadgroup / __shared__ arrays the body declares):
 every index is checked against its dimension's extent, on the CPU and the GPU; on the CPU, races
-between two barriers (two threads touching one element, one writing) are reported with both
-threads and lines, in each way the CPU runs a group (one loop, regions between barriers,
-coroutines). Planted bugs of each kind, and clean kernels that report nothing and compute what
-NumPy does."""
+between two barriers (two threads touching one element, one writing) and threads of a group that
+reach different barriers are reported with both threads and lines, in each way the CPU runs a
+group (one loop, regions between barriers, coroutines). Planted bugs of each kind, and clean
+kernels that report nothing and compute what NumPy does."""
 
 import numpy as np
 import pytest
@@ -304,6 +304,62 @@ def test_a_tiled_matmul_missing_its_second_barrier_is_reported(rng, dialect, cpu
     assert "read it at line 11, with no barrier between them" in message, message
     np.testing.assert_allclose(run(matmul(dialect, with_barrier=True)), a @ b, rtol=1e-4,
                                atol=1e-4)
+
+
+# --- barriers --------------------------------------------------------------------------------
+
+# The two halves of each group wait at different barriers (lines 4 and 6): a hang on a GPU.
+SPLIT_BARRIER = """
+    uint l = thread_position_in_threadgroup.x;
+    if (l < 16) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    } else {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[thread_position_in_grid.x] = inp[thread_position_in_grid.x];
+"""
+
+
+def test_threads_waiting_at_different_barriers_are_reported(rng):
+    kernel = kjit.metal_kernel(name="dbg_split", input_names=["inp"], output_names=["out"],
+                               source=SPLIT_BARRIER, compile_options=DEBUG)
+    x = rng.standard_normal(64).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 64, (64, 1, 1), (32, 1, 1))
+    assert ("debug check: the threads of threadgroup (0, 0, 0) reached different barriers: the "
+            "thread at (0, 0, 0) in the grid waits at the barrier at line 4 of the source, and "
+            "the thread at (16, 0, 0) waits at the barrier at line 6") in str(e.value) or (
+            "debug check: the threads of threadgroup (1, 0, 0) reached different barriers: the "
+            "thread at (32, 0, 0) in the grid waits at the barrier at line 4 of the source, and "
+            "the thread at (48, 0, 0) waits at the barrier at line 6") in str(e.value)
+    # A barrier that every thread reaches in a branch all take alike is no divergence.
+    uniform = SPLIT_BARRIER.replace("if (l < 16)", "if (threadgroup_position_in_grid.x < 1)")
+    kernel = kjit.metal_kernel(name="dbg_split_uniform", input_names=["inp"],
+                               output_names=["out"], source=uniform, compile_options=DEBUG)
+    np.testing.assert_array_equal(call(kernel, [x], 64, (64, 1, 1), (32, 1, 1)), x)
+
+
+# Thread 3 of each block leaves before the barrier (line 4) that the others wait at (line 5).
+LEAVING = """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float s[32];
+    if (threadIdx.x == 3 && blockIdx.x == 1) return;
+    s[threadIdx.x] = inp[i];
+    __syncthreads();
+    out[i] = s[threadIdx.x];
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+def test_a_thread_that_leaves_before_a_barrier_the_others_wait_at_is_reported(rng, cpu_mode):
+    kernel = kjit.cuda_kernel(name="dbg_leaving", input_names=["inp"], output_names=["out"],
+                              source=LEAVING, compile_options=DEBUG)
+    x = rng.standard_normal(64).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 64, (64, 1, 1), (32, 1, 1), outputs=[np.zeros(64, np.float32)])
+    assert ("debug check: the threads of threadgroup (1, 0, 0) reached different barriers: the "
+            "thread at (32, 0, 0) in the grid waits at the barrier at line 6 of the source, and "
+            "the thread at (35, 0, 0) has left the kernel") in str(e.value)
 
 
 # --- clean kernels ---------------------------------------------------------------------------

@@ -62,10 +62,12 @@ void match(lane** lanes, const unsigned* ids, int n) {
 
 #define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
 
-KJIT_INLINE ::kjit::coop::barrier_wait __syncthreads() { return {}; }
+KJIT_INLINE ::kjit::coop::barrier_wait __syncthreads(KJIT_SITE) { return {0, {0, 0}, kjit_line}; }
 
-#define KJIT_CUDA_TALLY(name, finish) \
-  KJIT_INLINE ::kjit::coop::tally_wait<int> name(int predicate) { return {{predicate}, finish}; }
+#define KJIT_CUDA_TALLY(name, finish)                                        \
+  KJIT_INLINE ::kjit::coop::tally_wait<int> name(int predicate, KJIT_SITE) { \
+    return {{predicate, {0, 0}, kjit_line}, finish};                         \
+  }
 KJIT_CUDA_TALLY(__syncthreads_count, [](::kjit::coop::barrier_tally t) { return t.count; })
 KJIT_CUDA_TALLY(__syncthreads_and,
                 [](::kjit::coop::barrier_tally t) { return int(t.count == t.arrived); })
@@ -143,7 +145,9 @@ KJIT_INLINE match_all_wait __match_all_sync(unsigned, T v, int* pred, KJIT_SITE)
 
 namespace cooperative_groups {
 
-KJIT_INLINE auto thread_block::sync() const { return ::kjit::coop::barrier_wait{}; }
+KJIT_INLINE auto thread_block::sync(unsigned line) const {
+  return ::kjit::coop::barrier_wait{0, {0, 0}, line};
+}
 
 // A tile's operations are the warp's, over segments of N lanes.
 template <unsigned N>
@@ -173,7 +177,9 @@ KJIT_TILE_VOTE(all, __all_sync)
 
 // The collective free functions (the rewriter awaits them when called as cg::sync and
 // cg::reduce). reduce's operation travels to the meeting with the value.
-KJIT_INLINE auto sync(const thread_block& block) { return block.sync(); }
+KJIT_INLINE auto sync(const thread_block& block, unsigned line = KJIT_CALL_SITE) {
+  return block.sync(line);
+}
 template <unsigned N>
 KJIT_INLINE auto sync(const thread_block_tile<N>& tile, unsigned line = KJIT_CALL_SITE) {
   return tile.sync(line);

@@ -25,8 +25,9 @@ void ballot(lane** lanes, const unsigned* ids, int n) {
 #define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
 #define KJIT_AT kjit_line
 
-KJIT_INLINE ::kjit::coop::barrier_wait threadgroup_barrier(mem_flags = mem_flags::mem_none) {
-  return {};
+KJIT_INLINE ::kjit::coop::barrier_wait threadgroup_barrier(mem_flags = mem_flags::mem_none,
+                                                           KJIT_SITE) {
+  return {0, {0, 0}, KJIT_AT};
 }
 // A simdgroup barrier is a meeting of the simdgroup's lanes only.
 KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_barrier(mem_flags = mem_flags::mem_none,

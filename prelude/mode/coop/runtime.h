@@ -245,15 +245,22 @@ struct barrier_tally {
 // Awaitables keep their own results: the lane points at them while the thread waits. GCC 12
 // may read the result of a co_await only after a later co_await of the same expression
 // ("(co_await a) + (co_await b)") has suspended, so a result kept in the lane would be overwritten.
+// A barrier's place (its line, in the thread's loops and helper calls) is kept as a SIMD-group
+// operation's is, for debug builds to tell threads at different barriers apart.
 struct barrier_wait {
   int predicate = 0;
   mutable barrier_tally tally = {0, 0};
+  unsigned line = 0;
   bool await_ready() const noexcept { return false; }
   template <class P>
   void await_suspend(std::coroutine_handle<P> h) const noexcept {
     lane* me = h.promise().me;
     me->waiting = wait::barrier;
     __builtin_memcpy(me->request.value, &predicate, sizeof(int));
+    me->request.site = line;
+    const unsigned last = me->depth < lane::kMaxSteps - 1 ? me->depth : lane::kMaxSteps - 1;
+    me->steps[last] = lane::step_at(line);
+    me->place_steps = last + 1;
     me->result = reinterpret_cast<unsigned char*>(&tally);
   }
   void await_resume() const noexcept {}

@@ -1,10 +1,13 @@
-// A debug build's check of how a group's threads share its memory, on the CPU, where one worker
-// runs all the threads of a group: races, two threads of a group touching one element of a
-// group-memory array between the same two barriers, one of them writing. Every access through a
-// group array's view (common/debug_group_view.h) is recorded in a shadow of the array; whether
-// it wrote is seen by the element's value at its next access or at the end of the stretch
-// between barriers (so a write that leaves the value as it was is not seen). The first finding
-// goes to the launch's report (common/debug_view.h).
+// A debug build's checks of how a group's threads share its memory, on the CPU, where one worker
+// runs all the threads of a group:
+// - races: two threads of a group touching one element of a group-memory array between the
+//   same two barriers, one of them writing. Every access through a group array's view
+//   (common/debug_group_view.h) is recorded in a shadow of the array; whether it wrote is seen
+//   by the element's value at its next access or at the end of the stretch between barriers
+//   (so a write that leaves the value as it was is not seen);
+// - barrier divergence: threads of a group waiting at different barriers, or some waiting at a
+//   barrier that others never reach because they left the kernel.
+// The first finding goes to the launch's report (common/debug_view.h).
 #pragma once
 
 #include "common/debug_view.h"
@@ -163,13 +166,64 @@ void touch(const Use& use, const void* p, unsigned size) {
   __builtin_memcpy(s->values + flat * size, at, size);
 }
 
+// Reports threads |a| (waiting at the barrier at |a_line|) and |b| (at |b_line|, or 0: it left
+// the kernel) of one group.
+inline void diverged(report* r, const thread_ctx& a, int a_line, const thread_ctx& b, int b_line) {
+  if (!claim(r)) return;
+  write_finding(r, report::divergence_kind, -1, a_line, 0, a);
+  write_position(r->other_thread, b.thread_position_in_grid());
+  r->other_line = b_line;
+}
+
+// A barrier of a body in region mode, at |line|: every thread of the group runs each region, so
+// only threads that left the kernel (|exited|, when the body returns early) can miss it.
+inline void region_barrier(const thread_ctx& group, const bool* exited, int line, report* to) {
+  if (exited) {
+    const unsigned n = group.group_threads();
+    unsigned gone = n, staying = n;
+    for (unsigned i = 0; i < n; ++i) {
+      if (exited[i] && gone == n) gone = i;
+      if (!exited[i] && staying == n) staying = i;
+    }
+    if (gone < n && staying < n) {
+      thread_ctx a = group, b = group;
+      a.global_id = position_of(group, staying);
+      b.global_id = position_of(group, gone);
+      diverged(to, a, line, b, 0);
+    }
+  }
+  next_stretch();
+}
+
 // What a debug build's launch does at each group's start and end and, in cooperative mode, when
-// a barrier opens (target/cpu/thread.h's no_group_checks does nothing): a new stretch begins.
+// a barrier opens (target/cpu/thread.h's no_group_checks does nothing): a new stretch begins,
+// and at a barrier, the threads must all wait there.
 struct group_checks {
+  report* to;
   KJIT_INLINE void begin_group() const { next_stretch(); }
   KJIT_INLINE void end_group() const { next_stretch(); }
+  // Every live thread of the group waits at a barrier (lanes[i], or handles[i] null for a thread
+  // that left the kernel): they must wait at the same one, and none may have left.
   template <class Lane, class Handle>
-  KJIT_INLINE void barrier_opens(const Lane*, const Handle*, const thread_ctx*, unsigned) const {
+  void barrier_opens(const Lane* lanes, const Handle* handles, const thread_ctx* threads,
+                     unsigned n) const {
+    unsigned waiting = n, apart = n, gone = n;
+    for (unsigned i = 0; i < n; ++i) {
+      if (!handles[i]) {
+        if (gone == n) gone = i;
+      } else if (waiting == n) {
+        waiting = i;
+      } else if (apart == n && lanes[i].compare_place(lanes[waiting]) != 0) {
+        apart = i;
+      }
+    }
+    if (waiting < n && apart < n) {
+      diverged(to, threads[waiting], static_cast<int>(lanes[waiting].request.site), threads[apart],
+               static_cast<int>(lanes[apart].request.site));
+    } else if (waiting < n && gone < n) {
+      diverged(to, threads[waiting], static_cast<int>(lanes[waiting].request.site), threads[gone],
+               0);
+    }
     next_stretch();
   }
 };

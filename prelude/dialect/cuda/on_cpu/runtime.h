@@ -142,8 +142,8 @@ struct thread_block {
     return ::kjit::current_thread->local_id();
   }
   // A barrier: defined by the cooperative mode (mode/coop/cuda.h), which every body calling it
-  // runs in.
-  auto sync() const;
+  // runs in. |line| is the calling line, which debug builds report.
+  auto sync(unsigned line = KJIT_CALL_SITE) const;
 };
 
 // A tile of N consecutive threads of a block (N a power of two up to 32, so tiles never span
