@@ -91,15 +91,12 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   }
   const std::string region_locals = thread_locals(spec, Target::Cpu, vars, "kjit_thread",
                                                   current_thread_local(spec, vars, "kjit_thread"));
-  // The loops of the regions are the barriers; a debug build checks at each that no thread left
-  // the kernel before it, and starts a new stretch for the race checks.
+  // The loops of the regions are the barriers: a debug build starts a new stretch at each for
+  // the race checks.
   size_t barrier = 0;
   auto barriers_before = [&](size_t p) {
     for (; barrier < plan.barriers.size() && plan.barriers[barrier].before == p; ++barrier) {
-      if (!debug) continue;
-      w << "  ::kjit::debug::races::region_barrier(kjit_group, "
-        << (plan.returns ? "kjit_exited" : "nullptr") << ", "
-        << std::to_string(plan.barriers[barrier].line) << ", kjit_debug_report);\n";
+      if (debug) w << "  ::kjit::debug::races::next_stretch();\n";
     }
   };
   for (size_t p = 0; p < plan.pieces.size(); ++p) {

@@ -146,13 +146,11 @@ std::string race(const KernelSpec& spec, const DebugReport& r) {
 }
 
 std::string divergence(const DebugReport& r) {
-  const std::string other = r.other_line == 0
-                                ? "has left the kernel"
-                                : "waits at the barrier at line " + std::to_string(r.other_line);
   return "debug check: the threads of threadgroup " + triple(r.group) +
          " reached different barriers: the thread at " + triple(r.thread) +
          " in the grid waits at the barrier at line " + std::to_string(r.line) +
-         " of the source, and the thread at " + triple(r.other_thread) + " " + other +
+         " of the source, and the thread at " + triple(r.other_thread) +
+         " waits at the barrier at line " + std::to_string(r.other_line) +
          ". CUDA and Metal require every thread of a group to reach the same barriers: on a GPU "
          "this can hang or give wrong results";
 }

@@ -339,7 +339,8 @@ def test_threads_waiting_at_different_barriers_are_reported(rng):
     np.testing.assert_array_equal(call(kernel, [x], 64, (64, 1, 1), (32, 1, 1)), x)
 
 
-# Thread 3 of each block leaves before the barrier (line 4) that the others wait at (line 5).
+# Thread 3 of block 1 leaves before the barrier that the others wait at: threads that left
+# count as arrived, as on NVIDIA's GPUs, so this common early exit is no divergence.
 LEAVING = """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     __shared__ float s[32];
@@ -351,15 +352,15 @@ LEAVING = """
 
 
 @pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
-def test_a_thread_that_leaves_before_a_barrier_the_others_wait_at_is_reported(rng, cpu_mode):
+def test_a_thread_that_leaves_before_a_barrier_counts_as_arrived(rng, cpu_mode):
     kernel = kjit.cuda_kernel(name="dbg_leaving", input_names=["inp"], output_names=["out"],
                               source=LEAVING, compile_options=DEBUG)
     x = rng.standard_normal(64).astype(np.float32)
-    with pytest.raises(kjit.LaunchError) as e:
-        call(kernel, [x], 64, (64, 1, 1), (32, 1, 1), outputs=[np.zeros(64, np.float32)])
-    assert ("debug check: the threads of threadgroup (1, 0, 0) reached different barriers: the "
-            "thread at (32, 0, 0) in the grid waits at the barrier at line 6 of the source, and "
-            "the thread at (35, 0, 0) has left the kernel") in str(e.value)
+    out = np.zeros(64, np.float32)
+    call(kernel, [x], 64, (64, 1, 1), (32, 1, 1), outputs=[out])
+    want = x.copy()
+    want[35] = 0.0
+    np.testing.assert_array_equal(out, want)
 
 
 # --- clean kernels ---------------------------------------------------------------------------

@@ -175,26 +175,6 @@ inline void diverged(report* r, const thread_ctx& a, int a_line, const thread_ct
   r->other_line = b_line;
 }
 
-// A barrier of a body in region mode, at |line|: every thread of the group runs each region, so
-// only threads that left the kernel (|exited|, when the body returns early) can miss it.
-inline void region_barrier(const thread_ctx& group, const bool* exited, int line, report* to) {
-  if (exited) {
-    const unsigned n = group.group_threads();
-    unsigned gone = n, staying = n;
-    for (unsigned i = 0; i < n; ++i) {
-      if (exited[i] && gone == n) gone = i;
-      if (!exited[i] && staying == n) staying = i;
-    }
-    if (gone < n && staying < n) {
-      thread_ctx a = group, b = group;
-      a.global_id = position_of(group, staying);
-      b.global_id = position_of(group, gone);
-      diverged(to, a, line, b, 0);
-    }
-  }
-  next_stretch();
-}
-
 // What a debug build's launch does at each group's start and end and, in cooperative mode, when
 // a barrier opens (target/cpu/thread.h's no_group_checks does nothing): a new stretch begins,
 // and at a barrier, the threads must all wait there.
@@ -203,15 +183,16 @@ struct group_checks {
   KJIT_INLINE void begin_group() const { next_stretch(); }
   KJIT_INLINE void end_group() const { next_stretch(); }
   // Every live thread of the group waits at a barrier (lanes[i], or handles[i] null for a thread
-  // that left the kernel): they must wait at the same one, and none may have left.
+  // that left the kernel): they must wait at the same one. Threads that left count as arrived,
+  // as on NVIDIA's GPUs: "if (i >= n) return;" before a barrier is common and runs the same
+  // everywhere kjit runs.
   template <class Lane, class Handle>
   void barrier_opens(const Lane* lanes, const Handle* handles, const thread_ctx* threads,
                      unsigned n) const {
-    unsigned waiting = n, apart = n, gone = n;
+    unsigned waiting = n, apart = n;
     for (unsigned i = 0; i < n; ++i) {
-      if (!handles[i]) {
-        if (gone == n) gone = i;
-      } else if (waiting == n) {
+      if (!handles[i]) continue;
+      if (waiting == n) {
         waiting = i;
       } else if (apart == n && lanes[i].compare_place(lanes[waiting]) != 0) {
         apart = i;
@@ -220,9 +201,6 @@ struct group_checks {
     if (waiting < n && apart < n) {
       diverged(to, threads[waiting], static_cast<int>(lanes[waiting].request.site), threads[apart],
                static_cast<int>(lanes[apart].request.site));
-    } else if (waiting < n && gone < n) {
-      diverged(to, threads[waiting], static_cast<int>(lanes[waiting].request.site), threads[gone],
-               0);
     }
     next_stretch();
   }
