@@ -5,7 +5,8 @@ arrays, a tiny numpy.exp (the floor: the same interpreter's cost of one small Nu
 keyword call with its output given and making it, and the bound call both ways (best of 5 loops
 of 20,000 calls, the cases in turns). The table gives, for each build, the median over the
 rounds of each call's time over the floor measured in the same process, so that machine-wide
-slow spells fall on both sides of a ratio, and the new build's median against the old one's.
+slow spells fall on both sides of a ratio, the new build's median against the old one's, and
+the medians of the times themselves.
 
 Usage: python bench/cpu_calls_ab.py --builds OLD_TREE NEW_TREE [--rounds 10]
 (each tree built with `make build`).
@@ -69,6 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     # By the builds' places in --builds: the same tree may be given twice (to see the noise).
     over_floor: list[dict[str, list[float]]] = [{}, {}]
+    absolute: list[dict[str, list[float]]] = [{}, {}]
     floors: list[list[float]] = [[], []]
     for _ in range(args.rounds):
         for side, tree in enumerate(args.builds):
@@ -77,14 +79,17 @@ def main() -> None:
             floors[side].append(floor)
             for case, t in times.items():
                 over_floor[side].setdefault(case, []).append(t / floor)
+                absolute[side].setdefault(case, []).append(t)
     old, new = args.builds
     print(f"median over {args.rounds} rounds of each call's time over numpy.exp(16 f32) "
           f"in the same process (old: {old}, new: {new})")
-    print(f"{'call':<22} | {'old':>6} | {'new':>6} | new/old")
+    print(f"{'call':<22} | {'old':>6} | {'new':>6} | new/old | old µs | new µs")
     for case in over_floor[0]:
         a = statistics.median(over_floor[0][case])
         b = statistics.median(over_floor[1][case])
-        print(f"{case:<22} | {a:6.3f} | {b:6.3f} | {b / a:.3f}")
+        ta = statistics.median(absolute[0][case])
+        tb = statistics.median(absolute[1][case])
+        print(f"{case:<22} | {a:6.3f} | {b:6.3f} | {b / a:7.3f} | {ta:6.3f} | {tb:6.3f}")
     print(f"floor (µs): old {statistics.median(floors[0]):.3f}, "
           f"new {statistics.median(floors[1]):.3f}")
 
