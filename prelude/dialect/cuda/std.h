@@ -5,6 +5,7 @@
 #pragma once
 
 #include "common/math.h"
+#include "common/mlx_utils.h"
 #include "common/numeric_limits.h"
 
 namespace cuda::std {
@@ -28,23 +29,14 @@ struct is_same : bool_constant<::kjit::is_same_v<A, B>> {};
 template <class A, class B>
 inline constexpr bool is_same_v = is_same<A, B>::value;
 
+// kjit's own, under the standard's names (and enable_if's default, void).
 template <bool B, class T = void>
-struct enable_if {};
-template <class T>
-struct enable_if<true, T> {
-  using type = T;
-};
+using enable_if = ::kjit::enable_if<B, T>;
 template <bool B, class T = void>
 using enable_if_t = typename enable_if<B, T>::type;
 
 template <bool B, class T, class F>
-struct conditional {
-  using type = T;
-};
-template <class T, class F>
-struct conditional<false, T, F> {
-  using type = F;
-};
+using conditional = ::kjit::ConditionalType<B, T, F>;
 template <bool B, class T, class F>
 using conditional_t = typename conditional<B, T, F>::type;
 
