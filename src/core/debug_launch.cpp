@@ -301,8 +301,9 @@ void run_debug_launch(const KernelSpec& spec, const PreparedLaunch& launch,
                "): never written, or computed from their own unset value";
   }
   // An output read before it is written (out[i] += ...) needs an init value.
-  if (!message.empty()) message += ". An output the kernel adds to needs an init_value";
-  if (!message.empty()) throw LaunchError(message);
+  if (!message.empty()) {
+    throw LaunchError(message + ". An output the kernel adds to needs an init_value");
+  }
 }
 
 }  // namespace kjit
