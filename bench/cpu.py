@@ -50,11 +50,11 @@ def fresh_process_build(cache_dir: str, no_compile: bool) -> dict:
 
 def debug_rows(repeats: int, calls: int, rng: np.random.Generator) -> None:
     """Debug builds of the benchmark's kernels against their plain builds, in one run."""
-    def pair(name: str, source: str) -> tuple[kjit.Kernel, kjit.Kernel]:
-        made = [kjit.metal_kernel(name=name, input_names=["inp"], output_names=["out"],
-                                  source=source, compile_options={"debug": debug})
-                for debug in (False, True)]
-        return made[0], made[1]
+    def pair(name: str, source: str, input_name: str) -> tuple[kjit.Kernel, kjit.Kernel]:
+        plain, debug = (kjit.metal_kernel(name=name, input_names=[input_name],
+                                          output_names=["out"], source=source,
+                                          compile_options={"debug": d}) for d in (False, True))
+        return plain, debug
 
     rows: list[tuple[str, str, str, str, str]] = []
 
@@ -62,7 +62,7 @@ def debug_rows(repeats: int, calls: int, rng: np.random.Generator) -> None:
         rows.append((f"{what}, debug build", f"{debug/unit:.2f} {suffix}", "plain build",
                      f"{plain/unit:.2f} {suffix}", f"{plain/debug:.2f}x"))
 
-    plain, debug = pair("myexp", MYEXP)
+    plain, debug = pair("myexp", MYEXP, "inp")
     x = rng.standard_normal(1 << 24, dtype=np.float32)
     kw = dict(inputs=[x], template=[("T", kjit.float32)], grid=(x.size, 1, 1),
               threadgroup=(256, 1, 1), output_shapes=[x.shape], output_dtypes=[x.dtype])
@@ -72,9 +72,7 @@ def debug_rows(repeats: int, calls: int, rng: np.random.Generator) -> None:
     out = np.empty_like(x)
     row("myexp 2^24 f32, out=", best_of(lambda: plain(**kw, outputs=[out]), repeats),
         best_of(lambda: debug(**kw, outputs=[out]), repeats), 1e-3, "ms")
-    plain_inv, debug_inv = (kjit.metal_kernel(name="invert_3x3", input_names=["a"],
-                                              output_names=["out"], source=INVERT,
-                                              compile_options={"debug": d}) for d in (False, True))
+    plain_inv, debug_inv = pair("invert_3x3", INVERT, "a")
     n = 10**6
     a = (np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))).astype(np.float32)
     ikw = dict(inputs=[a], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
