@@ -16,6 +16,7 @@ import sys as _sys
 
 from ._earlier_api import DictFormKernel, MetalKernel, metal_kernel
 from ._errors import CompileError, LaunchError
+from ._shape_functions import ArraySpec
 from ._kjit import (
     Array,
     BoundKernel,
@@ -58,6 +59,7 @@ for _entry in _sys.path:
 
 __all__ = [
     "Array",
+    "ArraySpec",
     "BoundKernel",
     "CompileError",
     "DictFormKernel",

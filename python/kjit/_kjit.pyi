@@ -2,7 +2,7 @@
 kjit: GPU kernels written as a body string, run on NVIDIA GPUs or the CPU.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import enum
 
 
@@ -175,11 +175,13 @@ class Kernel:
     @property
     def output_names(self) -> list[str]: ...
 
-    def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[object]:
+    def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: tuple[int, int, int] | Callable[..., tuple[int, int, int]], threadgroup: tuple[int, int, int] | Callable[..., tuple[int, int, int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[object]:
         """
         Runs the kernel and returns its outputs as a list of arrays of the inputs' library.
 
         grid counts threads (Metal's dispatchThreads); threadgroup is the group size. template declares names at the top of the body; init_value fills outputs first; outputs= writes into preallocated arrays; verbose prints the generated source.
+
+        output_shapes, output_dtypes, grid, threadgroup and template may each be a function of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and dtype, or a scalar's value) once per signature of the inputs.
         """
 
     def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, target: str = 'cpu') -> None:

@@ -347,6 +347,14 @@ std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSet
   return library.call_recorded(call);
 }
 
+// Whether any of |settings| is a function (a list, a tuple or None never is).
+bool any_callable(std::initializer_list<nb::handle> settings) {
+  for (nb::handle s : settings) {
+    if (PyCallable_Check(s.ptr())) return true;
+  }
+  return false;
+}
+
 nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
                 nb::handle grid, nb::handle threadgroup, nb::handle template_args,
                 nb::handle init_value, nb::handle verbose, nb::handle stream, nb::handle device,
@@ -371,6 +379,14 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
                     (dict_inputs ? " (a call with dicts, MLX 0.17's form, passes output_shapes, "
                                    "output_dtypes and outputs as dicts too)"
                                  : ""));
+  }
+  if (any_callable({output_shapes, output_dtypes, grid, threadgroup, template_args})) {
+    // Settings that are functions of the inputs: evaluated in Python, once per signature, then
+    // called with their values.
+    return nb::module_::import_("kjit._shape_functions")
+        .attr("call_with_functions")(nb::find(py), t.str(), inputs, output_shapes, output_dtypes,
+                                     grid, threadgroup, template_args, init_value, verbose, stream,
+                                     device, outputs);
   }
   const CallPlace place = to_call_place(t, stream, device, verbose);
   const HeldItems input_items(inputs);  // the arrays, held through the call
@@ -478,7 +494,20 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
 constexpr char kNames[] = "collections.abc.Sequence[str]";
 constexpr char kDtypes[] = "collections.abc.Sequence[object]";
 constexpr char kDim3[] = "tuple[int, int, int]";
+constexpr char kShapes[] = "collections.abc.Sequence[collections.abc.Sequence[int]]";
 constexpr char kTemplate[] = "collections.abc.Sequence[tuple[str, object]] | None";
+// A keyword call's settings may also be functions of the inputs (kjit/_shape_functions.py).
+constexpr char kShapesOrFunction[] =
+    "collections.abc.Sequence[collections.abc.Sequence[int]] | "
+    "collections.abc.Callable[..., collections.abc.Sequence[collections.abc.Sequence[int]]]";
+constexpr char kDtypesOrFunction[] =
+    "collections.abc.Sequence[object] | collections.abc.Callable[..., "
+    "collections.abc.Sequence[object]]";
+constexpr char kDim3OrFunction[] =
+    "tuple[int, int, int] | collections.abc.Callable[..., tuple[int, int, int]]";
+constexpr char kTemplateOrFunction[] =
+    "collections.abc.Sequence[tuple[str, object]] | collections.abc.Callable[..., "
+    "collections.abc.Sequence[tuple[str, object]]] | None";
 
 // The arguments of metal_kernel and cuda_kernel: the six they share, then |rest|, each
 // factory's own, in its order.
@@ -515,13 +544,14 @@ const ArgumentSignature<9>& cuda_kernel_signature() {
 
 // Kernel.__call__'s keyword arguments, in its order: the arrays first and last, the settings
 // that bind takes between them.
-std::array<Argument, 11> call_arguments() {
+// A bound kernel's settings are values (|functions| false); a keyword call's may be functions.
+std::array<Argument, 11> call_arguments(bool functions) {
   return {{{"inputs", "collections.abc.Sequence[object]"},
-           {"output_shapes", "collections.abc.Sequence[collections.abc.Sequence[int]]"},
-           {"output_dtypes", kDtypes},
-           {"grid", kDim3},
-           {"threadgroup", kDim3},
-           {"template", kTemplate, Py_None},
+           {"output_shapes", functions ? kShapesOrFunction : kShapes},
+           {"output_dtypes", functions ? kDtypesOrFunction : kDtypes},
+           {"grid", functions ? kDim3OrFunction : kDim3},
+           {"threadgroup", functions ? kDim3OrFunction : kDim3},
+           {"template", functions ? kTemplateOrFunction : kTemplate, Py_None},
            {"init_value", "float | None", Py_None},
            {"verbose", "bool", Py_False},
            {"stream", "object | None", Py_None},
@@ -531,7 +561,7 @@ std::array<Argument, 11> call_arguments() {
 
 const ArgumentSignature<11>& call_signature() {
   static const auto& signature = *new ArgumentSignature<11>(
-      "Kernel.__call__", call_arguments(), 0, "list[object]",
+      "Kernel.__call__", call_arguments(true), 0, "list[object]",
       "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
 }
@@ -541,7 +571,7 @@ const ArgumentSignature<9>& bind_signature() {
   static const auto& signature = *new ArgumentSignature<9>(
       "Kernel.bind",
       [] {
-        const std::array<Argument, 11> call = call_arguments();
+        const std::array<Argument, 11> call = call_arguments(false);
         std::array<Argument, 9> settings;
         std::copy(call.begin() + 1, call.end() - 1, settings.begin());
         return settings;
@@ -639,7 +669,10 @@ void init_kernel(nb::module_& m) {
           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
           "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
           "template declares names at the top of the body; init_value fills outputs first; "
-          "outputs= writes into preallocated arrays; verbose prints the generated source.");
+          "outputs= writes into preallocated arrays; verbose prints the generated source.\n\n"
+          "output_shapes, output_dtypes, grid, threadgroup and template may each be a function "
+          "of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and "
+          "dtype, or a scalar's value) once per signature of the inputs.");
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
@@ -684,6 +717,12 @@ void init_kernel(nb::module_& m) {
                          verbose = slots[6], stream = slots[7], device = slots[8];
         const Kernel& k = py.kernel;
         const Param t = Param::of_kernel(k);
+        if (any_callable({output_shapes, output_dtypes, grid, threadgroup, template_args})) {
+          throw TypeError(t.str() +
+                          "bind fixes every setting now, so a setting cannot be a function of "
+                          "the inputs; give its values, or pass the functions to a keyword "
+                          "call (or kjit.torch.op), which evaluates them for each signature");
+        }
         // Converted in the order of the parameters, so that the first bad one is reported.
         std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
         std::vector<Dtype> dtypes = to_list(output_dtypes, t / "output_dtypes", to_dtype);

@@ -43,6 +43,7 @@ def poisoned(shape, dtype) -> np.ndarray:
 
 
 import kjit  # noqa: E402
+from kjit import _shape_functions as shape_functions  # noqa: E402
 
 CUDA_STATUS = kjit._kjit.cuda_status()
 NVRTC = CUDA_STATUS["nvrtc"] is not None
@@ -115,6 +116,11 @@ class _CheckedKernel:
             kwargs["device"] = TEST_DEVICE
         result = self._kernel(**kwargs)
         inputs, dtypes, template = kwargs["inputs"], kwargs["output_dtypes"], kwargs.get("template")
+        if not isinstance(inputs, dict) and (callable(dtypes) or callable(template)):
+            specs = [shape_functions.spec_of(x) for x in inputs]
+            values = shape_functions.resolve("", {"output_dtypes": dtypes, "template": template},
+                                             specs)
+            dtypes, template = values["output_dtypes"], values["template"]
         kernel = self._kernel
         if isinstance(inputs, dict):  # MLX 0.17's form: the same call with lists
             if isinstance(kernel, kjit.DictFormKernel):
