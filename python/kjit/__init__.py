@@ -57,6 +57,17 @@ for _entry in _sys.path:
     for _lib in sorted(_glob.glob(_os.path.join(_entry, "nvidia", "*", "lib")), reverse=True):
         _add_library_search_dir(_lib)
 
+
+
+def __getattr__(name: str) -> object:
+    """kjit.torch, imported on first use: importing kjit never imports torch."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'kjit' has no attribute {name!r}")
+
+
 __all__ = [
     "Array",
     "ArraySpec",

@@ -1,0 +1,500 @@
+"""kjit kernels as PyTorch operators.
+
+``kjit.torch.op(kernel, "mylib::name", output_shapes=..., ...)`` registers a kernel with
+``torch.library`` (a schema, CPU and CUDA implementations, a fake implementation from the shape
+functions, autograd and a vmap rule) and returns a callable that runs it. Through it a kernel
+works as torch's own operators do: ``torch.compile(fullgraph=True)`` traces it without a graph
+break, ``torch.export`` exports it, autograd differentiates it through its ``backward``, and CUDA
+graphs capture it. Called eagerly, it skips torch's dispatcher whenever nothing (autograd, a
+tracer, a transform) needs it, so that it costs little more than a bound kernel's call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import keyword
+import warnings
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Union
+
+import torch
+
+from . import _kjit
+from . import _shape_functions as shape_functions
+from ._shape_functions import ArraySpec
+
+__all__ = ["ArraySpec", "KernelOp", "op"]
+
+# torch's dtype for each of kjit's, and back.
+_TORCH_DTYPES: dict[_kjit.Dtype, torch.dtype] = {
+    d: getattr(torch, d.name) for d in _kjit.Dtype if hasattr(torch, d.name)
+}
+_KJIT_DTYPES: dict[torch.dtype, _kjit.Dtype] = {t: d for d, t in _TORCH_DTYPES.items()}
+
+# The schema type of each kind of scalar input.
+_SCALAR_SCHEMA = {int: "int", float: "float", bool: "bool"}
+
+# The op whose backward runs now with create_graph (its name), seen by the ops it calls.
+_differentiating: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "kjit_differentiating", default=None)
+
+GradFunction = Callable[[tuple[Any, ...], tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]],
+                        Sequence[Union[torch.Tensor, None]]]
+
+
+def _torch_dtype(dtype: object) -> torch.dtype:
+    """torch's dtype for anything kjit takes as one."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return _TORCH_DTYPES[shape_functions.dtype_of(dtype)]
+
+
+def _spec(value: object) -> object:
+    """What a shape function sees of the op's argument |value|."""
+    if isinstance(value, torch.Tensor):
+        dtype = _KJIT_DTYPES.get(value.dtype)
+        if dtype is None:
+            raise TypeError(f"a tensor of dtype {value.dtype}, which kjit kernels do not take")
+        return ArraySpec(tuple(value.shape), dtype)
+    return value
+
+
+# torch's checks of its own state, looked up once: an eager call makes each of them.
+_is_compiling = torch.compiler.is_compiling
+_functorch_active = torch._C._are_functorch_transforms_active
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_grad_enabled = torch.is_grad_enabled
+_stream_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # CUDA builds
+_Tensor = torch.Tensor
+
+
+class KernelOp:
+    """A kjit kernel registered as a torch operator (see ``kjit.torch.op``).
+
+    Call it with the kernel's inputs (tensors, and Python numbers for the inputs named in
+    ``scalars``), then the outputs it writes in place (``mutates``), positionally. It returns
+    its other outputs: one tensor, a tuple of them, or None.
+    """
+
+    def __init__(self, kernel: _kjit.Kernel, name: str, *, output_shapes: object,
+                 output_dtypes: object, grid: object, threadgroup: object,
+                 template: object = None, init_value: float | None = None,
+                 backward: GradFunction | KernelOp | None = None,
+                 scalars: Mapping[str, type] | None = None, mutates: Sequence[str] = ()):
+        prefix = f"[kjit.torch.op '{name}'] "
+        if not all(hasattr(kernel, a) for a in ("bind", "build", "input_names", "output_names")):
+            raise TypeError(f"{prefix}kernel: expected a kjit.Kernel (kjit.metal_kernel, "
+                            f"kjit.cuda_kernel), got {type(kernel).__name__}")
+        namespace, opname = _split_name(prefix, name)
+        self.kernel = kernel
+        self.name = name
+        self._prefix = prefix
+        self._input_names = list(kernel.input_names)
+        self._output_names = list(kernel.output_names)
+        self._scalars = _checked_scalars(prefix, scalars, self._input_names)
+        if len(self._scalars) == len(self._input_names):
+            raise ValueError(f"{prefix}scalars: every input is a scalar; an op needs a tensor "
+                             f"input, whose device it runs on")
+        self._mutated = _checked_mutates(prefix, mutates, self._output_names)
+        self._returned = [o for o in range(len(self._output_names)) if o not in self._mutated]
+        self._arity = len(self._input_names) + len(self._mutated)
+        self._single = len(self._output_names) == 1 and not self._mutated
+        self._settings = {"output_shapes": output_shapes, "output_dtypes": output_dtypes,
+                          "grid": grid, "threadgroup": threadgroup, "template": template}
+        self._init_value = init_value
+        self._launches: dict[Hashable, tuple[_kjit.BoundKernel, list[tuple[Any, torch.dtype]]]] = {}
+        # Settings that are values bind once, now, for every signature (and are checked now).
+        self._static = None
+        if not shape_functions.has_functions(self._settings):
+            self._static = self._launch_for([])
+        self._warned = False
+        if backward is not None and self._mutated:
+            raise ValueError(f"{prefix}backward: an op that writes outputs in place (mutates) "
+                             f"cannot have a backward; return those outputs instead")
+        self._backward = _checked_backward(prefix, backward, self._input_names,
+                                           [self._output_names[o] for o in self._returned])
+        if hasattr(getattr(torch.ops, namespace), opname):
+            raise ValueError(f"{prefix}name: torch already has an operator '{name}' (an op is "
+                             f"registered once per process; give this one another name)")
+        # torch.library's Library methods are untyped.
+        self._lib = torch.library.Library(namespace, "FRAGMENT")  # type: ignore[no-untyped-call]
+        self._lib.define(opname + self._schema())  # type: ignore[no-untyped-call]
+        self.overload: torch._ops.OpOverload = getattr(getattr(torch.ops, namespace),
+                                                       opname).default
+        for device in ("CPU", "CUDA"):
+            self._lib.impl(opname, self._run, device)  # type: ignore[no-untyped-call]
+        torch.library.register_fake(name, self._fake, lib=self._lib)
+        self._lib.impl(opname, self._autograd, "Autograd")  # type: ignore[no-untyped-call]
+        torch.library.register_vmap(name, self._vmap, lib=self._lib)
+
+    def __repr__(self) -> str:
+        return f"kjit.torch.KernelOp('{self.name}', kernel '{self.kernel.name}')"
+
+    def __call__(self, *args: Any) -> Any:
+        """Runs the op: straight to the kernel when nothing of torch's needs to see the call,
+        else through torch's dispatcher (autograd, torch.compile, export, vmap)."""
+        if len(args) != self._arity:
+            self._check_count(args)
+        # Straight to the kernel when no tracer, transform or mode is active, every tensor is a
+        # plain one, and autograd has nothing to record.
+        if not (_is_compiling() or _functorch_active() or _dispatch_modes() or _function_modes()):
+            grad, cuda = _grad_enabled(), False
+            for a in args:
+                if type(a) is _Tensor:
+                    if grad and a.requires_grad:
+                        break
+                    cuda = cuda or a.is_cuda
+                elif not isinstance(a, (bool, int, float)):
+                    break
+            else:
+                if self._mutated or (cuda and _stream_capturing and _stream_capturing()):
+                    return self._launch(args)
+                bound = self._static[0] if self._static else self._launch_for(args)[0]
+                made = bound(*args)
+                return made[0] if self._single else tuple(made)
+        if self._backward is not None and _functorch_active():
+            # torch.func's transforms differentiate an autograd.Function called here, not one
+            # called from the op's autograd kernel.
+            return _Differentiated.apply(self, *args)
+        return self.overload(*args)
+
+    def prepare(self, *args: Any) -> None:
+        """Resolves the settings for arguments like |args| and builds the kernel for their
+        device, every launch shape, so that a later call (inside CUDA graph capture, too)
+        compiles and loads nothing."""
+        self._check_count(args)
+        self._launch_for(args)
+        n_in = len(self._input_names)
+        specs = [_spec(a) for a in args[:n_in]]
+        values: dict[str, Any] = shape_functions.resolve(self._prefix, self._settings, specs)
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        self.kernel.build(
+            inputs=[(s.dtype, s.ndim) if isinstance(s, ArraySpec) else (_kjit.array(s).dtype, 0)
+                    for s in specs],
+            output_dtypes=values["output_dtypes"], template=values["template"],
+            target="cpu" if device.type == "cpu" else f"cuda:{device.index or 0}")
+
+    # The schema, e.g. "(Tensor x, float alpha, Tensor(a!) out) -> (Tensor, Tensor)".
+    def _schema(self) -> str:
+        params = [f"{_SCALAR_SCHEMA[self._scalars[n]]} {n}" if n in self._scalars
+                  else f"Tensor {n}" for n in self._input_names]
+        params += [f"Tensor({_alias(i)}!) {self._output_names[o]}"
+                   for i, o in enumerate(self._mutated)]
+        returns = ["Tensor"] * len(self._returned)
+        result = returns[0] if len(returns) == 1 else f"({', '.join(returns)})"
+        return f"({', '.join(params)}) -> {result}"
+
+    def _check_count(self, args: Sequence[object]) -> None:
+        expected = len(self._input_names) + len(self._mutated)
+        if len(args) != expected:
+            names = self._input_names + [self._output_names[o] for o in self._mutated]
+            raise TypeError(f"{self._prefix}takes {expected} argument(s) ({', '.join(names)}), "
+                            f"got {len(args)}")
+
+    def _launch_for(self, args: Sequence[object]
+                    ) -> tuple[_kjit.BoundKernel, list[tuple[Any, torch.dtype]]]:
+        """The bound kernel for arguments like |args|, with the shapes and dtypes of its
+        outputs, resolved and bound on the first call of their signature."""
+        if self._static:
+            return self._static
+        key = tuple([(a.shape, a.dtype) if isinstance(a, _Tensor) else (type(a), a)
+                     for a in args])
+        launch = self._launches.get(key)
+        if launch is None:
+            specs = [_spec(a) for a in args[:len(self._input_names)]]
+            values = shape_functions.resolve(self._prefix, self._settings, specs)
+            bound = self.kernel.bind(init_value=self._init_value, **values)  # type: ignore
+            outputs = [(tuple(s), _torch_dtype(d)) for s, d in
+                       zip(values["output_shapes"], values["output_dtypes"])]  # type: ignore
+            launch = self._launches[key] = (bound, outputs)
+        return launch
+
+    def _launch(self, args: Sequence[object]) -> Any:
+        """Runs the kernel on |args| with new outputs from torch's allocator (torch calls the
+        op, a CUDA graph captures, or outputs are written in place)."""
+        bound, outputs = self._launch_for(args)
+        n_in = len(self._input_names)
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        written = iter(args[n_in:])
+        made = [next(written) if o in self._mutated else
+                torch.empty(outputs[o][0], dtype=outputs[o][1], device=device)
+                for o in range(len(outputs))]
+        bound(*args[:n_in], *made)
+        returned = [made[o] for o in self._returned]
+        if not returned:
+            return None
+        return returned[0] if len(returned) == 1 else tuple(returned)
+
+    # torch's CPU and CUDA implementation.
+    def _run(self, *args: Any) -> Any:
+        return self._launch(args)
+
+    # The fake implementation: outputs of the right shapes and dtypes, nothing run.
+    def _fake(self, *args: Any) -> Any:
+        self._check_count(args)
+        specs = [_spec(a) for a in args[:len(self._input_names)]]
+        values = shape_functions.resolve(
+            self._prefix, {k: self._settings[k] for k in ("output_shapes", "output_dtypes")},
+            specs)
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        shapes: Any = values["output_shapes"]
+        dtypes: Any = values["output_dtypes"]
+        if len(shapes) != len(self._output_names) or len(dtypes) != len(self._output_names):
+            raise ValueError(f"{self._prefix}output_shapes and output_dtypes: expected "
+                             f"{len(self._output_names)} each (one per output), got "
+                             f"{len(shapes)} and {len(dtypes)}")
+        returned = [torch.empty(tuple(shapes[o]), dtype=_torch_dtype(dtypes[o]), device=device)
+                    for o in self._returned]
+        if not returned:
+            return None
+        return returned[0] if len(returned) == 1 else tuple(returned)
+
+    # torch's autograd kernel: through the backward when there is one, else the outputs do not
+    # require grad, and the first call that loses a gradient says so.
+    def _autograd(self, *args: Any) -> Any:
+        needs_grad = torch.is_grad_enabled() and [
+            n for n, a in zip(self._input_names, args)
+            if isinstance(a, torch.Tensor) and a.requires_grad]
+        if needs_grad and self._backward is not None:
+            return _Differentiated.apply(self, *args)
+        if needs_grad:
+            outer = _differentiating.get()
+            if outer is not None:
+                # Called by a backward that autograd records (create_graph): differentiating
+                # its result again fails. torch.func's transforms record every backward, and
+                # differentiate it only when nested: they see the outputs as constants.
+                if torch._C._are_functorch_transforms_active():
+                    with torch._C._AutoDispatchBelowADInplaceOrView():
+                        return self.overload(*args)
+                return _SecondBackwardRefused.apply(
+                    f"[kjit.torch.op '{outer}'] double backward: its backward calls "
+                    f"'{self.name}', which has no backward; give '{self.name}' a backward=, or "
+                    f"differentiate once (create_graph=False)", self, *args)
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"{self._prefix}called on tensors that require grad ({', '.join(needs_grad)})"
+                    f", but the op has no backward: its outputs do not require grad, and no "
+                    f"gradient reaches those inputs. Give kjit.torch.op a backward= to train "
+                    f"through it, or call it under torch.no_grad().", stacklevel=4)
+        with torch._C._AutoDispatchBelowADInplaceOrView():
+            return self.overload(*args)
+
+    def _save(self, ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        outputs = output if isinstance(output, tuple) else (output,)
+        ctx.kjit_scalars = [None if isinstance(a, torch.Tensor) else a for a in inputs]
+        ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs)
+
+    def _grad(self, ctx: Any, *grad_outputs: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        saved = iter(ctx.saved_tensors)
+        inputs = tuple(next(saved) if s is None else s for s in ctx.kjit_scalars)
+        outputs = tuple(saved)
+        assert self._backward is not None
+        token = _differentiating.set(self.name) if torch.is_grad_enabled() else None
+        try:
+            grads = self._backward(inputs, outputs, tuple(grad_outputs))
+        finally:
+            if token is not None:
+                _differentiating.reset(token)
+        return self._checked_grads(grads, inputs)
+
+    def _checked_grads(self, grads: object, inputs: tuple[Any, ...]
+                       ) -> tuple[torch.Tensor | None, ...]:
+        """|grads|, the backward's result, if it is one gradient (or None) per input of the
+        input's shape; a clear error otherwise."""
+        p = f"{self._prefix}backward: "
+        names = self._input_names
+        if not isinstance(grads, (tuple, list)):
+            raise TypeError(f"{p}expected a sequence of gradients, one per input "
+                            f"({', '.join(names)}), got {type(grads).__name__}")
+        if len(grads) != len(names):
+            raise ValueError(f"{p}returned {len(grads)} gradient(s) for {len(names)} input(s) "
+                             f"({', '.join(names)}); return one per input (None for an input "
+                             f"with no gradient)")
+        for n, g, x in zip(names, grads, inputs):
+            if g is None:
+                continue
+            if not isinstance(x, torch.Tensor):
+                raise ValueError(f"{p}the gradient for '{n}', a scalar input, must be None")
+            if not isinstance(g, torch.Tensor):
+                raise TypeError(f"{p}the gradient for '{n}' must be a tensor or None, got "
+                                f"{type(g).__name__}")
+            if g.shape != x.shape:
+                raise ValueError(f"{p}the gradient for '{n}' has shape {tuple(g.shape)}, but "
+                                 f"'{n}' has shape {tuple(x.shape)}")
+        return tuple(grads)
+
+    # vmap: the op once per slice of the batch, the results stacked.
+    def _vmap(self, info: Any, in_dims: tuple[Any, ...], *args: Any) -> Any:
+        if self._mutated:
+            raise RuntimeError(f"{self._prefix}vmap over an op that writes outputs in place "
+                               f"(mutates) is not supported; vmap an op that returns them")
+        per_slice = [self.overload(*[a.select(d, b) if d is not None else a
+                                     for a, d in zip(args, in_dims)])
+                     for b in range(info.batch_size)]
+        if len(self._returned) == 1:
+            return torch.stack(per_slice), 0
+        return (tuple(torch.stack([r[o] for r in per_slice]) for o in range(len(self._returned))),
+                tuple(0 for _ in self._returned))
+
+
+class _Differentiated(torch.autograd.Function):
+    """A KernelOp with a backward, for autograd (torch.func's transforms too): the op's forward
+    below autograd, its backward through KernelOp._grad."""
+
+    generate_vmap_rule = True  # vmap of the forward reaches the op's own rule
+
+    @staticmethod
+    def forward(op: KernelOp, *args: Any) -> Any:
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.overload(*args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        op = inputs[0]
+        ctx.kjit_op = op
+        op._save(ctx, inputs[1:], output)
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        return (None, *ctx.kjit_op._grad(ctx, *grad_outputs))
+
+
+class _SecondBackwardRefused(torch.autograd.Function):
+    """A KernelOp without a backward called by another op's recorded backward: its outputs
+    carry a backward that fails with the message it was given."""
+
+    @staticmethod
+    def forward(ctx: Any, message: str, op: KernelOp, *args: Any) -> Any:
+        ctx.kjit_message = message
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.overload(*args)
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise RuntimeError(ctx.kjit_message)
+
+
+def _alias(i: int) -> str:
+    """The schema's alias name for the |i|th written argument: a, b, ..., z, a1, b1, ..."""
+    return chr(ord("a") + i % 26) + (str(i // 26) if i >= 26 else "")
+
+
+def _split_name(prefix: str, name: object) -> tuple[str, str]:
+    """'mylib::op' as ('mylib', 'op'), checked."""
+    if not isinstance(name, str):
+        raise TypeError(f"{prefix}name: expected a str 'namespace::name', got "
+                        f"{type(name).__name__}")
+    namespace, sep, opname = name.partition("::")
+    if not sep or not namespace.isidentifier() or not opname.isidentifier() or \
+            keyword.iskeyword(opname) or namespace in ("aten", "prim", "prims"):
+        raise ValueError(f"{prefix}name: expected 'namespace::name' of two identifiers, the "
+                         f"namespace one of your own (not aten or prims), e.g. 'mylib::myexp'")
+    return namespace, opname
+
+
+def _checked_scalars(prefix: str, scalars: Mapping[str, type] | None,
+                     input_names: Sequence[str]) -> dict[str, type]:
+    if scalars is None:
+        return {}
+    if not isinstance(scalars, Mapping):
+        raise TypeError(f"{prefix}scalars: expected a dict of input name to int, float or bool")
+    for n, t in scalars.items():
+        if n not in input_names:
+            raise ValueError(f"{prefix}scalars: '{n}' is not an input of the kernel (inputs: "
+                             f"{', '.join(input_names)})")
+        if t not in _SCALAR_SCHEMA:
+            raise TypeError(f"{prefix}scalars['{n}']: expected int, float or bool, got {t!r}")
+    return dict(scalars)
+
+
+def _checked_mutates(prefix: str, mutates: Sequence[str], output_names: Sequence[str]
+                     ) -> list[int]:
+    if isinstance(mutates, str) or not isinstance(mutates, (list, tuple)):
+        raise TypeError(f"{prefix}mutates: expected a list of output names")
+    indices = []
+    for n in mutates:
+        if n not in output_names:
+            raise ValueError(f"{prefix}mutates: '{n}' is not an output of the kernel (outputs: "
+                             f"{', '.join(output_names)})")
+        indices.append(list(output_names).index(n))
+    return sorted(set(indices))
+
+
+def _checked_backward(prefix: str, backward: object, input_names: Sequence[str],
+                      output_names: Sequence[str]) -> GradFunction | None:
+    """The backward as a function of (inputs, outputs, grad_outputs): |backward| itself, or for
+    a KernelOp one that passes it its arguments by name."""
+    if backward is None:
+        return None
+    if isinstance(backward, KernelOp):
+        return _by_name(prefix, backward, input_names, output_names)
+    if not callable(backward):
+        raise TypeError(f"{prefix}backward: expected a KernelOp or a function (inputs, "
+                        f"outputs, grad_outputs) -> grad_inputs, got {type(backward).__name__}")
+    return backward
+
+
+def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
+             output_names: Sequence[str]) -> GradFunction:
+    """A KernelOp as a backward: its inputs are named after the forward's inputs, outputs or
+    'grad_<output>', its returned outputs 'grad_<input>'."""
+    sources: list[tuple[int, int]] = []  # (0 inputs, 1 outputs, 2 grad_outputs; index)
+    for n in backward._input_names:
+        if n in input_names:
+            sources.append((0, list(input_names).index(n)))
+        elif n in output_names:
+            sources.append((1, list(output_names).index(n)))
+        elif n.startswith("grad_") and n[5:] in output_names:
+            sources.append((2, list(output_names).index(n[5:])))
+        else:
+            raise ValueError(
+                f"{prefix}backward: input '{n}' of '{backward.name}' names nothing of the "
+                f"forward: name its inputs after the forward's inputs ({', '.join(input_names)}),"
+                f" outputs ({', '.join(output_names)}) or gradients (grad_<output>)")
+    targets = []
+    for o in backward._returned:
+        n = backward._output_names[o]
+        if not (n.startswith("grad_") and n[5:] in input_names):
+            raise ValueError(f"{prefix}backward: output '{n}' of '{backward.name}' is not "
+                             f"named grad_<input> (inputs: {', '.join(input_names)})")
+        targets.append(list(input_names).index(n[5:]))
+
+    def run(inputs: tuple[Any, ...], outputs: tuple[torch.Tensor, ...],
+            grad_outputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor | None]:
+        groups = (inputs, outputs, grad_outputs)
+        made = backward(*[groups[g][i].contiguous() if g else groups[g][i] for g, i in sources])
+        made = made if isinstance(made, tuple) else (made,)
+        grads: list[torch.Tensor | None] = [None] * len(input_names)
+        for i, g in zip(targets, made):
+            grads[i] = g
+        return grads
+
+    return run
+
+
+def op(kernel: _kjit.Kernel, name: str, *, output_shapes: object, output_dtypes: object,
+       grid: object, threadgroup: object, template: object = None,
+       init_value: float | None = None, backward: GradFunction | KernelOp | None = None,
+       scalars: Mapping[str, type] | None = None, mutates: Sequence[str] = ()) -> KernelOp:
+    """Registers |kernel| as the torch operator |name| ('namespace::name') and returns it.
+
+    The settings are a call's (``output_shapes``, ``output_dtypes``, ``grid``,
+    ``threadgroup``, ``template``, ``init_value``); each may be a function of the inputs, called
+    with an ``ArraySpec`` (shape, dtype) per tensor input and the value of each scalar input,
+    once per signature: torch's fake tensors get their outputs from the shape functions.
+
+    backward: how gradients reach the inputs. A function ``(inputs, outputs, grad_outputs) ->
+    grad_inputs`` (one tensor or None per input; it may call kjit ops), or a KernelOp whose
+    inputs are named after the forward's inputs, outputs and ``grad_<output>`` and whose outputs
+    are ``grad_<input>``. Without one, the outputs do not require grad, and the first call on
+    tensors that do warns.
+
+    scalars: inputs passed as Python numbers, by name, with their type (int, float or bool).
+    mutates: outputs the op takes as arguments after the inputs and writes in place (torch's
+    mutated arguments) rather than returning them.
+    """
+    return KernelOp(kernel, name, output_shapes=output_shapes, output_dtypes=output_dtypes,
+                    grid=grid, threadgroup=threadgroup, template=template,
+                    init_value=init_value, backward=backward, scalars=scalars, mutates=mutates)
