@@ -10,9 +10,12 @@ measured side by side in one run.
      torch.exp, CuPy RawKernel with
      the same body, and Triton; and the same calls with torch tensors read and made through
      DLPack instead of kjit._torch;
-  2. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
+  2. the kernel as a torch operator (kjit.torch.op) called eagerly and through torch's
+     dispatcher, against the torch.library.custom_op recipe around a bound call; and a loop of
+     100 small ops eagerly, under torch.compile(mode="reduce-overhead") and captured by hand;
+  3. the seed myexp body on 2^28 float32: bandwidth against the same body as a CuPy RawKernel and
      the device copy ceiling;
-  3. cold compile of myexp (with NVRTC loaded first, as importing CuPy loads it, and with kjit
+  4. cold compile of myexp (with NVRTC loaded first, as importing CuPy loads it, and with kjit
      loading it in the call) and load from the disk cache in a fresh process (the first call),
      against CuPy.
 Usage: PYTHONPATH=build/python python bench/gpu.py [--floor path/to/launch_floor]
@@ -32,6 +35,7 @@ import numpy as np
 import torch
 
 import kjit
+import kjit.torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -147,6 +151,50 @@ print(json.dumps({"build": t1 - t0}))
 """
 
 
+CHAIN_LENGTH = 100
+AFFINE = "uint i = thread_position_in_grid.x; if (i < inp_shape[0]) out[i] = inp[i] * 0.5f + 1.0f;"
+
+
+def reduce_overhead_rows() -> list[tuple[str, str, str]]:
+    """A loop of CHAIN_LENGTH small kjit ops: eager, under torch.compile(mode="reduce-overhead")
+    (replayed as a CUDA graph), and captured by hand in a CUDA graph; us per kernel."""
+    k = kjit.metal_kernel(name="affine", input_names=["inp"], output_names=["out"], source=AFFINE)
+    op = kjit.torch.op(k, "kjit_bench::affine", grid=(1024, 1, 1), threadgroup=(256, 1, 1),
+                       output_shapes=lambda t: [t.shape], output_dtypes=lambda t: [t.dtype])
+
+    def chain(t: torch.Tensor) -> torch.Tensor:
+        for _ in range(CHAIN_LENGTH):
+            t = op(t)
+        return t
+
+    x = torch.randn(1024, device="cuda")
+    expected = x.clone()
+    for _ in range(CHAIN_LENGTH):
+        expected = expected * 0.5 + 1
+    compiled = torch.compile(chain, mode="reduce-overhead", fullgraph=True)
+    for _ in range(3):  # compiled, then recorded as a graph
+        got = compiled(x)
+    assert torch.allclose(got, expected, rtol=1e-5), "reduce-overhead result"
+    assert torch.allclose(chain(x), expected, rtol=1e-5), "eager result"
+    static_in = x.clone()
+    chain(static_in)  # warm-up before capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = chain(static_in)
+    graph.replay()
+    assert torch.allclose(static_out, expected, rtol=1e-5), "captured result"
+    eager, reduced, captured = per_call_us(
+        [(lambda: chain(x), 200), (lambda: compiled(x), 200), (graph.replay, 200)], warmup=5)
+    per = [t / CHAIN_LENGTH for t in (eager, reduced, captured)]
+    return [
+        (f"{CHAIN_LENGTH} kjit ops, eager", f"{per[0]:.2f} us/kernel", "1.00"),
+        (f"{CHAIN_LENGTH} kjit ops, reduce-overhead", f"{per[1]:.2f} us/kernel",
+         f"{per[1] / per[0]:.2f} of eager"),
+        (f"{CHAIN_LENGTH} kjit ops, torch.cuda.graph replay", f"{per[2]:.2f} us/kernel",
+         f"{per[2] / per[0]:.2f} of eager"),
+    ]
+
+
 def main() -> None:
     warnings.simplefilter("ignore", DeprecationWarning)  # CuPy's ExternalStream
     floor_path = sys.argv[sys.argv.index("--floor") + 1] if "--floor" in sys.argv else None
@@ -204,6 +252,30 @@ def main() -> None:
                                       threadgroup=(16, 1, 1), output_shapes=[(16,)],
                                       output_dtypes=[f32], outputs=[out])
 
+    # The kernel as a torch operator (kjit.torch.op): called eagerly, through torch's dispatcher
+    # (as torch.compile's graphs call it), and the recipe users write by hand around a bound
+    # call (torch.library.custom_op with a fake).
+    op = kjit.torch.op(k, "kjit_bench::myexp", template=[("T", f32)], grid=(16, 1, 1),
+                       threadgroup=(16, 1, 1), output_shapes=[(16,)], output_dtypes=[f32])
+
+    shaped = kjit.torch.op(k, "kjit_bench::myexp_shaped", template=[("T", f32)],
+                           grid=lambda t: (t.size, 1, 1), threadgroup=(16, 1, 1),
+                           output_shapes=lambda t: [t.shape], output_dtypes=lambda t: [t.dtype])
+
+    @torch.library.custom_op("kjit_bench::myexp_recipe", mutates_args=())
+    def recipe(t: torch.Tensor) -> torch.Tensor:
+        result = torch.empty_like(t)
+        bound(t, result)
+        return result
+
+    @recipe.register_fake
+    def _(t: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(t)
+
+    assert torch.allclose(op(x), torch.exp(x), rtol=1e-6)
+    assert torch.allclose(op.overload(x), torch.exp(x), rtol=1e-6)
+    assert torch.allclose(shaped(x), torch.exp(x), rtol=1e-6)
+    assert torch.allclose(recipe(x), torch.exp(x), rtol=1e-6)
     (y,) = kjit_new_output()
     torch.cuda.synchronize()
     assert torch.allclose(y, torch.exp(x), rtol=1e-6)
@@ -218,6 +290,10 @@ def main() -> None:
         ("kjit, torch in/out, outputs=", kjit_outputs, 20000),
         ("kjit bound, torch in/out, new output", kjit_bound_new_output, 20000),
         ("kjit bound, torch in/out, outputs", kjit_bound_outputs, 20000),
+        ("kjit.torch.op, eager (new output)", lambda: op(x), 20000),
+        ("kjit.torch.op with shape functions, eager", lambda: shaped(x), 20000),
+        ("kjit.torch.op through torch's dispatcher", lambda: op.overload(x), 20000),
+        ("custom_op recipe around the bound call", lambda: recipe(x), 20000),
         ("Python floor: a C function that launches, no arguments", python_floor_bare, 20000),
         ("Python floor: the same, kjit's call's arguments", python_floor_call_form, 20000),
         ("Python floor: two torch tensors read, torch's stream", python_floor_torch, 20000),
@@ -309,6 +385,7 @@ def main() -> None:
         ("kjit, torch in/out, new output", kjit_new_output),
         ("kjit bound, torch in/out, outputs", kjit_bound_outputs),
         ("kjit bound, torch in/out, new output", kjit_bound_new_output),
+        ("kjit.torch.op, eager (new output)", lambda: op(x)),
     ]
     # Where the Python call's host time goes: the same call with the stream given as a handle
     # (no query of torch's current stream), then also with kjit.Arrays over the same memory (no
@@ -337,6 +414,8 @@ def main() -> None:
         t = dlpack[what]
         rows.append((f"kjit, torch via DLPack, {what}", f"{t:.2f} us",
                      f"{t / floor['floor_us']:.2f} (separate process)"))
+
+    rows += reduce_overhead_rows()
 
     # Bandwidth on 2^28 float32.
     n = 1 << 28
