@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
+#include <memory>
 
 #include "arguments.h"
 #include "call_memo.h"
@@ -34,6 +35,8 @@ struct PyKernel {
   vectorcallfunc vectorcall = kernel_vectorcall;
   Kernel kernel;
   CallMemo memo;
+  // Shared with the kernel's bound kernels, which may outlive this object.
+  std::shared_ptr<GradWarning> grad_warning = std::make_shared<GradWarning>();
 };
 
 // A new Python object of a type whose C++ object starts with its vectorcall slot. nanobind
@@ -262,13 +265,14 @@ std::optional<double> to_init_value(const Param& t, nb::handle init_value) {
   return v;
 }
 
-// One run of kernel |k| from Python on |inputs|, writing |outputs| when given: the arrays read,
-// the work ordered after what the inputs' framework has queued (unless a stream is given), and
-// the outputs returned as the arrays of |library| (outputs_framework of |inputs|). |run|
-// launches (without the GIL).
+// One run of kernel |k| from Python on |inputs|, writing |outputs| when given: the arrays read
+// (an input whose gradient is lost issuing |grad_warning|), the work ordered after what the
+// inputs' framework has queued (unless a stream is given), and the outputs returned as the
+// arrays of |library| (outputs_framework of |inputs|). |run| launches (without the GIL).
 template <class Run>
-nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldItems* outputs,
-                           const FrameworkAdapter& library, const CallPlace& place, Run run) {
+nb::object run_from_python(const Kernel& k, GradWarning& grad_warning, const HeldItems& inputs,
+                           const HeldItems* outputs, const FrameworkAdapter& library,
+                           const CallPlace& place, Run run) {
   const Param t = Param::of_kernel(k);
   const Param input_param = t / "inputs";
   LaunchOptions options;
@@ -286,8 +290,9 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
   arrays.reserve(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     const std::string* name = i < k.input_names().size() ? &k.input_names()[i] : nullptr;
-    arrays.push_back(
-        to_array(inputs[i], {.param = input_param.at(i, name), .dlpack_stream = dlpack_stream}));
+    arrays.push_back(to_array(inputs[i], {.param = input_param.at(i, name),
+                                          .dlpack_stream = dlpack_stream,
+                                          .grad_warning = &grad_warning}));
   }
   if (outputs) {
     options.outputs = convert_items(*outputs, t / "outputs", [](nb::handle o, const Param& p) {
@@ -326,7 +331,8 @@ nb::object run_from_python(const Kernel& k, const HeldItems& inputs, const HeldI
 // A keyword call whose settings are its kernel's last keyword call's, run as a bound call runs
 // on the recorded path (its arrays read straight from their library); nothing, having done
 // nothing, when it cannot be. |library| is the one whose arrays the call returns.
-std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSettings& settings,
+std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const GradWarning& grad_warning,
+                                                  const CallSettings& settings,
                                                   const CallPlace& place, const HeldItems& inputs,
                                                   const HeldItems* outputs,
                                                   const FrameworkAdapter& library) {
@@ -342,7 +348,8 @@ std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const CallSet
   // Shared with this call while it runs without the GIL, whatever other calls do.
   const std::shared_ptr<const CallRecord> record = CallRecord::of_keyword_call(k, settings);
   if (!record) return std::nullopt;
-  const BoundCall call{*record, place, n_in, n_out, args, n_in + (outputs ? n_out : 0)};
+  const size_t n = n_in + (outputs ? n_out : 0);
+  const BoundCall call{*record, place, n_in, n_out, args, n, grad_warning};
   if (!may_run_as_recorded(call)) return std::nullopt;
   return library.call_recorded(call);
 }
@@ -408,27 +415,29 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
   }
   const CallSettings settings{*shapes, *dtypes, *g, *tg, *targs, init, place.verbose};
   const FrameworkAdapter& library = outputs_framework(input_items);
-  if (std::optional<nb::object> out = run_keyword_as_recorded(
-          k, settings, place, input_items, output_items ? &*output_items : nullptr, library)) {
+  if (std::optional<nb::object> out =
+          run_keyword_as_recorded(k, *py.grad_warning, settings, place, input_items,
+                                  output_items ? &*output_items : nullptr, library)) {
     return *std::move(out);
   }
-  return run_from_python(k, input_items, output_items ? &*output_items : nullptr, library, place,
-                         [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
-                           return k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, place.verbose,
-                                    options);
-                         });
+  return run_from_python(
+      k, *py.grad_warning, input_items, output_items ? &*output_items : nullptr, library, place,
+      [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
+        return k(arrays, *shapes, *dtypes, *g, *tg, *targs, init, place.verbose, options);
+      });
 }
 
 // A bound kernel's Python object (Kernel.bind): calls pass the arrays alone. It keeps the
 // stream object it was given, whose handle its calls use (a CuPy stream destroys its handle
 // when it goes).
 struct PyBoundKernel {
-  PyBoundKernel(BoundKernel b, CallPlace p, nb::object stream)
+  PyBoundKernel(BoundKernel b, CallPlace p, nb::object stream, std::shared_ptr<GradWarning> warning)
       : n_inputs(b.kernel().input_names().size()),
         n_outputs(b.kernel().output_names().size()),
         bound(std::move(b)),
         place(std::move(p)),
-        stream_object(std::move(stream)) {}
+        stream_object(std::move(stream)),
+        grad_warning(std::move(warning)) {}
   vectorcallfunc vectorcall = bound_vectorcall;
   // The kernel's counts of inputs and outputs, which a call reads first, on the object's first
   // cache line.
@@ -436,11 +445,13 @@ struct PyBoundKernel {
   BoundKernel bound;
   CallPlace place;
   nb::object stream_object;
+  std::shared_ptr<GradWarning> grad_warning;  // its kernel's
 };
 
 // A bound call's arguments: the inputs, then optionally the outputs to write.
 nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) {
-  const BoundCall recorded{CallRecord::of(py.bound), py.place, py.n_inputs, py.n_outputs, args, n};
+  const BoundCall recorded{CallRecord::of(py.bound), py.place, py.n_inputs, py.n_outputs, args, n,
+                           *py.grad_warning};
   if (may_run_as_recorded(recorded)) {
     const FrameworkAdapter& library = framework_of(args[0]);
     if (library.call_recorded) {
@@ -463,8 +474,8 @@ nb::object call_bound(const PyBoundKernel& py, PyObject* const* args, size_t n) 
   const HeldItems inputs(args, n_in);
   std::optional<HeldItems> outputs;
   if (n > n_in) outputs.emplace(args + n_in, n_out);
-  return run_from_python(k, inputs, outputs ? &*outputs : nullptr, outputs_framework(inputs),
-                         py.place,
+  return run_from_python(k, *py.grad_warning, inputs, outputs ? &*outputs : nullptr,
+                         outputs_framework(inputs), py.place,
                          [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
                            return py.bound(arrays, options);
                          });
@@ -732,7 +743,8 @@ void init_kernel(nb::module_& m) {
         CallPlace place = to_call_place(t, stream, device, verbose);
         BoundKernel b = k.bind(std::move(shapes), std::move(dtypes), g, tg, std::move(targs), init,
                                place.verbose);
-        return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream)));
+        return as_python(
+            PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream), py.grad_warning));
       },
       nb::sig(bind_signature().python()),
       "The kernel with every argument of a call but its arrays fixed, and checked now (all but "

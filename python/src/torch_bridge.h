@@ -15,7 +15,7 @@
 namespace kjit::python {
 
 /// Changes whenever TorchBridge or TorchTensorView change.
-inline constexpr uint32_t kTorchBridgeAbi = 3;
+inline constexpr uint32_t kTorchBridgeAbi = 4;
 
 /// Whether a kernel may write a tensor in place now, and if not, why: torch's own rules, and
 /// autograd's, which would not see a kernel's write.
@@ -38,6 +38,10 @@ struct TorchTensorView {
   bool cuda = false;  // else host memory
   int device_index = 0;
   TorchWrite write = TorchWrite::Allowed;  // filled when read for writing
+  /// Filled when read as an input: whether autograd tracks the tensor now (it requires grad,
+  /// grad mode is on, and the call is not made below autograd, inside an operator's own
+  /// implementation). A kernel's outputs carry no gradient back to it.
+  bool needs_grad = false;
 };
 
 struct TorchBridge {

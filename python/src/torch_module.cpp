@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
@@ -36,6 +37,14 @@ std::optional<Dtype> to_kjit(c10::ScalarType t) {
   return std::nullopt;
 }
 
+// Whether autograd records the operations called now: grad mode is on, and the call is not made
+// below autograd (an operator's CPU or CUDA implementation, which torch runs with autograd's
+// functionality excluded; its own autograd kernel handles the gradients).
+bool autograd_sees_calls() {
+  return c10::GradMode::is_enabled() &&
+         !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutogradFunctionality);
+}
+
 bool read(PyObject* obj, bool writable, TorchTensorView* view) {
   try {
     if (!THPVariable_Check(obj)) return false;
@@ -54,6 +63,7 @@ bool read(PyObject* obj, bool writable, TorchTensorView* view) {
                                                                           : TorchWrite::InGraph;
       if (view->write != TorchWrite::Allowed) return true;  // not copied for a write refused
     }
+    view->needs_grad = !writable && t.requires_grad() && autograd_sees_calls();
     view->data = writable ? t.mutable_data_ptr() : const_cast<void*>(t.const_data_ptr());
     view->ndim = static_cast<int>(t.dim());
     std::memcpy(view->shape, t.sizes().data(), sizeof(int64_t) * t.dim());

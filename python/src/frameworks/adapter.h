@@ -22,6 +22,14 @@ namespace nb = nanobind;
 
 struct CallPlace;
 
+/// Whether a kernel has warned that an input's gradient is lost: a library's autograd tracks
+/// the array (a torch tensor that requires grad), but not the kernel's call, so no gradient
+/// reaches the array through the outputs. Issued once per kjit.Kernel, which shares it with its
+/// bound kernels. Read and written with the GIL held.
+struct GradWarning {
+  bool issued = false;
+};
+
 /// How one object is read as an Array.
 struct ReadRequest {
   const Param& param;  // named in errors
@@ -36,6 +44,9 @@ struct ReadRequest {
   /// before its arrays are read, for libraries that can export an array ready for work queued
   /// there instead of waiting until it is ready; 0 when not known yet.
   uintptr_t dlpack_stream = 0;
+  /// An input's: the kernel's GradWarning, which a library with autograd issues when autograd
+  /// tracks the array now. nullptr for outputs.
+  GradWarning* grad_warning = nullptr;
 };
 
 /// What must happen after a launch for a library's arrays to be ready for its next operations.
@@ -52,6 +63,9 @@ struct BoundCall {
   size_t n_inputs, n_outputs;
   PyObject* const* args;  // the inputs, then optionally the outputs to write
   size_t n;
+  /// The kernel's: a library with autograd leaves a call on an array autograd tracks to the
+  /// general path, which warns, until it is issued.
+  const GradWarning& grad_warning;
 };
 
 /// One array library. Plain data and function pointers: framework_of finds an object's adapter

@@ -122,6 +122,40 @@ void check_torch_write(TorchWrite write, const Param& param) {
   throw ValueError(param.str() + ": " + why);
 }
 
+// Whether autograd tracks |tensor| now, as kjit._torch's read says in needs_grad, asked through
+// torch's Python API (where kjit._torch does not serve). A tensor that does not require grad,
+// the common case, costs one attribute read.
+bool needs_grad(nb::handle tensor, const Param& param) {
+  static PyObject* const kRequiresGrad = PyUnicode_InternFromString("requires_grad");
+  nb::object requires_grad = nb::steal(PyObject_GetAttr(tensor.ptr(), kRequiresGrad));
+  if (!requires_grad.is_valid()) {
+    nb::python_error error;
+    throw TypeError(param.str() + ": this tensor cannot be read (" + error.what() + ")");
+  }
+  if (requires_grad.ptr() != Py_True) return false;
+  // Below autograd (inside an operator's own implementation) torch excludes autograd's
+  // functionality, and that operator's autograd handles the gradients.
+  nb::module_ torch = nb::module_::import_("torch");
+  nb::object c = torch.attr("_C");
+  return nb::cast<bool>(torch.attr("is_grad_enabled")()) &&
+         !nb::cast<bool>(c.attr("_dispatch_tls_is_dispatch_key_excluded")(
+             c.attr("DispatchKey").attr("AutogradFunctionality")));
+}
+
+// Warns, once per kernel, that input |param|, which autograd tracks, gets no gradient through
+// the call: the outputs a kernel makes or writes do not require grad. A warning filter that
+// turns it into an error fails the call, and the next call warns again.
+void warn_of_lost_gradient(GradWarning& warning, const Param& param) {
+  const std::string message =
+      param.str() +
+      " requires grad, but autograd does not see a kernel's call: no gradient reaches it "
+      "through the outputs, which do not require grad. Wrap the kernel with "
+      "kjit.torch.op(kernel, ..., backward=...) to train through it, or call it under "
+      "torch.no_grad()/on detached tensors to silence this";
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) throw nb::python_error();
+  warning.issued = true;
+}
+
 // The memory kjit._torch read into |view|, as a launch reads it, valid while |view| is.
 ArrayRef ref_of(const TorchTensorView& view) {
   return {.data = view.data,
@@ -144,16 +178,19 @@ Array from_torch_view(const TorchTensorView& view, std::shared_ptr<void> owner) 
 // A torch.Tensor, read by kjit._torch where it serves, else described by torch._C._to_dlpack:
 // one call into torch's C++ (the tensor's Python __dlpack__ costs several microseconds, its
 // accessors a call each for the dtype, device, shape, strides and address).
-Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner,
-                 bool writable) {
+// |grad_warning| (an input's, nullptr once issued) is issued when autograd tracks the tensor.
+Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> owner, bool writable,
+                 GradWarning* grad_warning) {
   if (const TorchBridge* bridge = torch_bridge()) {
     TorchTensorView v;
     if (bridge->read(tensor.ptr(), writable, &v)) {
       check_torch_write(v.write, param);
+      if (grad_warning && v.needs_grad) warn_of_lost_gradient(*grad_warning, param);
       return from_torch_view(v, std::move(owner));
     }
   }
   if (writable) check_torch_write(torch_write(tensor), param);
+  if (grad_warning && needs_grad(tensor, param)) warn_of_lost_gradient(*grad_warning, param);
   static const nb::object& to_dlpack = *new nb::object(attr_or_invalid("torch._C", "_to_dlpack"));
   static PyObject* const kIsNeg = PyUnicode_InternFromString("is_neg");
   nb::object capsule;
@@ -181,14 +218,17 @@ Array from_torch(nb::handle tensor, const Param& param, std::shared_ptr<void> ow
                        "(resolve_conj(), resolve_neg())");
     }
     nb::object resolved = tensor.attr("resolve_conj")().attr("resolve_neg")();
-    return from_torch(resolved, param, python_owner(resolved), false);
+    return from_torch(resolved, param, python_owner(resolved), false, nullptr);
   }
   return from_ndarray(nd, std::nullopt, param);
 }
 
 Array read_array(nb::handle obj, const ReadRequest& request) {
+  GradWarning* grad_warning =
+      request.grad_warning && !request.grad_warning->issued ? request.grad_warning : nullptr;
   return from_torch(obj, request.param,
-                    request.keep_alive ? python_owner(nb::borrow(obj)) : nullptr, request.writable);
+                    request.keep_alive ? python_owner(nb::borrow(obj)) : nullptr, request.writable,
+                    grad_warning);
 }
 
 nb::object from_array(const Array& array) {
@@ -233,12 +273,14 @@ uintptr_t current_stream(int device) {
 struct TorchTensors {
   using View = TorchTensorView;
   const TorchBridge* bridge;
+  bool grad_warned;  // the kernel's GradWarning was issued
 
   // Tensors only, as the general path reads them (a tensor subclass of another library is
-  // another library's), and outputs torch lets be written now.
+  // another library's), outputs torch lets be written now, and inputs autograd tracks once the
+  // general path has warned of one.
   bool read(PyObject* obj, bool output, View& view) const {
     return &framework_of(obj) == &kTorchAdapter && bridge->read(obj, output, &view) &&
-           (!output || view.write == TorchWrite::Allowed);
+           (output ? view.write == TorchWrite::Allowed : !view.needs_grad || grad_warned);
   }
   static ArrayRef ref_of(const View& view) { return python::ref_of(view); }
   uintptr_t current_stream(int device) const { return python::current_stream(device); }
@@ -260,7 +302,7 @@ std::optional<nb::object> call_recorded(const BoundCall& call) {
   // imports torch itself.
   const TorchBridge* bridge = torch_bridge();
   if (!bridge) return std::nullopt;
-  return run_as_recorded(call, TorchTensors{bridge});
+  return run_as_recorded(call, TorchTensors{bridge, call.grad_warning.issued});
 }
 
 }  // namespace
