@@ -76,6 +76,16 @@ DeviceState& state(int device) {
 CUstream as_stream(uintptr_t s) { return reinterpret_cast<CUstream>(s); }
 CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 
+// Whether |stream| is capturing a CUDA graph, which bakes in every address and launch queued on
+// it: kjit then neither builds, waits for the host nor lends memory on it. A stream that cannot
+// tell (the legacy stream while another stream captures) counts as not capturing: what comes
+// next on it fails with the driver's own error.
+bool capturing(uintptr_t stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return driver().cuStreamIsCapturing(as_stream(stream), &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // What identifies a stream to the block cache: its handle, except that the legacy stream has
 // two (0 and CU_STREAM_LEGACY) and the per-thread default stream (CU_STREAM_PER_THREAD) is a
 // different stream on each thread. Each thread's gets a number no other thread is given, even
@@ -206,6 +216,12 @@ void drain(int device) noexcept {
 }  // namespace
 
 Lease lease(int device, size_t bytes, uintptr_t stream) {
+  if (capturing(stream)) {
+    throw LaunchError(
+        "a stream that captures a CUDA graph cannot take memory from kjit's pool (the graph would "
+        "keep the address after kjit lends it again): pass outputs= (e.g. torch.empty tensors), "
+        "and inputs already on the GPU as the kernel reads them, so that the call needs none");
+  }
   const size_t size = BlockCache::block_size(bytes);
   const uintptr_t key = stream_key(stream);
   BlockCache::Lent lent = block_cache().take(device, key, size);
@@ -282,6 +298,12 @@ void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream
           bool from_host) {
   if (bytes == 0) return;
   const ContextScope context(device);
+  if ((to_host || from_host) && capturing(stream)) {
+    throw LaunchError(
+        "a stream that captures a CUDA graph cannot copy between the host and the GPU (kjit waits "
+        "for such a copy, which a capture cannot do): pass arrays already on the GPU, and 0-d "
+        "inputs as host values");
+  }
   if (to_host) {
     KJIT_CU(cuMemcpyDtoHAsync_v2, dst, as_ptr(src), bytes, as_stream(stream));
     KJIT_CU(cuStreamSynchronize, as_stream(stream));
@@ -332,6 +354,10 @@ void fill(void* dst, const void* value, size_t item_size, size_t count, int devi
 
 void synchronize(int device, uintptr_t stream) {
   const ContextScope context(device);
+  if (capturing(stream)) {
+    throw LaunchError(
+        "a stream that captures a CUDA graph cannot be waited for: wait after the capture ends");
+  }
   KJIT_CU(cuStreamSynchronize, as_stream(stream));
 }
 
