@@ -27,6 +27,8 @@ struct LaunchLayout {
   std::span<const ArrayRef> inputs;  // on the device, as the kernel sees them
   std::span<const ArrayRef> outputs;
   LaunchDims dims;
+  /// The stream the launch will run on; a GPU refuses to build or load while it captures.
+  uintptr_t stream = 0;
 };
 
 /// A launch with its entry point found and its parameters packed. Safe to run from several

@@ -218,7 +218,7 @@ std::unique_ptr<const PreparedLaunch> dispatch(const KernelSpec& spec, const Res
                                                std::span<const ArrayRef> outputs, uintptr_t stream,
                                                bool fresh_outputs) {
   std::unique_ptr<const PreparedLaunch> launch =
-      call.plan->program->prepare({inputs, outputs, call.dims});
+      call.plan->program->prepare({inputs, outputs, call.dims, stream});
   run_launch(spec, *launch, inputs, outputs, stream, fresh_outputs);
   return launch;
 }

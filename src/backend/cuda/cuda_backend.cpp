@@ -432,10 +432,18 @@ std::shared_ptr<const Module> module_for(const KernelSpec& spec, const codegen::
 }  // namespace
 
 EntryPoint EntryPoints::get(const KernelSpec& spec, const codegen::GeneratedSource& source,
-                            int device, unsigned index) {
+                            int device, unsigned index, uintptr_t stream) {
   if (CUfunction f = functions_[index].load(std::memory_order_acquire)) return {f, modules_[index]};
   std::lock_guard lock(mutex_);
   if (CUfunction f = functions_[index].load(std::memory_order_relaxed)) return {f, modules_[index]};
+  // Compiling or loading a module waits for the host, and a module that the memory cache lets go
+  // for this one is unloaded after the whole device finishes: neither can be captured.
+  if (capturing(stream)) {
+    throw LaunchError(prefix(spec) + "kernel '" + spec.name +
+                      "' is not built for this launch yet, and a stream that captures a CUDA "
+                      "graph cannot compile or load it: run the call once before capture "
+                      "(warm-up), or build it first (kernel.build(..., target='cuda'))");
+  }
   // A module with every entry point, built ahead of time, serves all launches; otherwise this
   // one is built alone.
   std::shared_ptr<const Module> module =
@@ -520,7 +528,7 @@ PreparedLaunch::PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec
   bool full = true;
   for (int d = 0; d < 3; ++d) full = full && a.dims.grid[d] % a.dims.group[d] == 0;
   EntryPoint entry =
-      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
+      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full), a.stream);
   function_ = entry.function;
   module_ = std::move(entry.module);
   kjit_cuda_launch record = {};
@@ -648,7 +656,7 @@ class CudaProgram final : public Program {
     return std::make_unique<const PreparedLaunch>(
         entry_points_, *spec_,
         LaunchArgs{*source_, layout.inputs, layout.outputs, layout.dims, spec_->shared_memory,
-                   device_});
+                   device_, layout.stream});
   }
   void build_all() const override { entry_points_.build_all(*spec_, *source_, device_); }
 

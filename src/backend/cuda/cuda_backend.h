@@ -108,9 +108,10 @@ struct EntryPoint {
 /// built (compiled, or found in the memory or disk cache) when a launch first needs it.
 class EntryPoints {
  public:
-  /// Entry point |index| of |source|'s kernel, on |device|.
+  /// Entry point |index| of |source|'s kernel, on |device|, for a launch on |stream|. One not
+  /// built yet is refused (LaunchError) while |stream| captures a CUDA graph.
   EntryPoint get(const KernelSpec& spec, const codegen::GeneratedSource& source, int device,
-                 unsigned index);
+                 unsigned index, uintptr_t stream);
   /// Builds every entry point, as one module (ahead-of-time compilation).
   void build_all(const KernelSpec& spec, const codegen::GeneratedSource& source, int device);
 
@@ -134,6 +135,7 @@ struct LaunchArgs {
   LaunchDims dims;
   int shared_memory = 0;
   int device = 0;
+  uintptr_t stream = 0;  // the stream the launch will run on
 };
 
 /// A kernel's launch with its entry point found and its parameters packed: what depends on the
