@@ -34,7 +34,9 @@ class CompileError : public std::runtime_error {
   std::string source_;
 };
 
-/// A launch failed in the driver or runtime.
+/// A launch failed in the driver or runtime, or its stream refused what the call needed (a
+/// stream that captures a CUDA graph builds no kernel, lends no memory of kjit's pool and
+/// copies nothing from or to the host).
 class LaunchError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -14,7 +14,9 @@ class CompileError(RuntimeError):
 
 
 class LaunchError(RuntimeError):
-    """A kernel launch failed in the driver or runtime."""
+    """A kernel launch failed in the driver or runtime, or its stream refused what the call
+    needed: a stream that captures a CUDA graph builds no kernel, lends no memory of kjit's pool
+    and copies nothing from or to the host."""
 
 
 CompileError.__module__ = "kjit"

@@ -27,6 +27,8 @@ struct LaunchLayout {
   std::span<const ArrayRef> inputs;  // on the device, as the kernel sees them
   std::span<const ArrayRef> outputs;
   LaunchDims dims;
+  /// The stream the launch will run on; a GPU refuses to build or load while it captures.
+  uintptr_t stream = 0;
 };
 
 /// A launch with its entry point found and its parameters packed. Safe to run from several
@@ -85,13 +87,15 @@ class Backend {
                                       int architecture) const = 0;
 
   /// Memory for |bytes| on |device|, ordered on |stream|, freed when the owner is released.
-  /// OutOfMemory when there is none.
+  /// OutOfMemory when there is none. A GPU lends none (LaunchError) to a stream that captures a
+  /// CUDA graph: the graph would keep the address after the memory is lent again.
   virtual std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream) const = 0;
   virtual MemoryLease lease(int device, size_t bytes, uintptr_t stream) const = 0;
   /// Never throws: it runs when arrays are released.
   virtual void end_lease(void* token) const noexcept = 0;
   /// Copies |bytes| between memory of |device| and the host (or within |device|), ordered on
-  /// |stream|; a copy to or from the host has finished when it returns.
+  /// |stream|; a copy to or from the host has finished when it returns, and is refused
+  /// (LaunchError) on a stream that captures a CUDA graph, as is synchronize.
   virtual void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream,
                     bool to_host, bool from_host) const = 0;
   /// Sets |count| elements of |item_size| bytes at |dst| to the bytes at |value|.

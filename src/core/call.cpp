@@ -107,12 +107,25 @@ std::vector<Array> make_outputs(const KernelSpec& spec, const std::vector<Shape>
   for (size_t o = 0; o < shapes.size(); ++o) {
     try {
       outputs.push_back(make_array(shapes[o], dtypes[o], device, stream));
-    } catch (const OutOfMemory& e) {
-      throw OutOfMemory(prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] ('" +
-                        spec.output_names[o] + "'): " + e.what());
+    } catch (...) {
+      rethrow_for_output(spec, o);
     }
   }
   return outputs;
+}
+
+void rethrow_for_output(const KernelSpec& spec, size_t o) {
+  const std::string what = prefix_named(spec) + "output_shapes[" + std::to_string(o) + "] ('" +
+                           spec.output_names[o] + "'): ";
+  try {
+    throw;
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(what + e.what());
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const LaunchError& e) {
+    throw LaunchError(what + e.what());
+  }
 }
 
 namespace {
@@ -193,8 +206,18 @@ std::vector<Array> stage_inputs(const KernelSpec& spec, const ResolvedCall& call
   std::vector<Array> staged;
   if (std::none_of(inputs.begin(), inputs.end(), needs_copy)) return staged;
   staged.reserve(inputs.size());
-  for (const Array& a : inputs) {
-    staged.push_back(needs_copy(a) ? to_contiguous(a, device, stream) : a);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Array& a = inputs[i];
+    try {
+      staged.push_back(needs_copy(a) ? to_contiguous(a, device, stream) : a);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const LaunchError& e) {
+      // A copy the stream refuses (one capturing a CUDA graph): say which input needs it.
+      throw LaunchError(prefix_named(spec) + "inputs[" + std::to_string(i) + "] ('" +
+                        spec.input_names[i] + "') is copied for the kernel on " + device.str() +
+                        ": " + e.what());
+    }
   }
   return staged;
 }
@@ -218,7 +241,7 @@ std::unique_ptr<const PreparedLaunch> dispatch(const KernelSpec& spec, const Res
                                                std::span<const ArrayRef> outputs, uintptr_t stream,
                                                bool fresh_outputs) {
   std::unique_ptr<const PreparedLaunch> launch =
-      call.plan->program->prepare({inputs, outputs, call.dims});
+      call.plan->program->prepare({inputs, outputs, call.dims, stream});
   run_launch(spec, *launch, inputs, outputs, stream, fresh_outputs);
   return launch;
 }

@@ -63,11 +63,14 @@ struct KernelOutputs {
 KernelOutputs prepare_outputs(const KernelSpec& spec, const CallSettings& settings,
                               const ResolvedCall& call, const LaunchOptions& options);
 
-/// Fresh row-contiguous outputs on |device| for work on |stream|; running out of memory is
-/// said of the output that did not fit.
+/// Fresh row-contiguous outputs on |device| for work on |stream|; running out of memory, or
+/// memory refused (LaunchError), is said of the output that did not get it.
 std::vector<Array> make_outputs(const KernelSpec& spec, const std::vector<Shape>& shapes,
                                 const std::vector<Dtype>& dtypes, const Device& device,
                                 uintptr_t stream);
+
+/// Rethrows the OutOfMemory or LaunchError that making output |o| raised as one that names it.
+[[noreturn]] void rethrow_for_output(const KernelSpec& spec, size_t o);
 
 /// Stage 3: the inputs as the kernel reads them, on its device and row-contiguous when the
 /// kernel asks; empty when the inputs serve as they are (most calls).

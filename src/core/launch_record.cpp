@@ -122,7 +122,11 @@ bool CallRecord::run_again_into(std::span<const ArrayRef> inputs,
                .shape = shape.data(),
                .strides = launch->made_strides[o].data(),
                .read_only = false};
-    made[o].data = memory.provide(o, made[o]);
+    try {
+      made[o].data = memory.provide(o, made[o]);
+    } catch (...) {
+      rethrow_for_output(*spec, o);
+    }
     if (!made[o].data) return false;
   }
   kjit::run_again(*spec, *launch, inputs, made, stream);

@@ -143,5 +143,40 @@ TEST(RunLaunch, ItsErrorsNameTheKernel) {
   }
 }
 
+// A program whose launches record the stream they are prepared for and run on, and do nothing.
+class StreamRecorder final : public Program {
+ public:
+  struct Launch final : PreparedLaunch {
+    explicit Launch(const StreamRecorder& program) : program(program) {}
+    void run(std::span<const ArrayRef>, std::span<const ArrayRef>,
+             uintptr_t stream) const override {
+      program.ran_on = stream;
+    }
+    const StreamRecorder& program;
+  };
+  std::unique_ptr<const PreparedLaunch> prepare(const LaunchLayout& layout) const override {
+    prepared_for = layout.stream;
+    return std::make_unique<const Launch>(*this);
+  }
+  mutable uintptr_t prepared_for = 0, ran_on = 0;
+};
+
+// A GPU refuses to build a launch's entry point while its stream captures a CUDA graph: the
+// launch is prepared knowing the stream it will run on.
+TEST(Dispatch, PreparesTheLaunchForTheStreamItRunsOn) {
+  const auto spec = twice_spec();
+  const auto program = std::make_shared<const StreamRecorder>();
+  Plan plan;
+  plan.program = program;
+  const Settings s = elementwise(*spec, 8);
+  const ResolvedCall call{Device::cpu(), &plan, launch_dims(s.grid, s.threadgroup)};
+  const std::vector<Array> inputs = {Array::zeros({8}, Dtype::Float32)};
+  const std::vector<Array> outputs = {Array::zeros({8}, Dtype::Float32)};
+  const uintptr_t stream = 0x5a5a0;
+  dispatch(*spec, call, refs_of(inputs), refs_of(outputs), stream, true);
+  EXPECT_EQ(program->prepared_for, stream);
+  EXPECT_EQ(program->ran_on, stream);
+}
+
 }  // namespace
 }  // namespace kjit

@@ -32,6 +32,8 @@ inline constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
+using CUstreamCaptureStatus = int;
+inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
 
 #define KJIT_CUDA_DRIVER_FUNCTIONS(X)                                                             \
   X(cuInit, CUresult, (unsigned flags))                                                           \
@@ -67,6 +69,7 @@ inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
     (CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height, CUstream s))         \
   X(cuStreamSynchronize, CUresult, (CUstream stream))                                             \
   X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags))                \
+  X(cuStreamIsCapturing, CUresult, (CUstream stream, CUstreamCaptureStatus * status))             \
   X(cuEventCreate, CUresult, (CUevent * event, unsigned flags))                                   \
   X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                    \
   X(cuEventSynchronize, CUresult, (CUevent event))                                                \

@@ -76,6 +76,16 @@ DeviceState& state(int device) {
 CUstream as_stream(uintptr_t s) { return reinterpret_cast<CUstream>(s); }
 CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 
+// Whether |stream| is capturing a CUDA graph, which bakes in every address and launch queued on
+// it: kjit then neither builds, waits for the host nor lends memory on it. A stream that cannot
+// tell (the legacy stream while another stream captures) counts as not capturing: what comes
+// next on it fails with the driver's own error.
+bool capturing(uintptr_t stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return driver().cuStreamIsCapturing(as_stream(stream), &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // What identifies a stream to the block cache: its handle, except that the legacy stream has
 // two (0 and CU_STREAM_LEGACY) and the per-thread default stream (CU_STREAM_PER_THREAD) is a
 // different stream on each thread. Each thread's gets a number no other thread is given, even
@@ -206,6 +216,12 @@ void drain(int device) noexcept {
 }  // namespace
 
 Lease lease(int device, size_t bytes, uintptr_t stream) {
+  if (capturing(stream)) {
+    throw LaunchError(
+        "a stream that captures a CUDA graph cannot take memory from kjit's pool (the graph would "
+        "keep the address after kjit lends it again): pass outputs= (e.g. torch.empty tensors), "
+        "and inputs already on the GPU as the kernel reads them, so that the call needs none");
+  }
   const size_t size = BlockCache::block_size(bytes);
   const uintptr_t key = stream_key(stream);
   BlockCache::Lent lent = block_cache().take(device, key, size);
@@ -282,6 +298,12 @@ void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream
           bool from_host) {
   if (bytes == 0) return;
   const ContextScope context(device);
+  if ((to_host || from_host) && capturing(stream)) {
+    throw LaunchError(
+        "a stream that captures a CUDA graph cannot copy between the host and the GPU (kjit waits "
+        "for such a copy, which a capture cannot do): pass arrays already on the GPU, and 0-d "
+        "inputs as host values");
+  }
   if (to_host) {
     KJIT_CU(cuMemcpyDtoHAsync_v2, dst, as_ptr(src), bytes, as_stream(stream));
     KJIT_CU(cuStreamSynchronize, as_stream(stream));
@@ -332,6 +354,10 @@ void fill(void* dst, const void* value, size_t item_size, size_t count, int devi
 
 void synchronize(int device, uintptr_t stream) {
   const ContextScope context(device);
+  if (capturing(stream)) {
+    throw LaunchError(
+        "a stream that captures a CUDA graph cannot be waited for: wait after the capture ends");
+  }
   KJIT_CU(cuStreamSynchronize, as_stream(stream));
 }
 
@@ -406,10 +432,18 @@ std::shared_ptr<const Module> module_for(const KernelSpec& spec, const codegen::
 }  // namespace
 
 EntryPoint EntryPoints::get(const KernelSpec& spec, const codegen::GeneratedSource& source,
-                            int device, unsigned index) {
+                            int device, unsigned index, uintptr_t stream) {
   if (CUfunction f = functions_[index].load(std::memory_order_acquire)) return {f, modules_[index]};
   std::lock_guard lock(mutex_);
   if (CUfunction f = functions_[index].load(std::memory_order_relaxed)) return {f, modules_[index]};
+  // Compiling or loading a module waits for the host, and a module that the memory cache lets go
+  // for this one is unloaded after the whole device finishes: neither can be captured.
+  if (capturing(stream)) {
+    throw LaunchError(prefix(spec) + "kernel '" + spec.name +
+                      "' is not built for this launch yet, and a stream that captures a CUDA "
+                      "graph cannot compile or load it: run the call once before capture "
+                      "(warm-up), or build it first (kernel.build(..., target='cuda'))");
+  }
   // A module with every entry point, built ahead of time, serves all launches; otherwise this
   // one is built alone.
   std::shared_ptr<const Module> module =
@@ -494,7 +528,7 @@ PreparedLaunch::PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec
   bool full = true;
   for (int d = 0; d < 3; ++d) full = full && a.dims.grid[d] % a.dims.group[d] == 0;
   EntryPoint entry =
-      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full));
+      entry_points.get(spec, a.source, a.device, codegen::cuda_entry_index(layout, full), a.stream);
   function_ = entry.function;
   module_ = std::move(entry.module);
   kjit_cuda_launch record = {};
@@ -622,7 +656,7 @@ class CudaProgram final : public Program {
     return std::make_unique<const PreparedLaunch>(
         entry_points_, *spec_,
         LaunchArgs{*source_, layout.inputs, layout.outputs, layout.dims, spec_->shared_memory,
-                   device_});
+                   device_, layout.stream});
   }
   void build_all() const override { entry_points_.build_all(*spec_, *source_, device_); }
 

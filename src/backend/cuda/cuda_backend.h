@@ -57,6 +57,7 @@ struct Lease {
   void* ptr;
   BlockCache::Block* block;
 };
+/// Refused (LaunchError) while |stream| captures a CUDA graph.
 Lease lease(int device, size_t bytes, uintptr_t stream);
 /// Gives a lease's memory back, kept for its stream's next leases. Never throws: it runs when
 /// arrays are released.
@@ -65,12 +66,14 @@ void end_lease(BlockCache::Block* block) noexcept;
 std::shared_ptr<void> allocate(int device, size_t bytes, uintptr_t stream);
 
 /// Copies |bytes| (any direction between host and device pointers of |device|), ordered on
-/// |stream|; copies from or to the host wait for completion.
+/// |stream|; copies from or to the host wait for completion, and are refused (LaunchError) while
+/// |stream| captures a CUDA graph.
 void copy(void* dst, const void* src, size_t bytes, int device, uintptr_t stream, bool to_host,
           bool from_host);
 /// Sets |count| elements of |item_size| bytes at |dst| to the bytes of |value|.
 void fill(void* dst, const void* value, size_t item_size, size_t count, int device,
           uintptr_t stream);
+/// Refused (LaunchError) while |stream| captures a CUDA graph.
 void synchronize(int device, uintptr_t stream);
 
 /// A loaded module with some of a kernel's entry points (codegen::cuda_entry_name), unloaded
@@ -105,9 +108,10 @@ struct EntryPoint {
 /// built (compiled, or found in the memory or disk cache) when a launch first needs it.
 class EntryPoints {
  public:
-  /// Entry point |index| of |source|'s kernel, on |device|.
+  /// Entry point |index| of |source|'s kernel, on |device|, for a launch on |stream|. One not
+  /// built yet is refused (LaunchError) while |stream| captures a CUDA graph.
   EntryPoint get(const KernelSpec& spec, const codegen::GeneratedSource& source, int device,
-                 unsigned index);
+                 unsigned index, uintptr_t stream);
   /// Builds every entry point, as one module (ahead-of-time compilation).
   void build_all(const KernelSpec& spec, const codegen::GeneratedSource& source, int device);
 
@@ -131,6 +135,7 @@ struct LaunchArgs {
   LaunchDims dims;
   int shared_memory = 0;
   int device = 0;
+  uintptr_t stream = 0;  // the stream the launch will run on
 };
 
 /// A kernel's launch with its entry point found and its parameters packed: what depends on the
