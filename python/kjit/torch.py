@@ -19,6 +19,7 @@ from typing import Any, Union
 
 import torch
 
+from ._errors import LaunchError
 from . import _kjit
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
@@ -62,11 +63,39 @@ def _spec(value: object) -> object:
 # torch's checks of its own state, looked up once: an eager call makes each of them.
 _is_compiling = torch.compiler.is_compiling
 _functorch_active = torch._C._are_functorch_transforms_active
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_function_modes = torch._C._is_torch_function_mode_enabled
-_grad_enabled = torch.is_grad_enabled
 _stream_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # CUDA builds
-_Tensor = torch.Tensor
+
+
+def _eager_ready_in_python(*args: object) -> int:
+    """Whether an eager call on |args| may go straight to the kernel: 0 when torch's
+    dispatcher must see it (a transform, a dispatch or function mode is active, an argument is
+    not a plain tensor or Python number, or autograd has a tensor to record), 1 when not, 2
+    when not and a tensor is on a GPU. kjit._torch answers the same in C++, faster."""
+    if (_functorch_active() or torch._C._len_torch_dispatch_stack()
+            or torch._C._is_torch_function_mode_enabled()):
+        return 0
+    grad, cuda = torch.is_grad_enabled(), False
+    for a in args:
+        if type(a) is torch.Tensor:
+            if grad and a.requires_grad:
+                return 0
+            cuda = cuda or a.is_cuda
+        elif not isinstance(a, (int, float)):  # bools are ints
+            return 0
+    return 2 if cuda else 1
+
+
+def _eager_check() -> Callable[..., int]:
+    """kjit._torch's eager check where it serves, else the same in Python."""
+    if not _kjit.torch_path().startswith("kjit._torch"):
+        return _eager_ready_in_python
+    from . import _torch_bridge
+
+    check: Callable[..., int] = _torch_bridge.load().eager_ready
+    return check
+
+
+_eager_ready = _eager_check()
 
 
 class KernelOp:
@@ -136,23 +165,22 @@ class KernelOp:
         else through torch's dispatcher (autograd, torch.compile, export, vmap)."""
         if len(args) != self._arity:
             self._check_count(args)
-        # Straight to the kernel when no tracer, transform or mode is active, every tensor is a
-        # plain one, and autograd has nothing to record.
-        if not (_is_compiling() or _functorch_active() or _dispatch_modes() or _function_modes()):
-            grad, cuda = _grad_enabled(), False
-            for a in args:
-                if type(a) is _Tensor:
-                    if grad and a.requires_grad:
-                        break
-                    cuda = cuda or a.is_cuda
-                elif not isinstance(a, (bool, int, float)):
-                    break
-            else:
-                if self._mutated or (cuda and _stream_capturing and _stream_capturing()):
-                    return self._launch(args)
-                bound = self._static[0] if self._static else self._launch_for(args)[0]
+        # Straight to the kernel when nothing of torch's needs to see the call.
+        ready = 0 if _is_compiling() else _eager_ready(*args)
+        if ready:
+            if self._mutated:
+                return self._launch(args)
+            bound = self._static[0] if self._static else self._launch_for(args)[0]
+            try:
                 made = bound(*args)
-                return made[0] if self._single else tuple(made)
+            except LaunchError:
+                # kjit refuses its own pool to a stream that captures a CUDA graph, before it
+                # queues anything: the outputs come from torch then. Asked only here, as
+                # asking costs a good part of a call.
+                if ready != 2 or not (_stream_capturing and _stream_capturing()):
+                    raise
+                return self._launch(args)
+            return made[0] if self._single else tuple(made)
         if self._backward is not None and _functorch_active():
             # torch.func's transforms differentiate an autograd.Function called here, not one
             # called from the op's autograd kernel.
@@ -198,7 +226,7 @@ class KernelOp:
         outputs, resolved and bound on the first call of their signature."""
         if self._static:
             return self._static
-        key = tuple([(a.shape, a.dtype) if isinstance(a, _Tensor) else (type(a), a)
+        key = tuple([(a.shape, a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
                      for a in args])
         launch = self._launches.get(key)
         if launch is None:
@@ -220,7 +248,10 @@ class KernelOp:
         made = [next(written) if o in self._mutated else
                 torch.empty(outputs[o][0], dtype=outputs[o][1], device=device)
                 for o in range(len(outputs))]
-        bound(*args[:n_in], *made)
+        # Inputs made row-contiguous by torch: kjit would copy them into its own pool, which a
+        # captured graph must not use.
+        inputs = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args[:n_in]]
+        bound(*inputs, *made)
         returned = [made[o] for o in self._returned]
         if not returned:
             return None

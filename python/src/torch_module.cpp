@@ -1,11 +1,13 @@
 // kjit._torch: torch tensors read and made through torch's C++ API (see torch_bridge.h). A plain
 // CPython module: torch's headers bring pybind11, which is kept apart from kjit's nanobind module.
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
@@ -136,11 +138,43 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
 
 const TorchBridge kBridge = {kTorchBridgeAbi, read, current_stream, wrap};
 
+// kjit.torch's eager check (see _eager_ready_in_python in kjit/torch.py, which it must agree
+// with): 0 when a call on |args| needs torch's dispatcher (a transform, a dispatch or function
+// mode is active, an argument is not a plain tensor or Python number, or autograd has a tensor
+// to record), 1 when it does not, 2 when it does not and a tensor is on a GPU. The same
+// questions as torch's Python API asks, for a tenth of their time.
+PyObject* eager_ready(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  using c10::DispatchKey;
+  if (c10::impl::tls_is_dispatch_key_included(DispatchKey::FuncTorchDynamicLayerFrontMode) ||
+      c10::impl::tls_is_dispatch_key_included(DispatchKey::FuncTorchDynamicLayerBackMode) ||
+      c10::impl::TorchDispatchModeTLS::stack_len() > 0 || at::impl::torch_function_mode_enabled()) {
+    return PyLong_FromLong(0);
+  }
+  const bool grad = c10::GradMode::is_enabled();
+  bool cuda = false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* a = args[i];
+    if (THPVariable_CheckExact(a)) {
+      const at::Tensor& t = THPVariable_Unpack(a);
+      if (grad && t.requires_grad()) return PyLong_FromLong(0);
+      cuda = cuda || t.is_cuda();
+    } else if (!PyLong_Check(a) && !PyFloat_Check(a)) {  // PyLong_Check: bools too
+      return PyLong_FromLong(0);
+    }
+  }
+  return PyLong_FromLong(cuda ? 2 : 1);
+}
+
+PyMethodDef kMethods[] = {
+    {"eager_ready", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(eager_ready)),
+     METH_FASTCALL, "Whether a kjit.torch op call on these arguments may skip the dispatcher."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
                        "_torch",
                        "torch tensors read and made through torch's C++ API",
                        -1,
-                       nullptr,
+                       kMethods,
                        nullptr,
                        nullptr,
                        nullptr,

@@ -368,6 +368,36 @@ def test_eager_calls_skip_the_dispatcher_only_when_nothing_needs_it(rng, monkeyp
     assert dispatched
 
 
+class NoOpFunctionMode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_eager_checks_in_cpp_and_python_agree(rng, device):
+    checks = [kt._eager_ready_in_python]
+    if kjit._kjit.torch_path().startswith("kjit._torch"):
+        checks.append(kt._eager_ready)
+        assert kt._eager_ready is not kt._eager_ready_in_python
+    x = tensor(rng, (3,), device)
+    on_gpu = 2 if device == "cuda" else 1
+    w = tensor(rng, (3,), device, requires_grad=True)
+    cases = [((x,), on_gpu), ((x, 2.0, 3, True), on_gpu), ((w,), 0), ((x, "text"), 0),
+             ((torch.nn.Parameter(x.clone()),), 0), ((x.numpy() if device == "cpu" else [],), 0)]
+    for check in checks:
+        for args, expected in cases:
+            assert check(*args) == expected, (check, args)
+        with torch.no_grad():
+            assert check(w) == on_gpu
+        with NoOpFunctionMode():
+            assert check(x) == 0
+        with torch._subclasses.fake_tensor.FakeTensorMode():
+            assert check(x) == 0
+        seen = []
+        torch.func.vmap(lambda t: seen.append(check(t)) or t)(x.reshape(3, 1))
+        assert seen == [0]
+
+
 def test_bad_settings_and_results_are_clear_errors(rng):
     kernel = kjit.metal_kernel(name="bad", input_names=["x"], output_names=["y"],
                                source="uint i = thread_position_in_grid.x; y[i] = x[i];")
