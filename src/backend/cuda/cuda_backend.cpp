@@ -220,7 +220,8 @@ Lease lease(int device, size_t bytes, uintptr_t stream) {
     throw LaunchError(
         "a stream that captures a CUDA graph cannot take memory from kjit's pool (the graph would "
         "keep the address after kjit lends it again): pass outputs= (e.g. torch.empty tensors), "
-        "and inputs already on the GPU as the kernel reads them, so that the call needs none");
+        "and inputs already on the GPU as the kernel reads them, so that the call needs none, or "
+        "call the kernel through kjit.torch.op, whose outputs come from torch");
   }
   const size_t size = BlockCache::block_size(bytes);
   const uintptr_t key = stream_key(stream);
