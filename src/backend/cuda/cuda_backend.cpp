@@ -443,7 +443,8 @@ EntryPoint EntryPoints::get(const KernelSpec& spec, const codegen::GeneratedSour
     throw LaunchError(prefix(spec) + "kernel '" + spec.name +
                       "' is not built for this launch yet, and a stream that captures a CUDA "
                       "graph cannot compile or load it: run the call once before capture "
-                      "(warm-up), or build it first (kernel.build(..., target='cuda'))");
+                      "(warm-up), or build it first (kernel.build(..., target='cuda'), or "
+                      "op.prepare(...) for a kjit.torch op)");
   }
   // A module with every entry point, built ahead of time, serves all launches; otherwise this
   // one is built alone.
