@@ -55,7 +55,19 @@ def dtype_of(dtype: object) -> _kjit.Dtype:
     'float16')."""
     if isinstance(dtype, _kjit.Dtype):
         return dtype
-    return _kjit.empty([0], dtype=dtype, device="cpu").dtype
+    try:
+        return _dtypes[dtype]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        found = _kjit.empty([0], dtype=dtype, device="cpu").dtype
+        try:
+            _dtypes[dtype] = found
+        except TypeError:
+            pass
+        return found
+
+
+# The dtypes of other libraries met so far, as kjit's: a few dozen at most.
+_dtypes: dict[object, _kjit.Dtype] = {}
 
 
 def spec_of(value: object) -> object:
@@ -128,10 +140,15 @@ def evaluate(prefix: str, setting: str, function: Callable[..., object],
     kept = _kept_results(function) if key is not None else None
     if kept is not None and key in kept:
         return kept[key]
-    value = _checked(prefix, setting, function(*specs))
+    try:
+        returned = function(*specs)
+    except Exception as e:
+        e.add_note(f"{prefix}{setting}: raised by the {setting} function")
+        raise
+    value = _checked(prefix, setting, returned)
     if kept is not None:
         if len(kept) >= _KEPT_PER_FUNCTION:
-            del kept[next(iter(kept))]
+            kept.pop(next(iter(kept)), None)
         kept[key] = value
     return value
 
@@ -140,14 +157,21 @@ def resolve(prefix: str, settings: dict[str, object], specs: Sequence[object]) -
     """|settings| with each callable among them replaced by its value for inputs |specs|."""
     key = signature_of(specs)
     return {
-        name: evaluate(prefix, name, value, specs, key) if callable(value) else value
+        name: evaluate(prefix, name, value, specs, key)  # type: ignore[arg-type]
+        if is_function(value) else value
         for name, value in settings.items()
     }
 
 
+def is_function(setting: object) -> bool:
+    """Whether |setting| is a function of the inputs. A type is not: np.float32 given for
+    output_dtypes is a slip for [np.float32], which the call then reports as such."""
+    return callable(setting) and not isinstance(setting, type)
+
+
 def has_functions(settings: dict[str, object]) -> bool:
     """Whether any of |settings| is a function."""
-    return any(callable(value) for value in settings.values())
+    return any(is_function(value) for value in settings.values())
 
 
 def call_with_functions(kernel: _kjit.Kernel, prefix: str, inputs: Sequence[object],

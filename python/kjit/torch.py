@@ -33,11 +33,17 @@ _TORCH_DTYPES: dict[_kjit.Dtype, torch.dtype] = {
 _KJIT_DTYPES: dict[torch.dtype, _kjit.Dtype] = {t: d for d, t in _TORCH_DTYPES.items()}
 
 # The schema type of each kind of scalar input.
-_SCALAR_SCHEMA = {int: "int", float: "float", bool: "bool"}
+# Ints are SymInts, so that torch.compile traces a new value instead of compiling again; a float
+# is a constant of the graph (pass a 0-d tensor for a value that changes every step).
+_SCALAR_SCHEMA = {int: "SymInt", float: "float", bool: "bool"}
 
 # The op whose backward runs now with create_graph (its name), seen by the ops it calls.
 _differentiating: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "kjit_differentiating", default=None)
+
+# Bound kernels kept per op, beyond which the oldest go: scalars' values that never repeat (a
+# step counter) must not hold memory without bound.
+_KEPT_LAUNCHES = 1024
 
 GradFunction = Callable[[tuple[Any, ...], tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]],
                         Sequence[Union[torch.Tensor, None]]]
@@ -50,12 +56,13 @@ def _torch_dtype(dtype: object) -> torch.dtype:
     return _TORCH_DTYPES[shape_functions.dtype_of(dtype)]
 
 
-def _spec(value: object) -> object:
-    """What a shape function sees of the op's argument |value|."""
+def _spec(prefix: str, name: str, value: object) -> object:
+    """What a shape function sees of the op's input |name|, |value|."""
     if isinstance(value, torch.Tensor):
         dtype = _KJIT_DTYPES.get(value.dtype)
         if dtype is None:
-            raise TypeError(f"a tensor of dtype {value.dtype}, which kjit kernels do not take")
+            raise TypeError(f"{prefix}{name}: a tensor of dtype {value.dtype}, which kjit "
+                            f"kernels do not take")
         return ArraySpec(tuple(value.shape), dtype)
     return value
 
@@ -63,26 +70,36 @@ def _spec(value: object) -> object:
 # torch's checks of its own state, looked up once: an eager call makes each of them.
 _is_compiling = torch.compiler.is_compiling
 _functorch_active = torch._C._are_functorch_transforms_active
+_forward_ad = torch.autograd.forward_ad  # _current_level >= 0 while dual tensors may exist
 _stream_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # CUDA builds
+
+
+# What the eager checks answer: 0, the dispatcher must see the call; else READY, with ON_GPU
+# when a tensor is on a GPU and NUMBERS when an argument is a Python number.
+READY, ON_GPU, NUMBERS = 1, 2, 4
 
 
 def _eager_ready_in_python(*args: object) -> int:
     """Whether an eager call on |args| may go straight to the kernel: 0 when torch's
-    dispatcher must see it (a transform, a dispatch or function mode is active, an argument is
-    not a plain tensor or Python number, or autograd has a tensor to record), 1 when not, 2
-    when not and a tensor is on a GPU. kjit._torch answers the same in C++, faster."""
+    dispatcher must see it (a transform, a dispatch or function mode, or the JIT tracer is
+    active, an argument is not a plain CPU or CUDA tensor or a Python number, or autograd has a
+    tensor to record), else READY | ON_GPU | NUMBERS as they apply. kjit._torch answers the same
+    in C++, faster."""
     if (_functorch_active() or torch._C._len_torch_dispatch_stack()
-            or torch._C._is_torch_function_mode_enabled()):
+            or torch._C._is_torch_function_mode_enabled() or torch._C._get_tracing_state()):
         return 0
-    grad, cuda = torch.is_grad_enabled(), False
+    grad, ready = torch.is_grad_enabled(), READY
     for a in args:
         if type(a) is torch.Tensor:
-            if grad and a.requires_grad:
+            if grad and a.requires_grad or not (a.is_cpu or a.is_cuda):
                 return 0
-            cuda = cuda or a.is_cuda
-        elif not isinstance(a, (int, float)):  # bools are ints
+            if a.is_cuda:
+                ready |= ON_GPU
+        elif isinstance(a, (int, float)):  # bools are ints
+            ready |= NUMBERS
+        else:
             return 0
-    return 2 if cuda else 1
+    return ready
 
 
 def _eager_check() -> Callable[..., int]:
@@ -98,12 +115,40 @@ def _eager_check() -> Callable[..., int]:
 _eager_ready = _eager_check()
 
 
+# A signature's launch: the bound kernel, its outputs' shapes and torch dtypes, and the values
+# of the settings.
+_Launch = tuple[_kjit.BoundKernel, list[tuple[Any, torch.dtype]], dict[str, Any]]
+
+
+def _device_of(args: Sequence[object]) -> torch.device:
+    """The device the op runs on for |args|: the GPU of its CUDA tensors, as torch dispatches
+    to the CUDA implementation when there are any, else the CPU."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    return next((t.device for t in tensors if t.is_cuda), tensors[0].device)
+
+
 class KernelOp:
-    """A kjit kernel registered as a torch operator (see ``kjit.torch.op``).
+    """A kjit kernel registered as the torch operator |name| ('namespace::name');
+    ``kjit.torch.op(kernel, name, ...)`` makes one.
 
     Call it with the kernel's inputs (tensors, and Python numbers for the inputs named in
     ``scalars``), then the outputs it writes in place (``mutates``), positionally. It returns
     its other outputs: one tensor, a tuple of them, or None.
+
+    The settings are a call's: ``output_shapes``, ``output_dtypes``, ``grid``,
+    ``threadgroup`` and ``template``, each a value or a function of the inputs (called with an
+    ``ArraySpec`` of shape and dtype per tensor input and the value of each scalar input, once
+    per signature: torch's fake tensors get their outputs from these), and ``init_value``.
+
+    backward: how gradients reach the inputs. A function ``(inputs, outputs, grad_outputs) ->
+    grad_inputs`` (one tensor or None per input; it may call kjit ops), or a KernelOp whose
+    inputs are named after the forward's inputs, outputs and ``grad_<output>`` and whose outputs
+    are ``grad_<input>``. Without one, the outputs do not require grad, and the first call on
+    tensors that do warns.
+
+    scalars: inputs passed as Python numbers, by name, with their type (int, float or bool).
+    mutates: outputs the op takes as arguments after the inputs, in this order, and writes in
+    place (torch's mutated arguments) rather than returning them.
     """
 
     def __init__(self, kernel: _kjit.Kernel, name: str, *, output_shapes: object,
@@ -132,9 +177,9 @@ class KernelOp:
         self._settings = {"output_shapes": output_shapes, "output_dtypes": output_dtypes,
                           "grid": grid, "threadgroup": threadgroup, "template": template}
         self._init_value = init_value
-        self._launches: dict[Hashable, tuple[_kjit.BoundKernel, list[tuple[Any, torch.dtype]]]] = {}
+        self._launches: dict[Hashable, _Launch] = {}
         # Settings that are values bind once, now, for every signature (and are checked now).
-        self._static = None
+        self._static: _Launch | None = None
         if not shape_functions.has_functions(self._settings):
             self._static = self._launch_for([])
         self._warned = False
@@ -143,14 +188,13 @@ class KernelOp:
                              f"cannot have a backward; return those outputs instead")
         self._backward = _checked_backward(prefix, backward, self._input_names,
                                            [self._output_names[o] for o in self._returned])
-        if hasattr(getattr(torch.ops, namespace), opname):
-            raise ValueError(f"{prefix}name: torch already has an operator '{name}' (an op is "
-                             f"registered once per process; give this one another name)")
+        if torch._C._jit_get_schemas_for_operator(name):
+            raise ValueError(f"{prefix}name: torch already has an operator '{name}' (an op stays "
+                             f"registered until the process ends; give this one another name)")
         # torch.library's Library methods are untyped.
         self._lib = torch.library.Library(namespace, "FRAGMENT")  # type: ignore[no-untyped-call]
         self._lib.define(opname + self._schema())  # type: ignore[no-untyped-call]
-        self.overload: torch._ops.OpOverload = getattr(getattr(torch.ops, namespace),
-                                                       opname).default
+        self.overload: torch._ops.OpOverload = torch._library.utils.lookup_op(name + ".default")
         for device in ("CPU", "CUDA"):
             self._lib.impl(opname, self._run, device)  # type: ignore[no-untyped-call]
         torch.library.register_fake(name, self._fake, lib=self._lib)
@@ -165,9 +209,10 @@ class KernelOp:
         else through torch's dispatcher (autograd, torch.compile, export, vmap)."""
         if len(args) != self._arity:
             self._check_count(args)
-        # Straight to the kernel when nothing of torch's needs to see the call.
-        ready = 0 if _is_compiling() else _eager_ready(*args)
+        ready = 0 if _is_compiling() or _forward_ad._current_level >= 0 else _eager_ready(*args)
         if ready:
+            if ready & NUMBERS or self._scalars:
+                args = self._checked_arguments(args)
             if self._mutated:
                 return self._launch(args)
             bound = self._static[0] if self._static else self._launch_for(args)[0]
@@ -177,7 +222,7 @@ class KernelOp:
                 # kjit refuses its own pool to a stream that captures a CUDA graph, before it
                 # queues anything: the outputs come from torch then. Asked only here, as
                 # asking costs a good part of a call.
-                if ready != 2 or not (_stream_capturing and _stream_capturing()):
+                if not (ready & ON_GPU and _stream_capturing and _stream_capturing()):
                     raise
                 return self._launch(args)
             return made[0] if self._single else tuple(made)
@@ -192,14 +237,12 @@ class KernelOp:
         device, every launch shape, so that a later call (inside CUDA graph capture, too)
         compiles and loads nothing."""
         self._check_count(args)
-        self._launch_for(args)
-        n_in = len(self._input_names)
-        specs = [_spec(a) for a in args[:n_in]]
-        values: dict[str, Any] = shape_functions.resolve(self._prefix, self._settings, specs)
-        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        args = self._checked_arguments(args)
+        values = self._launch_for(args)[2]
+        device = _device_of(args)
         self.kernel.build(
-            inputs=[(s.dtype, s.ndim) if isinstance(s, ArraySpec) else (_kjit.array(s).dtype, 0)
-                    for s in specs],
+            inputs=[(_KJIT_DTYPES[a.dtype], a.dim()) if isinstance(a, torch.Tensor)
+                    else (_kjit.array(a).dtype, 0) for a in args[:len(self._input_names)]],
             output_dtypes=values["output_dtypes"], template=values["template"],
             target="cpu" if device.type == "cpu" else f"cuda:{device.index or 0}")
 
@@ -214,76 +257,110 @@ class KernelOp:
         return f"({', '.join(params)}) -> {result}"
 
     def _check_count(self, args: Sequence[object]) -> None:
-        expected = len(self._input_names) + len(self._mutated)
-        if len(args) != expected:
+        """A TypeError naming the op's arguments unless there are as many |args|."""
+        if len(args) != self._arity:
             names = self._input_names + [self._output_names[o] for o in self._mutated]
-            raise TypeError(f"{self._prefix}takes {expected} argument(s) ({', '.join(names)}), "
-                            f"got {len(args)}")
+            raise TypeError(f"{self._prefix}takes {self._arity} argument(s) "
+                            f"({', '.join(names)}), got {len(args)}")
 
-    def _launch_for(self, args: Sequence[object]
-                    ) -> tuple[_kjit.BoundKernel, list[tuple[Any, torch.dtype]]]:
+    def _checked_arguments(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """|args| as the schema takes them, as torch's dispatcher would have them: a number
+        only for a scalar input, converted to its type (an int for a float input), a tensor
+        everywhere else; a TypeError naming the argument otherwise."""
+        checked = list(args)
+        for i, a in enumerate(args):
+            name = (self._input_names + [self._output_names[o] for o in self._mutated])[i]
+            kind = self._scalars.get(name) if i < len(self._input_names) else None
+            if kind is None:
+                if not isinstance(a, torch.Tensor):
+                    raise TypeError(f"{self._prefix}{name}: expected a tensor, got "
+                                    f"{type(a).__name__} (name it in scalars= to pass a number)")
+            elif isinstance(a, torch.Tensor) or (kind is not bool and isinstance(a, bool)) or \
+                    (kind is bool and not isinstance(a, bool)) or \
+                    (kind is int and not isinstance(a, int)):
+                raise TypeError(f"{self._prefix}{name}: expected a Python {kind.__name__}, got "
+                                f"{type(a).__name__}")
+            else:
+                checked[i] = kind(a)
+        return tuple(checked)
+
+    def _launch_for(self, args: Sequence[object]) -> _Launch:
         """The bound kernel for arguments like |args|, with the shapes and dtypes of its
-        outputs, resolved and bound on the first call of their signature."""
+        outputs and the settings' values, resolved and bound on the first call of their
+        signature."""
         if self._static:
             return self._static
         key = tuple([(a.shape, a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
                      for a in args])
         launch = self._launches.get(key)
         if launch is None:
-            specs = [_spec(a) for a in args[:len(self._input_names)]]
-            values = shape_functions.resolve(self._prefix, self._settings, specs)
-            bound = self.kernel.bind(init_value=self._init_value, **values)  # type: ignore
+            specs = [_spec(self._prefix, n, a) for n, a in zip(self._input_names, args)]
+            values: dict[str, Any] = shape_functions.resolve(self._prefix, self._settings, specs)
+            bound = self.kernel.bind(init_value=self._init_value, **values)
             outputs = [(tuple(s), _torch_dtype(d)) for s, d in
-                       zip(values["output_shapes"], values["output_dtypes"])]  # type: ignore
-            launch = self._launches[key] = (bound, outputs)
+                       zip(values["output_shapes"], values["output_dtypes"])]
+            if len(self._launches) >= _KEPT_LAUNCHES:  # scalars' values that never repeat
+                self._launches.pop(next(iter(self._launches)), None)
+            launch = self._launches[key] = (bound, outputs, values)
         return launch
 
     def _launch(self, args: Sequence[object]) -> Any:
         """Runs the kernel on |args| with new outputs from torch's allocator (torch calls the
         op, a CUDA graph captures, or outputs are written in place)."""
-        bound, outputs = self._launch_for(args)
+        bound, outputs, _ = self._launch_for(args)
         n_in = len(self._input_names)
-        device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        written = iter(args[n_in:])
-        made = [next(written) if o in self._mutated else
+        device = _device_of(args)
+        written: dict[int, Any] = dict(zip(self._mutated, args[n_in:]))
+        made = [written[o] if o in written else
                 torch.empty(outputs[o][0], dtype=outputs[o][1], device=device)
                 for o in range(len(outputs))]
         # Inputs made row-contiguous by torch: kjit would copy them into its own pool, which a
         # captured graph must not use.
         inputs = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args[:n_in]]
         bound(*inputs, *made)
-        returned = [made[o] for o in self._returned]
+        for t in written.values():
+            # As torch's own in-place ops do: autograd then refuses a backward that needs the
+            # values from before the write.
+            torch.autograd.graph.increment_version(t)
+        return self._packed([made[o] for o in self._returned])
+
+    @staticmethod
+    def _packed(returned: list[torch.Tensor]) -> Any:
+        """The op's result: None, one tensor, or a tuple of them."""
         if not returned:
             return None
         return returned[0] if len(returned) == 1 else tuple(returned)
 
-    # torch's CPU and CUDA implementation.
     def _run(self, *args: Any) -> Any:
+        """torch's CPU and CUDA implementation."""
         return self._launch(args)
 
-    # The fake implementation: outputs of the right shapes and dtypes, nothing run.
     def _fake(self, *args: Any) -> Any:
+        """torch's fake implementation: outputs of the right shapes and dtypes, nothing run."""
         self._check_count(args)
-        specs = [_spec(a) for a in args[:len(self._input_names)]]
+        specs = [_spec(self._prefix, n, a) for n, a in zip(self._input_names, args)]
         values = shape_functions.resolve(
             self._prefix, {k: self._settings[k] for k in ("output_shapes", "output_dtypes")},
             specs)
-        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        device = _device_of(args)
         shapes: Any = values["output_shapes"]
         dtypes: Any = values["output_dtypes"]
         if len(shapes) != len(self._output_names) or len(dtypes) != len(self._output_names):
             raise ValueError(f"{self._prefix}output_shapes and output_dtypes: expected "
                              f"{len(self._output_names)} each (one per output), got "
                              f"{len(shapes)} and {len(dtypes)}")
-        returned = [torch.empty(tuple(shapes[o]), dtype=_torch_dtype(dtypes[o]), device=device)
-                    for o in self._returned]
-        if not returned:
-            return None
-        return returned[0] if len(returned) == 1 else tuple(returned)
+        return self._packed([torch.empty(tuple(shapes[o]), dtype=_torch_dtype(dtypes[o]),
+                                         device=device) for o in self._returned])
 
-    # torch's autograd kernel: through the backward when there is one, else the outputs do not
-    # require grad, and the first call that loses a gradient says so.
     def _autograd(self, *args: Any) -> Any:
+        """torch's autograd kernel: through the backward when there is one, else the outputs do
+        not require grad, and the first call that loses a gradient says so."""
+        if _forward_ad._current_level >= 0 and any(
+                isinstance(a, torch.Tensor)
+                and _forward_ad.unpack_dual(a).tangent is not None  # type: ignore[no-untyped-call]
+                for a in args):
+            raise RuntimeError(f"{self._prefix}forward-mode AD (torch.func.jvp, dual tensors) "
+                               f"is not supported: a kjit op has only a backward")
         needs_grad = torch.is_grad_enabled() and [
             n for n, a in zip(self._input_names, args)
             if isinstance(a, torch.Tensor) and a.requires_grad]
@@ -295,7 +372,7 @@ class KernelOp:
                 # Called by a backward that autograd records (create_graph): differentiating
                 # its result again fails. torch.func's transforms record every backward, and
                 # differentiate it only when nested: they see the outputs as constants.
-                if torch._C._are_functorch_transforms_active():
+                if _functorch_active():
                     with torch._C._AutoDispatchBelowADInplaceOrView():
                         return self.overload(*args)
                 return _SecondBackwardRefused.apply(
@@ -313,11 +390,13 @@ class KernelOp:
             return self.overload(*args)
 
     def _save(self, ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        """Keeps what the backward is given: the inputs and outputs."""
         outputs = output if isinstance(output, tuple) else (output,)
         ctx.kjit_scalars = [None if isinstance(a, torch.Tensor) else a for a in inputs]
         ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs)
 
     def _grad(self, ctx: Any, *grad_outputs: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        """The input's gradients from the backward, checked."""
         saved = iter(ctx.saved_tensors)
         inputs = tuple(next(saved) if s is None else s for s in ctx.kjit_scalars)
         outputs = tuple(saved)
@@ -356,8 +435,8 @@ class KernelOp:
                                  f"'{n}' has shape {tuple(x.shape)}")
         return tuple(grads)
 
-    # vmap: the op once per slice of the batch, the results stacked.
     def _vmap(self, info: Any, in_dims: tuple[Any, ...], *args: Any) -> Any:
+        """torch.func.vmap's rule: the op once per slice of the batch, the results stacked."""
         if self._mutated:
             raise RuntimeError(f"{self._prefix}vmap over an op that writes outputs in place "
                                f"(mutates) is not supported; vmap an op that returns them")
@@ -427,6 +506,7 @@ def _split_name(prefix: str, name: object) -> tuple[str, str]:
 
 def _checked_scalars(prefix: str, scalars: Mapping[str, type] | None,
                      input_names: Sequence[str]) -> dict[str, type]:
+    """|scalars| (input name to int, float or bool), checked."""
     if scalars is None:
         return {}
     if not isinstance(scalars, Mapping):
@@ -435,13 +515,15 @@ def _checked_scalars(prefix: str, scalars: Mapping[str, type] | None,
         if n not in input_names:
             raise ValueError(f"{prefix}scalars: '{n}' is not an input of the kernel (inputs: "
                              f"{', '.join(input_names)})")
-        if t not in _SCALAR_SCHEMA:
+        if not isinstance(t, type) or t not in _SCALAR_SCHEMA:
             raise TypeError(f"{prefix}scalars['{n}']: expected int, float or bool, got {t!r}")
     return dict(scalars)
 
 
 def _checked_mutates(prefix: str, mutates: Sequence[str], output_names: Sequence[str]
                      ) -> list[int]:
+    """The indices of the outputs in |mutates|, in its order (the order of the op's arguments
+    after its inputs), checked."""
     if isinstance(mutates, str) or not isinstance(mutates, (list, tuple)):
         raise TypeError(f"{prefix}mutates: expected a list of output names")
     indices = []
@@ -449,8 +531,10 @@ def _checked_mutates(prefix: str, mutates: Sequence[str], output_names: Sequence
         if n not in output_names:
             raise ValueError(f"{prefix}mutates: '{n}' is not an output of the kernel (outputs: "
                              f"{', '.join(output_names)})")
+        if list(output_names).index(n) in indices:
+            raise ValueError(f"{prefix}mutates: '{n}' is named twice")
         indices.append(list(output_names).index(n))
-    return sorted(set(indices))
+    return indices
 
 
 def _checked_backward(prefix: str, backward: object, input_names: Sequence[str],
@@ -471,6 +555,9 @@ def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
              output_names: Sequence[str]) -> GradFunction:
     """A KernelOp as a backward: its inputs are named after the forward's inputs, outputs or
     'grad_<output>', its returned outputs 'grad_<input>'."""
+    if backward._mutated:
+        raise ValueError(f"{prefix}backward: '{backward.name}' writes outputs in place "
+                         f"(mutates); a backward op must return its gradients")
     sources: list[tuple[int, int]] = []  # (0 inputs, 1 outputs, 2 grad_outputs; index)
     for n in backward._input_names:
         if n in input_names:
@@ -495,7 +582,7 @@ def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
     def run(inputs: tuple[Any, ...], outputs: tuple[torch.Tensor, ...],
             grad_outputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor | None]:
         groups = (inputs, outputs, grad_outputs)
-        made = backward(*[groups[g][i].contiguous() if g else groups[g][i] for g, i in sources])
+        made = backward(*[groups[g][i] for g, i in sources])
         made = made if isinstance(made, tuple) else (made,)
         grads: list[torch.Tensor | None] = [None] * len(input_names)
         for i, g in zip(targets, made):
@@ -505,27 +592,4 @@ def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
     return run
 
 
-def op(kernel: _kjit.Kernel, name: str, *, output_shapes: object, output_dtypes: object,
-       grid: object, threadgroup: object, template: object = None,
-       init_value: float | None = None, backward: GradFunction | KernelOp | None = None,
-       scalars: Mapping[str, type] | None = None, mutates: Sequence[str] = ()) -> KernelOp:
-    """Registers |kernel| as the torch operator |name| ('namespace::name') and returns it.
-
-    The settings are a call's (``output_shapes``, ``output_dtypes``, ``grid``,
-    ``threadgroup``, ``template``, ``init_value``); each may be a function of the inputs, called
-    with an ``ArraySpec`` (shape, dtype) per tensor input and the value of each scalar input,
-    once per signature: torch's fake tensors get their outputs from the shape functions.
-
-    backward: how gradients reach the inputs. A function ``(inputs, outputs, grad_outputs) ->
-    grad_inputs`` (one tensor or None per input; it may call kjit ops), or a KernelOp whose
-    inputs are named after the forward's inputs, outputs and ``grad_<output>`` and whose outputs
-    are ``grad_<input>``. Without one, the outputs do not require grad, and the first call on
-    tensors that do warns.
-
-    scalars: inputs passed as Python numbers, by name, with their type (int, float or bool).
-    mutates: outputs the op takes as arguments after the inputs and writes in place (torch's
-    mutated arguments) rather than returning them.
-    """
-    return KernelOp(kernel, name, output_shapes=output_shapes, output_dtypes=output_dtypes,
-                    grid=grid, threadgroup=threadgroup, template=template,
-                    init_value=init_value, backward=backward, scalars=scalars, mutates=mutates)
+op = KernelOp  # kjit.torch.op(kernel, name, ...): the name the documentation uses

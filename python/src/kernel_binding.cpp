@@ -354,10 +354,11 @@ std::optional<nb::object> run_keyword_as_recorded(const Kernel& k, const GradWar
   return library.call_recorded(call);
 }
 
-// Whether any of |settings| is a function (a list, a tuple or None never is).
+// Whether any of |settings| is a function (a list, a tuple or None never is). A type is not:
+// output_dtypes=np.float32 is a slip for [np.float32], which the conversion reports as such.
 bool any_callable(std::initializer_list<nb::handle> settings) {
   for (nb::handle s : settings) {
-    if (PyCallable_Check(s.ptr())) return true;
+    if (PyCallable_Check(s.ptr()) && !PyType_Check(s.ptr())) return true;
   }
   return false;
 }

@@ -10,6 +10,7 @@
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 
 #include <pthread.h>
@@ -138,31 +139,35 @@ PyObject* wrap(const TorchTensorView* view, void* context, void (*release)(void*
 
 const TorchBridge kBridge = {kTorchBridgeAbi, read, current_stream, wrap};
 
-// kjit.torch's eager check (see _eager_ready_in_python in kjit/torch.py, which it must agree
-// with): 0 when a call on |args| needs torch's dispatcher (a transform, a dispatch or function
-// mode is active, an argument is not a plain tensor or Python number, or autograd has a tensor
-// to record), 1 when it does not, 2 when it does not and a tensor is on a GPU. The same
-// questions as torch's Python API asks, for a tenth of their time.
+// kjit.torch's eager check (_eager_ready_in_python in kjit/torch.py, which it must agree with):
+// 0 when a call on |args| needs torch's dispatcher (a transform, a dispatch or function mode,
+// or the JIT tracer is active, an argument is not a plain CPU or CUDA tensor or a Python
+// number, or autograd has a tensor to record), else 1, plus 2 when a tensor is on a GPU and 4
+// when an argument is a Python number. The same questions as torch's Python API asks, for a
+// tenth of their time.
 PyObject* eager_ready(PyObject*, PyObject* const* args, Py_ssize_t n) {
   using c10::DispatchKey;
   if (c10::impl::tls_is_dispatch_key_included(DispatchKey::FuncTorchDynamicLayerFrontMode) ||
       c10::impl::tls_is_dispatch_key_included(DispatchKey::FuncTorchDynamicLayerBackMode) ||
-      c10::impl::TorchDispatchModeTLS::stack_len() > 0 || at::impl::torch_function_mode_enabled()) {
+      c10::impl::TorchDispatchModeTLS::stack_len() > 0 || at::impl::torch_function_mode_enabled() ||
+      torch::jit::tracer::isTracing()) {
     return PyLong_FromLong(0);
   }
   const bool grad = c10::GradMode::is_enabled();
-  bool cuda = false;
+  long ready = 1;
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* a = args[i];
     if (THPVariable_CheckExact(a)) {
       const at::Tensor& t = THPVariable_Unpack(a);
-      if (grad && t.requires_grad()) return PyLong_FromLong(0);
-      cuda = cuda || t.is_cuda();
-    } else if (!PyLong_Check(a) && !PyFloat_Check(a)) {  // PyLong_Check: bools too
+      if ((grad && t.requires_grad()) || !(t.is_cpu() || t.is_cuda())) return PyLong_FromLong(0);
+      if (t.is_cuda()) ready |= 2;
+    } else if (PyLong_Check(a) || PyFloat_Check(a)) {  // PyLong_Check: bools too
+      ready |= 4;
+    } else {
       return PyLong_FromLong(0);
     }
   }
-  return PyLong_FromLong(cuda ? 2 : 1);
+  return PyLong_FromLong(ready);
 }
 
 PyMethodDef kMethods[] = {

@@ -116,7 +116,8 @@ class _CheckedKernel:
             kwargs["device"] = TEST_DEVICE
         result = self._kernel(**kwargs)
         inputs, dtypes, template = kwargs["inputs"], kwargs["output_dtypes"], kwargs.get("template")
-        if not isinstance(inputs, dict) and (callable(dtypes) or callable(template)):
+        if not isinstance(inputs, dict) and (shape_functions.is_function(dtypes)
+                                             or shape_functions.is_function(template)):
             specs = [shape_functions.spec_of(x) for x in inputs]
             values = shape_functions.resolve("", {"output_dtypes": dtypes, "template": template},
                                              specs)

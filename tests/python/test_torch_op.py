@@ -380,10 +380,12 @@ def test_the_eager_checks_in_cpp_and_python_agree(rng, device):
         checks.append(kt._eager_ready)
         assert kt._eager_ready is not kt._eager_ready_in_python
     x = tensor(rng, (3,), device)
-    on_gpu = 2 if device == "cuda" else 1
+    on_gpu = kt.READY | (kt.ON_GPU if device == "cuda" else 0)
     w = tensor(rng, (3,), device, requires_grad=True)
-    cases = [((x,), on_gpu), ((x, 2.0, 3, True), on_gpu), ((w,), 0), ((x, "text"), 0),
-             ((torch.nn.Parameter(x.clone()),), 0), ((x.numpy() if device == "cpu" else [],), 0)]
+    cases = [((x,), on_gpu), ((x, 2.0, 3, True), on_gpu | kt.NUMBERS), ((w,), 0),
+             ((x, "text"), 0), ((torch.nn.Parameter(x.clone()),), 0),
+             ((x.numpy() if device == "cpu" else [],), 0),
+             ((torch.empty(3, device="meta"),), 0)]
     for check in checks:
         for args, expected in cases:
             assert check(*args) == expected, (check, args)
@@ -395,7 +397,8 @@ def test_the_eager_checks_in_cpp_and_python_agree(rng, device):
             assert check(x) == 0
         seen = []
         torch.func.vmap(lambda t: seen.append(check(t)) or t)(x.reshape(3, 1))
-        assert seen == [0]
+        torch.jit.trace(lambda t: seen.append(check(t)) or t * 2, (x,), check_trace=False)
+        assert seen == [0, 0]
 
 
 def test_bad_settings_and_results_are_clear_errors(rng):
@@ -491,3 +494,97 @@ def test_prepare_builds_an_op_so_its_first_call_may_be_captured(rng):
     graph.replay()
     torch.testing.assert_close(s, torch.sin(x))
     torch.testing.assert_close(c, torch.cos(x))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scalar_inputs_are_taken_as_their_declared_type_on_every_path(rng, device):
+    kernel = kjit.metal_kernel(name="half_scale", input_names=["x", "a"], output_names=["y"],
+                               source="uint i = thread_position_in_grid.x; "
+                                      "if (i < x_shape[0]) y[i] = x[i] * (a / 2);")
+    op = kt.op(kernel, unique("half_scale"), output_shapes=like_first,
+               output_dtypes=dtype_of_first, grid=threads, threadgroup=(32, 1, 1),
+               scalars={"a": float})
+    x = tensor(rng, (40,), device)
+    # An int given for a float input is a float, as torch's dispatcher makes it: 3 / 2 = 1.5.
+    torch.testing.assert_close(op(x, 3), x * 1.5)
+    torch.testing.assert_close(op.overload(x, 3), x * 1.5)
+    with pytest.raises(TypeError, match=r"a: expected a Python float, got Tensor"):
+        op(x, x)
+    with pytest.raises(TypeError, match=r"x: expected a tensor, got float"):
+        op(2.0, 1.0)
+    counted = kt.op(kernel, unique("half_scale_int"), output_shapes=like_first,
+                    output_dtypes=dtype_of_first, grid=threads, threadgroup=(32, 1, 1),
+                    scalars={"a": int})
+    torch.testing.assert_close(counted(x, 3), x * 1.0)  # integer division in the kernel
+    with pytest.raises(TypeError, match=r"a: expected a Python int, got float"):
+        counted(x, 3.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_outputs_written_in_place_follow_the_order_given_and_bump_versions(rng, device):
+    kernel = kjit.metal_kernel(name="two_fills", input_names=["x"], output_names=["p", "q"],
+                               source="uint i = thread_position_in_grid.x; "
+                                      "if (i < x_shape[0]) { p[i] = x[i] + 1; q[i] = x[i] - 1; }")
+    op = kt.op(kernel, unique("two_fills"), output_shapes=lambda x: [x.shape, x.shape],
+               output_dtypes=lambda x: [x.dtype, x.dtype], grid=threads,
+               threadgroup=(32, 1, 1), mutates=["q", "p"])
+    assert str(op.overload._schema).startswith(
+        op.name + "(Tensor x, Tensor(a!) q, Tensor(b!) p)")
+    x, q, p = tensor(rng, (20,), device), torch.zeros(20, device=device), torch.zeros(20,
+                                                                                     device=device)
+    versions = (q._version, p._version)
+    op(x, q, p)
+    torch.testing.assert_close(q, x - 1)
+    torch.testing.assert_close(p, x + 1)
+    assert q._version > versions[0] and p._version > versions[1]
+    # autograd sees the write: a backward needing q's old values is refused, not wrong.
+    w = torch.ones(20, device=device, requires_grad=True)
+    z = w * q
+    op(x, q, p)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    with pytest.raises(ValueError, match="mutates: 'p' is named twice"):
+        kt.op(kernel, unique("twice"), output_shapes=lambda x: [x.shape, x.shape],
+              output_dtypes=lambda x: [x.dtype, x.dtype], grid=threads,
+              threadgroup=(32, 1, 1), mutates=["p", "p"])
+
+
+def test_tracers_and_meta_tensors_go_through_the_dispatcher(rng):
+    op = sin_cos_op()
+    x = tensor(rng, (30,), "cpu")
+    traced = torch.jit.trace(lambda t: op(t)[0] + 1, (x,), check_trace=False)
+    x2 = tensor(rng, (30,), "cpu")
+    torch.testing.assert_close(traced(x2), torch.sin(x2) + 1)  # not the first call's constant
+    s, c = op(torch.empty(30, device="meta"))
+    assert s.device.type == "meta" and s.shape == (30,)
+
+
+def test_forward_mode_ad_is_refused_not_dropped(rng):
+    op = scale_op()
+    x, w = tensor(rng, (2, 3), "cpu"), tensor(rng, (2, 3), "cpu")
+    # torch.func.jvp reaches the op's autograd.Function, which torch refuses, saying why.
+    with pytest.raises(RuntimeError, match="forward-mode AD .* is not supported|"
+                                           "implement the jvp function"):
+        torch.func.jvp(lambda t: op(t, w), (x,), (torch.ones_like(x),))
+    with pytest.raises(RuntimeError, match="forward-mode AD .* is not supported"):
+        torch.func.jvp(lambda t: sin_cos_op()(t[0])[0], (x,), (torch.ones_like(x),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(x, torch.ones_like(x))
+        with pytest.raises(RuntimeError, match="forward-mode AD .* is not supported"):
+            op(dual, w)
+
+
+def test_a_dtype_for_a_list_of_dtypes_and_a_failing_function_name_the_setting(rng):
+    op = kt.op(kjit.metal_kernel(name="slips", input_names=["x"], output_names=["y"],
+                                 source="y[0] = x[0];"),
+               unique("slips"), output_shapes=like_first, output_dtypes=lambda x: [x.dtype],
+               grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    with pytest.raises(TypeError) as e:
+        op.kernel(inputs=[np.zeros(2, np.float32)], output_shapes=[(2,)],
+                  output_dtypes=np.float32, grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    assert "output_dtypes: expected a list" in str(e.value)
+    broken = kt.op(op.kernel, unique("broken"), output_shapes=lambda x, y: [x.shape],
+                   output_dtypes=dtype_of_first, grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    with pytest.raises(TypeError) as e:
+        broken(tensor(rng, (2,), "cpu"))
+    assert "output_shapes: raised by the output_shapes function" in "".join(e.value.__notes__)
