@@ -166,6 +166,8 @@ class Kernel:
     A kernel built from a body string. Call it with keyword arguments to run.
     """
 
+    def __reduce__(self) -> tuple[object, ...]: ...
+
     @property
     def name(self) -> str: ...
 
@@ -198,6 +200,8 @@ class BoundKernel:
     """
     A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, then optionally the outputs to write, as positional arguments.
     """
+
+    def __reduce__(self) -> tuple[object, ...]: ...
 
     def __call__(self, *arrays: object) -> list[object]:
         """

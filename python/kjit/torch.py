@@ -200,6 +200,21 @@ class KernelOp:
         torch.library.register_fake(name, self._fake, lib=self._lib)
         self._lib.impl(opname, self._autograd, "Autograd")  # type: ignore[no-untyped-call]
         torch.library.register_vmap(name, self._vmap, lib=self._lib)
+        self._made_with = (kernel, name, dict(self._settings), init_value, backward, scalars,
+                           tuple(mutates))
+        _ops[name] = self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what made it: unpickled where an op of its name exists, that op (a
+        module's ops are made again as the module is imported), else a new one. Its settings
+        and backward pickle as any Python object does: module-level functions, not lambdas."""
+        return (_op_named, self._made_with)
+
+    def __copy__(self) -> KernelOp:
+        return self  # an op is its registration with torch: one per name
+
+    def __deepcopy__(self, memo: dict[int, object]) -> KernelOp:
+        return self
 
     def __repr__(self) -> str:
         return f"kjit.torch.KernelOp('{self.name}', kernel '{self.kernel.name}')"
@@ -593,3 +608,16 @@ def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
 
 
 op = KernelOp  # kjit.torch.op(kernel, name, ...): the name the documentation uses
+
+# The ops of this process by name: each stays registered with torch until the process ends.
+_ops: dict[str, KernelOp] = {}
+
+
+def _op_named(kernel: _kjit.Kernel, name: str, settings: dict[str, object],
+              init_value: float | None, backward: GradFunction | KernelOp | None,
+              scalars: Mapping[str, type] | None, mutates: Sequence[str]) -> KernelOp:
+    """The op |name| of this process, or one made with these arguments (unpickling)."""
+    if name in _ops:
+        return _ops[name]
+    return KernelOp(kernel, name, **settings, init_value=init_value, backward=backward,
+                    scalars=scalars, mutates=mutates)

@@ -31,13 +31,38 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
 // The Python kernel object: a kernel and what its calls remember. Its first member is the
 // instance's vectorcall slot (see as_python).
 struct PyKernel {
-  explicit PyKernel(Kernel k) : kernel(std::move(k)) {}
+  PyKernel(Kernel k, nb::tuple r) : kernel(std::move(k)), recipe(std::move(r)) {}
   vectorcallfunc vectorcall = kernel_vectorcall;
   Kernel kernel;
   CallMemo memo;
   // Shared with the kernel's bound kernels, which may outlive this object.
   std::shared_ptr<GradWarning> grad_warning = std::make_shared<GradWarning>();
+  // (factory name, its arguments): what pickling makes the kernel again from, in plain Python
+  // values made from the checked arguments (none of the caller's objects).
+  nb::tuple recipe;
 };
+
+// The plain Python value of each checked argument, for recipes.
+nb::list names_of(const std::vector<std::string>& names) {
+  nb::list out;
+  for (const std::string& n : names) out.append(nb::str(n.c_str(), n.size()));
+  return out;
+}
+
+nb::dict options_of(const CompileOptions& options) {
+  nb::dict out;
+  out["math_mode"] = options.math_mode == MathMode::Safe      ? "safe"
+                     : options.math_mode == MathMode::Relaxed ? "relaxed"
+                                                              : "fast";
+  out["debug"] = options.debug;
+  out["line_info"] = options.line_info;
+  return out;
+}
+
+nb::str dtype_text(Dtype d) {
+  const std::string_view name = dtype_name(d);
+  return nb::str(name.data(), name.size());
+}
 
 // A new Python object of a type whose C++ object starts with its vectorcall slot. nanobind
 // keeps the C++ object inside the Python object at an offset that is the same for every
@@ -432,13 +457,15 @@ nb::object call(PyKernel& py, nb::handle inputs, nb::handle output_shapes, nb::h
 // stream object it was given, whose handle its calls use (a CuPy stream destroys its handle
 // when it goes).
 struct PyBoundKernel {
-  PyBoundKernel(BoundKernel b, CallPlace p, nb::object stream, std::shared_ptr<GradWarning> warning)
+  PyBoundKernel(BoundKernel b, CallPlace p, nb::object stream, std::shared_ptr<GradWarning> warning,
+                nb::object r)
       : n_inputs(b.kernel().input_names().size()),
         n_outputs(b.kernel().output_names().size()),
         bound(std::move(b)),
         place(std::move(p)),
         stream_object(std::move(stream)),
-        grad_warning(std::move(warning)) {}
+        grad_warning(std::move(warning)),
+        recipe(std::move(r)) {}
   vectorcallfunc vectorcall = bound_vectorcall;
   // The kernel's counts of inputs and outputs, which a call reads first, on the object's first
   // cache line.
@@ -447,6 +474,9 @@ struct PyBoundKernel {
   CallPlace place;
   nb::object stream_object;
   std::shared_ptr<GradWarning> grad_warning;  // its kernel's
+  // (its kernel's recipe, bind's arguments) in plain Python values, for pickling; None when
+  // bound to a stream object, which belongs to this process.
+  nb::object recipe;
 };
 
 // A bound call's arguments: the inputs, then optionally the outputs to write.
@@ -668,6 +698,26 @@ void init_kernel(nb::module_& m) {
   // instance Python made itself (__new__) would hold no kernel, and no vectorcall slot.
   refuse_new<kKernelNew>(kernel);
   refuse_new<kBoundKernelNew>(bound);
+  // Pickled by what made them (kjit/_pickling.py makes them again), never by a device handle:
+  // an unpickled kernel finds its programs in the disk cache.
+  kernel.def(
+      "__reduce__",
+      [](const PyKernel& py) {
+        return nb::make_tuple(nb::module_::import_("kjit._pickling").attr("kernel_from"),
+                              py.recipe);
+      },
+      nb::sig("def __reduce__(self) -> tuple[object, ...]"));
+  bound.def(
+      "__reduce__",
+      [](const PyBoundKernel& py) {
+        if (py.recipe.is_none()) {
+          throw TypeError(Param::of_kernel(py.bound.kernel()).str() +
+                          "a bound kernel bound to a stream object cannot be pickled: the stream "
+                          "belongs to this process; bind the kernel again where it is unpickled");
+        }
+        return nb::make_tuple(nb::module_::import_("kjit._pickling").attr("bound_from"), py.recipe);
+      },
+      nb::sig("def __reduce__(self) -> tuple[object, ...]"));
   kernel.def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_prop_ro("input_names", [](const PyKernel& k) { return k.kernel.input_names(); })
       .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); })
@@ -742,10 +792,39 @@ void init_kernel(nb::module_& m) {
         TemplateArgs targs = to_template_args(t / "template", template_args);
         const std::optional<double> init = to_init_value(t, init_value);
         CallPlace place = to_call_place(t, stream, device, verbose);
+        nb::object recipe = nb::none();
+        if (stream.is_none()) {
+          nb::list shape_list, dtype_list, template_list;
+          for (const Shape& shape : shapes) {
+            nb::list extents;
+            for (int64_t e : shape) extents.append(e);
+            shape_list.append(nb::tuple(extents));
+          }
+          for (Dtype d : dtypes) dtype_list.append(dtype_text(d));
+          for (const auto& [name, value] : targs) {
+            nb::object v = std::holds_alternative<Dtype>(value)
+                               ? nb::object(dtype_text(std::get<Dtype>(value)))
+                           : std::holds_alternative<bool>(value)
+                               ? nb::object(nb::bool_(std::get<bool>(value)))
+                               : nb::object(nb::int_(std::get<int>(value)));
+            template_list.append(nb::make_tuple(nb::str(name.c_str(), name.size()), v));
+          }
+          nb::dict settings;
+          settings["output_shapes"] = shape_list;
+          settings["output_dtypes"] = dtype_list;
+          settings["grid"] = nb::make_tuple(g.x, g.y, g.z);
+          settings["threadgroup"] = nb::make_tuple(tg.x, tg.y, tg.z);
+          settings["template"] = template_list;
+          settings["init_value"] = init ? nb::object(nb::float_(*init)) : nb::none();
+          settings["verbose"] = place.verbose;
+          settings["device"] =
+              place.device ? nb::object(nb::str(place.device->str().c_str())) : nb::none();
+          recipe = nb::make_tuple(py.recipe, settings);
+        }
         BoundKernel b = k.bind(std::move(shapes), std::move(dtypes), g, tg, std::move(targs), init,
                                place.verbose);
-        return as_python(
-            PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream), py.grad_warning));
+        return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream),
+                                       py.grad_warning, std::move(recipe)));
       },
       nb::sig(bind_signature().python()),
       "The kernel with every argument of a call but its arrays fixed, and checked now (all but "
@@ -767,11 +846,20 @@ void init_kernel(nb::module_& m) {
       [](nb::args args, nb::kwargs kwargs) {
         const auto a = metal_kernel_signature().place(args, kwargs);
         const char* api = "metal_kernel";
+        std::string name = to_text(a[0], api, "name");
+        std::vector<std::string> inputs = to_names(a[1], api, "input_names");
+        std::vector<std::string> outputs = to_names(a[2], api, "output_names");
+        std::string source = to_text(a[3], api, "source"), header = to_text(a[4], api, "header");
+        const bool contiguous = to_bool(a[5], api, "ensure_row_contiguous");
+        const bool atomic = to_bool(a[6], api, "atomic_outputs");
+        const CompileOptions options = to_compile_options(a[7], api);
+        nb::tuple recipe =
+            nb::make_tuple(api, nb::make_tuple(name, names_of(inputs), names_of(outputs), source,
+                                               header, contiguous, atomic, options_of(options)));
         return as_python(PyKernel(
-            metal_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
-                         to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
-                         to_text(a[4], api, "header"), to_bool(a[5], api, "ensure_row_contiguous"),
-                         to_bool(a[6], api, "atomic_outputs"), to_compile_options(a[7], api))));
+            metal_kernel(std::move(name), std::move(inputs), std::move(outputs), std::move(source),
+                         std::move(header), contiguous, atomic, options),
+            std::move(recipe)));
       },
       nb::sig(metal_kernel_signature().python()),
       "A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).");
@@ -792,12 +880,20 @@ void init_kernel(nb::module_& m) {
           throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
                            nb::cast<std::string>(nb::repr(shared_memory)));
         }
+        std::string name = to_text(a[0], api, "name");
+        std::vector<std::string> inputs = to_names(a[1], api, "input_names");
+        std::vector<std::string> outputs = to_names(a[2], api, "output_names");
+        std::string source = to_text(a[3], api, "source"), header = to_text(a[4], api, "header");
+        const bool contiguous = to_bool(a[5], api, "ensure_row_contiguous");
+        const CompileOptions options = to_compile_options(a[7], api);
+        const bool atomic = to_bool(a[8], api, "atomic_outputs");
+        nb::tuple recipe = nb::make_tuple(
+            api, nb::make_tuple(name, names_of(inputs), names_of(outputs), source, header,
+                                contiguous, smem, options_of(options), atomic));
         return as_python(PyKernel(
-            cuda_kernel(to_text(a[0], api, "name"), to_names(a[1], api, "input_names"),
-                        to_names(a[2], api, "output_names"), to_text(a[3], api, "source"),
-                        to_text(a[4], api, "header"), to_bool(a[5], api, "ensure_row_contiguous"),
-                        static_cast<int>(smem), to_compile_options(a[7], api),
-                        to_bool(a[8], api, "atomic_outputs"))));
+            cuda_kernel(std::move(name), std::move(inputs), std::move(outputs), std::move(source),
+                        std::move(header), contiguous, static_cast<int>(smem), options, atomic),
+            std::move(recipe)));
       },
       nb::sig(cuda_kernel_signature().python()),
       "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
