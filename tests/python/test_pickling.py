@@ -207,3 +207,22 @@ def test_a_module_holding_kjit_ops_saves_loads_and_deep_copies(tmp_path, monkeyp
     np.testing.assert_allclose(values, y.tolist(), rtol=1e-6)
     np.testing.assert_allclose(grads, x.grad.tolist(), rtol=1e-6)
     assert compiles == 0
+
+
+def scaled_by_kernel(job):
+    """A pool worker's task: the kernel it was sent, run on the array it was sent."""
+    kernel, x = job
+    return run(kernel, x)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_kernels_go_to_pool_workers_by_every_start_method(rng, method):
+    import multiprocessing
+
+    kernel = scaled_kernel()
+    jobs = [(kernel, rng.standard_normal(n).astype(np.float32)) for n in (10, 33, 70)]
+    run(kernel, jobs[0][1])  # the parent has run it: a forked child inherits a used backend
+    with multiprocessing.get_context(method).Pool(2) as pool:
+        results = pool.map(scaled_by_kernel, jobs, chunksize=1)
+    for (_, x), y in zip(jobs, results):
+        np.testing.assert_allclose(y, x.astype(np.float64) * 3, rtol=1e-6)
