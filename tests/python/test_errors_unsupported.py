@@ -100,3 +100,36 @@ def test_user_names_with_a_feature_prefix_compile(var, rng):
     out = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(8, 1, 1),
             threadgroup=(8, 1, 1))[0]
     np.testing.assert_array_equal(out, x * 3)
+
+
+NO_GPU_CALLS = """
+import numpy as np, kjit
+k = kjit.metal_kernel(name="no_gpu", input_names=["x"], output_names=["y"], source="y[0] = x[0];")
+calls = [
+    lambda: kjit.array(np.zeros((), np.int32), dtype="float16", device="cuda"),
+    lambda: kjit.array(np.zeros(3, np.float32), device="cuda"),
+    lambda: kjit.empty([3], device="cuda"),
+    lambda: k(inputs=[np.zeros(1, np.float32)], output_shapes=[(1,)], output_dtypes=["float32"],
+              grid=(1, 1, 1), threadgroup=(1, 1, 1), device="cuda"),
+]
+for call in calls:
+    try:
+        call()
+        print("ran")
+    except ValueError as e:
+        print("ValueError:", e)
+"""
+
+
+@pytest.mark.skipif(bool(kjit._kjit.cuda_status()["devices"]),
+                    reason="a CUDA device works here: the calls would run")
+def test_gpu_requests_without_a_gpu_are_value_errors_not_crashes():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", NO_GPU_CALLS], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 4
+    assert all(line.startswith("ValueError: ") and "device" in line for line in lines), lines

@@ -81,8 +81,10 @@ CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 // tell (the legacy stream while another stream captures) counts as not capturing: what comes
 // next on it fails with the driver's own error.
 bool capturing(uintptr_t stream) {
+  const DriverApi& d = driver();
+  if (!d.loaded) return false;  // no driver: the caller's own use of it says why
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return driver().cuStreamIsCapturing(as_stream(stream), &status) == CUDA_SUCCESS &&
+  return d.cuStreamIsCapturing(as_stream(stream), &status) == CUDA_SUCCESS &&
          status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
