@@ -2,6 +2,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "jax_ffi.h"
@@ -14,8 +15,8 @@ namespace {
 [[noreturn]] void refuse() {
   throw std::runtime_error(
       "[kjit.jax] kjit was built without JAX's XLA FFI headers (jax was not importable by the "
-      "Python that configured the build); install jax, then rebuild kjit (pip install "
-      "--force-reinstall --no-binary kjit kjit, or cmake -S . -B build again)");
+      "Python that configured the build): install jax, then build kjit again from a fresh "
+      "configure (cmake -S . -B build, or pip install without a cached wheel)");
 }
 
 }  // namespace

@@ -315,3 +315,10 @@ def test_shard_map_runs_the_kernel_on_each_host_devices_block():
 def test_the_handlers_are_built_for_the_installed_jax():
     assert kjit._kjit.jax_ffi_version() != "", "kjit was built without jax's FFI headers"
     assert set(kjit._kjit.jax_ffi_targets()) == {"cpu", "CUDA"}
+
+
+def test_doctor_names_the_jax_the_handlers_serve():
+    done = subprocess.run([sys.executable, "-m", "kjit", "doctor"], capture_output=True,
+                          text=True, timeout=300)
+    assert (f"jax: {jax.__version__}; kjit.jax's XLA FFI handlers built for jax "
+            f"{kjit._kjit.jax_ffi_version()}\n") in done.stdout, done.stdout + done.stderr
