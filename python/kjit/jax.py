@@ -76,7 +76,8 @@ class KernelOp:
                  grid: object, threadgroup: object, template: object = None,
                  init_value: float | None = None, backward: GradFunction | None = None,
                  vmap_method: str = "sequential",
-                 scalars: Mapping[str, type] | None = None):
+                 scalars: Mapping[str, type] | None = None,
+                 input_output_aliases: Mapping[str, str] | None = None):
         if not all(hasattr(kernel, a) for a in ("bind", "build", "input_names", "output_names")):
             raise TypeError(f"[kjit.jax.op] kernel: expected a kjit.Kernel (kjit.metal_kernel, "
                             f"kjit.cuda_kernel), got {type(kernel).__name__}")
@@ -89,6 +90,8 @@ class KernelOp:
                              f"{', '.join(map(repr, _VMAP_METHODS))}, got {vmap_method!r}")
         self._vmap_method = vmap_method
         self._scalars = _checked_scalars(prefix, scalars, self._input_names)
+        self._aliases = _checked_aliases(prefix, input_output_aliases, self._input_names,
+                                         self._output_names, self._scalars)
         if backward is not None and not callable(backward):
             raise TypeError(f"{prefix}backward: expected a function (inputs, outputs, "
                             f"grad_outputs) -> grad_inputs, got {type(backward).__name__}")
@@ -168,10 +171,18 @@ class KernelOp:
                              f"each (one per output: {', '.join(self._output_names)}), got "
                              f"{len(shapes)} and {len(dtypes)}")
         try:
-            return [jax.core.ShapedArray(tuple(int(e) for e in s), _numpy_dtype(d))
-                    for s, d in zip(shapes, dtypes)]
+            outputs = [jax.core.ShapedArray(tuple(int(e) for e in s), _numpy_dtype(d))
+                       for s, d in zip(shapes, dtypes)]
         except (TypeError, ValueError) as e:
             raise TypeError(f"{self._prefix}output_shapes and output_dtypes: {e}") from None
+        for i, o in self._aliases.items():
+            given, made = avals[i], outputs[o]
+            if (tuple(given.shape), given.dtype) != (made.shape, made.dtype):
+                raise ValueError(
+                    f"{self._prefix}input_output_aliases: input '{self._input_names[i]}' "
+                    f"({given.dtype}{list(given.shape)}) and output '{self._output_names[o]}' "
+                    f"({made.dtype}{list(made.shape)}) must have the same shape and dtype")
+        return outputs
 
     def _key(self, avals: Sequence[Any], scalars: tuple[tuple[int, object], ...],
              platform: str) -> int:
@@ -267,6 +278,29 @@ def _checked_scalars(prefix: str, scalars: Mapping[str, type] | None,
     return dict(scalars)
 
 
+def _checked_aliases(prefix: str, aliases: Mapping[str, str] | None,
+                     input_names: Sequence[str], output_names: Sequence[str],
+                     scalars: Mapping[str, type]) -> dict[int, int]:
+    """|aliases| (input name to output name) as positions, checked."""
+    if aliases is None:
+        return {}
+    if not isinstance(aliases, Mapping):
+        raise TypeError(f"{prefix}input_output_aliases: expected a dict of input name to "
+                        f"output name")
+    positions: dict[int, int] = {}
+    for i, o in aliases.items():
+        if i not in input_names or i in scalars:
+            raise ValueError(f"{prefix}input_output_aliases: '{i}' is not an array input of the "
+                             f"kernel (inputs: {', '.join(input_names)})")
+        if o not in output_names:
+            raise ValueError(f"{prefix}input_output_aliases: '{o}' is not an output of the "
+                             f"kernel (outputs: {', '.join(output_names)})")
+        if output_names.index(o) in positions.values():
+            raise ValueError(f"{prefix}input_output_aliases: output '{o}' is given twice")
+        positions[input_names.index(i)] = output_names.index(o)
+    return positions
+
+
 # The primitive every op binds: its parameters are the op (hashed by identity) and the values
 # of its scalar inputs, by position.
 _kjit_op_p = jax.extend.core.Primitive("kjit_op")
@@ -294,10 +328,9 @@ _kjit_op_p.def_abstract_eval(_abstract_eval)  # type: ignore[no-untyped-call]
 def _lowering(platform: str) -> Callable[..., Any]:
     """The primitive's lowering on XLA's |platform|: the custom call of the launch that kjit
     registers for the operands' shapes and dtypes."""
-    call = jax.ffi.ffi_lowering(_TARGET)
-
     def lower(ctx: Any, *operands: Any, op: KernelOp,
               scalars: tuple[tuple[int, object], ...]) -> Any:
+        call = jax.ffi.ffi_lowering(_TARGET, operand_output_aliases=op._aliases or None)
         return call(ctx, *operands, key=np.int64(op._key(ctx.avals_in, scalars, platform)))
 
     return lower
@@ -346,7 +379,8 @@ batching.primitive_batchers[_kjit_op_p] = _batch
 def op(kernel: _kjit.Kernel, *, output_shapes: object, output_dtypes: object, grid: object,
        threadgroup: object, template: object = None, init_value: float | None = None,
        backward: GradFunction | None = None, vmap_method: str = "sequential",
-       scalars: Mapping[str, type] | None = None) -> KernelOp:
+       scalars: Mapping[str, type] | None = None,
+       input_output_aliases: Mapping[str, str] | None = None) -> KernelOp:
     """|kernel| as a function of JAX arrays, usable eagerly and under ``jax.jit``.
 
     The settings are a call's (``output_shapes``, ``output_dtypes``, ``grid``, ``threadgroup``,
@@ -365,7 +399,13 @@ def op(kernel: _kjit.Kernel, *, output_shapes: object, output_dtypes: object, gr
 
     scalars: inputs passed as Python numbers, by name, with their type (int, float or bool):
     static values, which reach the shape functions.
+
+    input_output_aliases: outputs that share an input's buffer, as {input name: output name}:
+    the output starts as the input's contents (updated in place, e.g. ``y[i] += ...``), and XLA
+    writes into the input's memory when it may (a donated argument), else into a copy. The two
+    must have the same shape and dtype.
     """
     return KernelOp(kernel, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
                     threadgroup=threadgroup, template=template, init_value=init_value,
-                    backward=backward, vmap_method=vmap_method, scalars=scalars)
+                    backward=backward, vmap_method=vmap_method, scalars=scalars,
+                    input_output_aliases=input_output_aliases)

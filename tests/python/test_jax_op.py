@@ -55,9 +55,10 @@ BLOCK_SUM = metal_kernel(
     }
     if (t == 0) y[threadgroup_position_in_grid.x] = partial[0];
     """)
-
-KERNELS = [SCALED_EXP, SQUARE_SCALE, SQUARE_SCALE_GRAD_X, AXPY, BLOCK_SUM]
-
+# out[i] += x[i]: out starts as the input acc, which it aliases.
+ACCUMULATE = metal_kernel(
+    name="accumulate", input_names=["acc", "x"], output_names=["out"],
+    source="uint i = thread_position_in_grid.x; if (i < N) out[i] += x[i];")
 
 def like_first(*specs):
     return [specs[0].shape]
@@ -95,13 +96,13 @@ def on(device, *arrays):
 def test_kernels_build_for_cuda():
     if not conftest.NVRTC:
         pytest.skip(f"NVRTC is {conftest.CUDA_STATUS['nvrtc_error']}")
-    f32 = kjit.float32
-    signatures = {"scaled_exp": [(f32, 1)] * 2, "square_scale": [(f32, 1)] * 2,
-                  "square_scale_grad_x": [(f32, 1)] * 3, "alpha_x": [(f32, 1), (f32, 0)],
-                  "block_sum": [(f32, 1)]}
-    for k in KERNELS:
-        k.build(inputs=signatures[k.name], output_dtypes=[f32], template=[("N", 1)]
-                if k.name != "block_sum" else None, target=conftest.CUDA_TARGET)
+    f32, n = kjit.float32, [("N", 1)]
+    signatures = [(SCALED_EXP, [(f32, 1)] * 2, n), (SQUARE_SCALE, [(f32, 1)] * 2, n),
+                  (SQUARE_SCALE_GRAD_X, [(f32, 1)] * 3, n), (AXPY, [(f32, 1), (f32, 0)], n),
+                  (BLOCK_SUM, [(f32, 1)], None), (ACCUMULATE, [(f32, 1)] * 2, n)]
+    for kernel, inputs, template in signatures:
+        kernel.build(inputs=inputs, output_dtypes=[f32], template=template,
+                     target=conftest.CUDA_TARGET)
 
 
 def test_jit_equals_eager_and_numpy(device, rng):
@@ -322,3 +323,33 @@ def test_doctor_names_the_jax_the_handlers_serve():
                           text=True, timeout=300)
     assert (f"jax: {jax.__version__}; kjit.jax's XLA FFI handlers built for jax "
             f"{kjit._kjit.jax_ffi_version()}\n") in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("donate", [False, True])
+def test_an_aliased_output_starts_as_its_input(device, rng, donate):
+    op = kj.op(ACCUMULATE, **ELEMENTWISE, input_output_aliases={"acc": "out"})
+    acc64, x64 = rng.standard_normal(200) + 3, rng.standard_normal(200)
+    acc, x = on(device, acc64.astype(np.float32), x64.astype(np.float32))
+    f = jax.jit(op, donate_argnums=(0,) if donate else ())
+    expected = acc64.astype(np.float32) + x64.astype(np.float32)
+    got = np.asarray(f(acc, x))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    if not donate:
+        np.testing.assert_array_equal(np.asarray(acc), acc64.astype(np.float32))  # kept
+    # Twice in one program: the second reads the first's result.
+    twice = jax.jit(lambda acc, x: op(op(acc, x), x))
+    (acc,) = on(device, acc64.astype(np.float32))
+    np.testing.assert_allclose(np.asarray(twice(acc, x)), expected + x64.astype(np.float32),
+                               rtol=1e-6)
+
+
+def test_aliases_are_checked():
+    with pytest.raises(ValueError, match=r"input_output_aliases: 'y' is not an array input"):
+        kj.op(ACCUMULATE, **ELEMENTWISE, input_output_aliases={"y": "out"})
+    with pytest.raises(ValueError, match=r"input_output_aliases: 'acc' is not an output"):
+        kj.op(ACCUMULATE, **ELEMENTWISE, input_output_aliases={"x": "acc"})
+    op = kj.op(ACCUMULATE, **dict(ELEMENTWISE, output_shapes=lambda acc, x: [x.shape]),
+               input_output_aliases={"acc": "out"})
+    with pytest.raises(ValueError, match=r"input 'acc' \(float32\[4\]\) and output 'out' "
+                                         r"\(float32\[8\]\) must have the same shape"):
+        jax.jit(op)(jnp.ones(4), jnp.ones(8))
