@@ -35,7 +35,8 @@ SQUARE_SCALE = metal_kernel(
 # grad_x = 2 * x * w * grad_y, elementwise: the backward of SQUARE_SCALE's x.
 SQUARE_SCALE_GRAD_X = metal_kernel(
     name="square_scale_grad_x", input_names=["x", "w", "grad_y"], output_names=["grad_x"],
-    source="uint i = thread_position_in_grid.x; if (i < N) grad_x[i] = 2 * x[i] * w[i] * grad_y[i];")
+    source="uint i = thread_position_in_grid.x; "
+           "if (i < N) grad_x[i] = 2 * x[i] * w[i] * grad_y[i];")
 # y = alpha * x, alpha a Python float.
 AXPY = metal_kernel(
     name="alpha_x", input_names=["x", "alpha"], output_names=["y"],
