@@ -126,6 +126,8 @@ class KernelOp:
 
     def _scalar(self, name: str, value: object) -> object:
         kind = self._scalars[name]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)  # Python's numeric tower: an int is a float's value too
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
             raise TypeError(f"{self._prefix}{name}: expected a Python {kind.__name__} (a scalar "
                             f"input is static: it reaches the shape functions), got "

@@ -233,10 +233,19 @@ def test_scalar_inputs_are_static(device, rng):
     op = kj.op(AXPY, **ELEMENTWISE, scalars={"alpha": float})
     x64 = rng.standard_normal(100)
     (x,) = on(device, x64.astype(np.float32))
-    f = jax.jit(lambda x: op(x, 2.5) + op(x, -1.0))
+    f = jax.jit(lambda x: op(x, 2.5) + op(x, -1))
     np.testing.assert_allclose(np.asarray(f(x)), 1.5 * x64, rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match=r"alpha: expected a Python float"):
         op(x, jnp.float32(2))
+
+
+def test_grad_of_an_op_with_a_scalar_input(device, rng):
+    op = kj.op(AXPY, **ELEMENTWISE, scalars={"alpha": float},
+               backward=lambda inputs, outputs, grads: (inputs[1] * grads[0], None))
+    x64 = rng.standard_normal(40)
+    (x,) = on(device, x64.astype(np.float32))
+    got = jax.jit(jax.grad(lambda x: jnp.sum(op(x, 3.0) ** 2)))(x)
+    np.testing.assert_allclose(np.asarray(got), 18 * x64, rtol=1e-5, atol=1e-5)
 
 
 def test_a_shape_function_of_the_wrong_type_is_named():
