@@ -9,8 +9,9 @@ PYTHON ?= .venv/bin/python
 PYTHON_EXE = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 BUILD ?= build
 JOBS ?= $(shell nproc)
-# torch: the PyTorch tests (kjit.torch, torch tensors in calls) run on every submission.
-VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy torch
+# torch and jax: the PyTorch tests (kjit.torch, torch tensors in calls) and the JAX tests
+# (kjit.jax, its XLA FFI handlers) run on every submission.
+VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy torch jax
 # The CPU benchmarks also compare against OpenCL on PoCL (Debian: pocl-opencl-icd).
 BENCH_PACKAGES = pyopencl
 

@@ -40,6 +40,17 @@ def doctor() -> int:
     else:
         path = _kjit.torch_path()  # loads kjit._torch, or says why not
         print(_torch_bridge.describe(str(torch.__version__), path, _torch_bridge.loaded))
+    try:
+        jax = importlib.import_module("jax")
+    except ImportError:
+        print("jax: not installed")
+    else:
+        built_for = _kjit.jax_ffi_version()
+        if built_for:
+            print(f"jax: {jax.__version__}; kjit.jax's XLA FFI handlers built for jax {built_for}")
+        else:
+            print(f"jax: {jax.__version__}; kjit.jax unavailable: kjit was built without jax "
+                  f"(build it again with jax installed)")
     info = kjit.cache_info()
     where = info["directory"] if info["disk_enabled"] else "disabled (memory only)"
     print(f"disk cache: {where}")

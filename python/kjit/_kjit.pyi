@@ -217,3 +217,18 @@ def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[st
     """
     A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).
     """
+
+def jax_ffi_version() -> str:
+    """
+    The jax version whose XLA FFI headers kjit's handlers were built with ('' when kjit was built without jax).
+    """
+
+def jax_ffi_targets() -> dict[str, object]:
+    """
+    kjit's XLA FFI handlers by platform ('cpu', 'CUDA'), as capsules for jax.ffi.register_ffi_target.
+    """
+
+def jax_ffi_register(bound: BoundKernel) -> int:
+    """
+    Registers |bound| for kjit's XLA FFI handlers and returns its key (the custom call's attribute 'key'). Kept for the life of the process: a compiled program may use it as long.
+    """

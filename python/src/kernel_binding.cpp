@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "arguments.h"
+#include "bound_kernel_object.h"
 #include "call_memo.h"
 #include "call_place.h"
 #include "convert.h"
@@ -685,6 +686,11 @@ void refuse_new(nb::handle type) {
 }
 
 }  // namespace
+
+const BoundKernel* bound_kernel_of(nb::handle obj) {
+  if (!nb::isinstance<PyBoundKernel>(obj)) return nullptr;
+  return &nb::inst_ptr<PyBoundKernel>(obj)->bound;
+}
 
 void init_kernel(nb::module_& m) {
   nb::class_<PyKernel> kernel(

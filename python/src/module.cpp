@@ -1,6 +1,7 @@
 #include <nanobind/nanobind.h>
 
 #include "errors_binding.h"
+#include "jax_ffi.h"
 
 namespace nb = nanobind;
 
@@ -19,4 +20,5 @@ NB_MODULE(_kjit, m) {
   kjit::python::init_array(m);
   kjit::python::init_status(m);
   kjit::python::init_kernel(m);
+  kjit::python::init_jax_ffi(m);
 }
