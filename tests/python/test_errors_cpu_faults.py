@@ -51,9 +51,33 @@ BAD_ACCESSES = {
 }
 
 
+# The stack case runs in a fresh process with an 8 MiB stack limit: libraries loaded by other
+# tests of a process (jaxlib, torch's compilers) may leave it with stacks 64 MiB do not overflow.
+STACK_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import test_errors_cpu_faults as t
+t.check_bad_access("stack", int(sys.argv[2]), np.random.default_rng())
+print("checked")
+"""
+
+
 @pytest.mark.parametrize("n", [8, 1 << 14])  # on the calling thread, and on the worker pool
 @pytest.mark.parametrize("access", BAD_ACCESSES)
 def test_bad_memory_accesses_raise_on_the_cpu(access, n, rng):
+    if access != "stack":
+        check_bad_access(access, n, rng)
+        return
+    done = subprocess.run([sys.executable, "-c", STACK_CHILD, os.path.dirname(__file__), str(n)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "checked", done.stderr
+
+
+def check_bad_access(access, n, rng):
+    """The kernel making the bad access |access| in one of |n| threads raises, and the threads
+    and the process keep working."""
     bad = kjit.metal_kernel(name="bad_access", input_names=["inp", "which"], output_names=["out"],
                             source="uint i = thread_position_in_grid.x;\n"
                                    "if (i == which[0]) {\n" + BAD_ACCESSES[access] + "\n}\n"

@@ -222,7 +222,7 @@ def test_a_model_with_a_kernel_op_trains_as_the_same_model_in_torch_ops(rng, dev
     theirs.load_state_dict(ours.state_dict())
     x = tensor(rng, (32, 8), device, torch.float64)
     target = torch.sin(x.sum(1, keepdim=True))
-    optimisers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ours, theirs)]
+    optimisers = [torch.optim.Adam(m.parameters(), lr=0.03) for m in (ours, theirs)]
     losses = []
     for _ in range(20):
         for model, optimiser in zip((ours, theirs), optimisers):
