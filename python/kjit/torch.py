@@ -72,6 +72,7 @@ _is_compiling = torch.compiler.is_compiling
 _functorch_active = torch._C._are_functorch_transforms_active
 _forward_ad = torch.autograd.forward_ad  # _current_level >= 0 while dual tensors may exist
 _stream_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)  # CUDA builds
+_Tensor = torch.Tensor
 
 
 # What the eager checks answer: 0, the dispatcher must see the call; else READY, with ON_GPU
@@ -230,7 +231,12 @@ class KernelOp:
                 args = self._checked_arguments(args)
             if self._mutated:
                 return self._launch(args)
-            bound = self._static[0] if self._static else self._launch_for(args)[0]
+            if self._static:
+                bound = self._static[0]
+            else:  # _launch_for's lookup, written out: it is most of an eager call's own cost
+                key = tuple([(a.shape, a.dtype) if type(a) is _Tensor else (type(a), a)
+                             for a in args])
+                bound = (self._launches.get(key) or self._launch_for(args))[0]
             try:
                 made = bound(*args)
             except LaunchError:
