@@ -25,6 +25,7 @@ from jax._src import dispatch
 from jax.interpreters import ad, batching, mlir
 
 from . import _kjit
+from ._op_checks import check_gradient_count, checked_scalars
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
 
@@ -89,7 +90,7 @@ class KernelOp:
             raise ValueError(f"{prefix}vmap_method: expected one of "
                              f"{', '.join(map(repr, _VMAP_METHODS))}, got {vmap_method!r}")
         self._vmap_method = vmap_method
-        self._scalars = _checked_scalars(prefix, scalars, self._input_names)
+        self._scalars = checked_scalars(prefix, scalars, self._input_names)
         self._aliases = _checked_aliases(prefix, input_output_aliases, self._input_names,
                                          self._output_names, self._scalars)
         if backward is not None and not callable(backward):
@@ -233,13 +234,8 @@ class KernelOp:
         clear error otherwise."""
         p = f"{self._prefix}backward: "
         names = self._input_names
-        if not isinstance(grads, (tuple, list)):
-            raise TypeError(f"{p}expected a sequence of gradients, one per input "
-                            f"({', '.join(names)}), got {type(grads).__name__}")
-        if len(grads) != len(names):
-            raise ValueError(f"{p}returned {len(grads)} gradient(s) for {len(names)} input(s) "
-                             f"({', '.join(names)}); return one per input (None for an input "
-                             f"with no gradient)")
+        check_gradient_count(self._prefix, grads, names)
+        assert isinstance(grads, (tuple, list))
         checked = []
         for i, (n, g, x) in enumerate(zip(names, grads, inputs)):
             if i in scalars:
@@ -261,23 +257,6 @@ def _targets_of(platform: str) -> list[str]:
     if platform == "cpu":
         return ["cpu"]
     return [f"cuda:{d.local_hardware_id}" for d in jax.local_devices(backend="gpu")]
-
-
-def _checked_scalars(prefix: str, scalars: Mapping[str, type] | None,
-                     input_names: Sequence[str]) -> dict[str, type]:
-    if scalars is None:
-        return {}
-    if not isinstance(scalars, Mapping):
-        raise TypeError(f"{prefix}scalars: expected a dict of input name to int, float or bool")
-    for n, t in scalars.items():
-        if n not in input_names:
-            raise ValueError(f"{prefix}scalars: '{n}' is not an input of the kernel (inputs: "
-                             f"{', '.join(input_names)})")
-        if t not in (int, float, bool):
-            raise TypeError(f"{prefix}scalars['{n}']: expected int, float or bool, got {t!r}")
-    if len(scalars) == len(input_names):
-        raise ValueError(f"{prefix}scalars: every input is a scalar; an op needs an array input")
-    return dict(scalars)
 
 
 def _checked_aliases(prefix: str, aliases: Mapping[str, str] | None,

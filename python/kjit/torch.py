@@ -21,6 +21,7 @@ import torch
 
 from ._errors import LaunchError
 from . import _kjit
+from ._op_checks import check_gradient_count, checked_scalars
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
 
@@ -167,10 +168,7 @@ class KernelOp:
         self._prefix = prefix
         self._input_names = list(kernel.input_names)
         self._output_names = list(kernel.output_names)
-        self._scalars = _checked_scalars(prefix, scalars, self._input_names)
-        if len(self._scalars) == len(self._input_names):
-            raise ValueError(f"{prefix}scalars: every input is a scalar; an op needs a tensor "
-                             f"input, whose device it runs on")
+        self._scalars = checked_scalars(prefix, scalars, self._input_names)
         self._mutated = _checked_mutates(prefix, mutates, self._output_names)
         self._returned = [o for o in range(len(self._output_names)) if o not in self._mutated]
         self._arity = len(self._input_names) + len(self._mutated)
@@ -436,13 +434,8 @@ class KernelOp:
         input's shape; a clear error otherwise."""
         p = f"{self._prefix}backward: "
         names = self._input_names
-        if not isinstance(grads, (tuple, list)):
-            raise TypeError(f"{p}expected a sequence of gradients, one per input "
-                            f"({', '.join(names)}), got {type(grads).__name__}")
-        if len(grads) != len(names):
-            raise ValueError(f"{p}returned {len(grads)} gradient(s) for {len(names)} input(s) "
-                             f"({', '.join(names)}); return one per input (None for an input "
-                             f"with no gradient)")
+        check_gradient_count(self._prefix, grads, names)
+        assert isinstance(grads, (tuple, list))
         for n, g, x in zip(names, grads, inputs):
             if g is None:
                 continue
@@ -523,22 +516,6 @@ def _split_name(prefix: str, name: object) -> tuple[str, str]:
         raise ValueError(f"{prefix}name: expected 'namespace::name' of two identifiers, the "
                          f"namespace one of your own (not aten or prims), e.g. 'mylib::myexp'")
     return namespace, opname
-
-
-def _checked_scalars(prefix: str, scalars: Mapping[str, type] | None,
-                     input_names: Sequence[str]) -> dict[str, type]:
-    """|scalars| (input name to int, float or bool), checked."""
-    if scalars is None:
-        return {}
-    if not isinstance(scalars, Mapping):
-        raise TypeError(f"{prefix}scalars: expected a dict of input name to int, float or bool")
-    for n, t in scalars.items():
-        if n not in input_names:
-            raise ValueError(f"{prefix}scalars: '{n}' is not an input of the kernel (inputs: "
-                             f"{', '.join(input_names)})")
-        if not isinstance(t, type) or t not in _SCALAR_SCHEMA:
-            raise TypeError(f"{prefix}scalars['{n}']: expected int, float or bool, got {t!r}")
-    return dict(scalars)
 
 
 def _checked_mutates(prefix: str, mutates: Sequence[str], output_names: Sequence[str]

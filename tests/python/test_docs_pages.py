@@ -1,0 +1,28 @@
+"""The framework pages' code blocks run in order, each page as one program, on the GPU where
+there is one."""
+
+import importlib.util
+import pathlib
+import re
+
+import pytest
+
+import conftest
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
+
+
+@pytest.mark.parametrize("page, framework", [("pytorch.md", "torch"), ("jax.md", "jax")])
+def test_the_page_runs(page, framework, monkeypatch, real_factories):
+    if importlib.util.find_spec(framework) is None:
+        pytest.skip(f"{framework} is not installed")
+    monkeypatch.setattr(conftest, "TEST_DEVICE", None)
+    path = DOCS / page
+    text = path.read_text()
+    blocks = list(re.finditer(r"```python\n(.*?)```", text, re.S))
+    assert len(blocks) >= 4
+    namespace: dict = {}
+    for block in blocks:
+        # Padded so that a failure's line number is the page's.
+        padding = "\n" * text.count("\n", 0, block.start(1))
+        exec(compile(padding + block.group(1), str(path), "exec"), namespace)
