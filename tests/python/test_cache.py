@@ -567,6 +567,39 @@ def test_two_processes_compiling_the_same_kernel_at_once(cache_dir, rng):
     assert report["info"]["disk_hits"] == 1
 
 
+def test_eight_processes_share_one_directory_for_twenty_kernels(cache_dir, rng):
+    # Every process runs all twenty kernels, each in its own order, all started before any has
+    # work: each kernel comes from one compile or a disk hit in each process, every result is
+    # right (no partial entry is ever loaded), and the directory ends with one valid entry per
+    # kernel. Then eight more processes run them all from the disk, compiling nothing.
+    kernels = [(i + 2, i) for i in range(20)]
+    for round_ in ("cold", "warm"):
+        procs = [start_child(cache_dir, **({"KJIT_ASSERT_NO_COMPILE": 1}
+                                           if round_ == "warm" else {})) for _ in range(8)]
+        for p in procs:
+            assert p.stdout.readline().strip() == "READY"
+        work = []
+        for p in procs:
+            order = rng.permutation(len(kernels))
+            made = [linear(f"shared{i}", *kernels[i], rng) for i in order]
+            work.append(made)
+            p.stdin.write(json.dumps([action for action, _ in made]) + "\n")
+            p.stdin.flush()
+        for p, made in zip(procs, work):
+            report = finish_child(p, timeout=600)
+            for result, (action, ref) in zip(report["results"], made):
+                check(result, action, ref)
+            info = report["info"]
+            assert info["compiles"] + info["disk_hits"] == len(kernels), info
+            if round_ == "warm":
+                assert info["compiles"] == 0 and info["disk_hits"] == len(kernels)
+        assert temporaries(cache_dir) == []
+        found = entries(cache_dir)
+        assert len(found) == len(kernels)
+        for entry in found:
+            assert_valid_entry(entry)
+
+
 def test_threads_of_one_process_compile_once(cache_dir, rng):
     action, ref = linear("threads", 9, 4, rng)
     report = run_child(cache_dir, [dict(action, op="threads", threads=8)])
