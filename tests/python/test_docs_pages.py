@@ -1,5 +1,5 @@
-"""The framework pages' code blocks run in order, each page as one program, on the GPU where
-there is one."""
+"""The code blocks of the pages on frameworks and processes run in order, each page as one
+program, on the GPU where there is one."""
 
 import importlib.util
 import pathlib
@@ -12,15 +12,17 @@ import conftest
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 
-@pytest.mark.parametrize("page, framework", [("pytorch.md", "torch"), ("jax.md", "jax")])
-def test_the_page_runs(page, framework, monkeypatch, real_factories):
+@pytest.mark.parametrize("page, framework, blocks_at_least",
+                         [("pytorch.md", "torch", 6), ("jax.md", "jax", 4),
+                          ("distributed.md", "numpy", 1)])
+def test_the_page_runs(page, framework, blocks_at_least, monkeypatch, real_factories):
     if importlib.util.find_spec(framework) is None:
         pytest.skip(f"{framework} is not installed")
     monkeypatch.setattr(conftest, "TEST_DEVICE", None)
     path = DOCS / page
     text = path.read_text()
     blocks = list(re.finditer(r"```python\n(.*?)```", text, re.S))
-    assert len(blocks) >= 4
+    assert len(blocks) >= blocks_at_least
     namespace: dict = {}
     for block in blocks:
         # Padded so that a failure's line number is the page's.
