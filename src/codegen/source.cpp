@@ -84,12 +84,12 @@ std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
   return found;
 }
 
-// Whether the '&' before token |i| takes the address of what follows ("&tile[i]"), rather than
-// being a binary and.
-bool address_taken(const std::vector<Token>& tokens, size_t i) {
-  const size_t amp = index_before(tokens, i);
-  if (amp == tokens.size() || tokens[amp].text != "&") return false;
-  const size_t operand = index_before(tokens, amp);
+// Whether token |i| follows |op| used as a prefix operator ("&tile[i]", "*name"), rather than a
+// binary one ("a & b", "a * name") or a declarator's ("float* name"): not after an operand.
+bool after_prefix_operator(const std::vector<Token>& tokens, size_t i, std::string_view op) {
+  const size_t at = index_before(tokens, i);
+  if (at == tokens.size() || tokens[at].text != op) return false;
+  const size_t operand = index_before(tokens, at);
   if (operand == tokens.size()) return true;
   const Token& o = tokens[operand];
   return o.kind != TokenKind::Number && o.text != ")" && o.text != "]" &&
@@ -247,15 +247,8 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
   // stays the array's pointer, for whatever the body does with a pointer.
   auto accessed = [&](size_t i) {
     const size_t after = index_after(tokens, i);
-    if (after != tokens.size() && tokens[after].text == "[") return true;
-    const size_t star = index_before(tokens, i);
-    if (star == tokens.size() || tokens[star].text != "*") return false;
-    // Unary: not after an operand ("a * name" would multiply, "float* name" declares).
-    const size_t operand = index_before(tokens, star);
-    if (operand == tokens.size()) return true;
-    const Token& o = tokens[operand];
-    return o.kind != TokenKind::Number && o.text != ")" && o.text != "]" &&
-           (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
+    return (after != tokens.size() && tokens[after].text == "[") ||
+           after_prefix_operator(tokens, i, "*");
   };
   for (size_t i = 0; i < tokens.size(); ++i) {
     Token& t = tokens[i];
@@ -274,7 +267,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
       continue;
     }
     // Accesses whose address the body takes (atomics, pointers) are checked, not recorded.
-    const std::string tracked = address_taken(tokens, i) ? ", false" : ", true";
+    const std::string tracked = after_prefix_operator(tokens, i, "&") ? ", false" : ", true";
     if (groups[*k - n_arrays].dynamic) {
       t.text = texts.emplace_back("(::kjit::debug::dynamic_group_view_of(" + name + ", " +
                                   std::to_string(spec.shared_memory) + ", " + number + ", " + line +
