@@ -171,7 +171,9 @@ class KernelOp:
         self._scalars = checked_scalars(prefix, scalars, self._input_names)
         self._mutated = _checked_mutates(prefix, mutates, self._output_names)
         self._returned = [o for o in range(len(self._output_names)) if o not in self._mutated]
-        self._arity = len(self._input_names) + len(self._mutated)
+        # The op's arguments: the inputs, then the outputs it writes in place.
+        self._argument_names = self._input_names + [self._output_names[o] for o in self._mutated]
+        self._arity = len(self._argument_names)
         self._single = len(self._output_names) == 1 and not self._mutated
         self._settings = {"output_shapes": output_shapes, "output_dtypes": output_dtypes,
                           "grid": grid, "threadgroup": threadgroup, "template": template}
@@ -278,17 +280,15 @@ class KernelOp:
     def _check_count(self, args: Sequence[object]) -> None:
         """A TypeError naming the op's arguments unless there are as many |args|."""
         if len(args) != self._arity:
-            names = self._input_names + [self._output_names[o] for o in self._mutated]
             raise TypeError(f"{self._prefix}takes {self._arity} argument(s) "
-                            f"({', '.join(names)}), got {len(args)}")
+                            f"({', '.join(self._argument_names)}), got {len(args)}")
 
     def _checked_arguments(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """|args| as the schema takes them, as torch's dispatcher would have them: a number
         only for a scalar input, converted to its type (an int for a float input), a tensor
         everywhere else; a TypeError naming the argument otherwise."""
         checked = list(args)
-        for i, a in enumerate(args):
-            name = (self._input_names + [self._output_names[o] for o in self._mutated])[i]
+        for i, (name, a) in enumerate(zip(self._argument_names, args)):
             kind = self._scalars.get(name) if i < len(self._input_names) else None
             if kind is None:
                 if not isinstance(a, torch.Tensor):
