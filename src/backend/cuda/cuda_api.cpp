@@ -40,12 +40,14 @@ std::vector<std::string> candidates(const std::string& stem,
 template <class Api, class Resolve>
 void load(Api& api, const std::vector<std::string>& files, Resolve resolve) {
   std::string tried;
+  api.absent = true;
   for (const std::string& f : files) {
     void* handle = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       tried += (tried.empty() ? "" : ", ") + f;
       continue;
     }
+    api.absent = false;
     std::string missing = resolve(handle);
     if (missing.empty()) {
       api.loaded = true;
@@ -77,6 +79,8 @@ const DriverApi& driver() {
       CUresult r = a.cuInit(0);
       if (r != CUDA_SUCCESS) {
         a.loaded = false;
+        // A driver without a GPU to drive is a machine without CUDA, not a broken one.
+        a.absent = r == CUDA_ERROR_NO_DEVICE;
         const char* name = nullptr;
         a.cuGetErrorName(r, &name);
         a.error = std::string("cuInit failed: ") + (name ? name : std::to_string(r).c_str());

@@ -24,6 +24,7 @@ using nvrtcProgram = struct _nvrtcProgram*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
@@ -77,21 +78,21 @@ inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
   X(cuGetErrorName, CUresult, (CUresult error, const char** name))                                \
   X(cuGetErrorString, CUresult, (CUresult error, const char** text))
 
-#define KJIT_NVRTC_FUNCTIONS(X)                                                              \
-  X(nvrtcVersion, nvrtcResult, (int* major, int* minor))                                     \
-  X(nvrtcGetNumSupportedArchs, nvrtcResult, (int* count))                                    \
-  X(nvrtcGetSupportedArchs, nvrtcResult, (int* archs))                                       \
-  X(nvrtcCreateProgram, nvrtcResult,                                                         \
-    (nvrtcProgram * prog, const char* src, const char* name, int num_headers,                \
-     const char* const* headers, const char* const* include_names))                          \
-  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram prog, int num_options,                   \
-                                       const char* const* options))                          \
-  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                 \
-  X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram prog, char* log))                         \
-  X(nvrtcGetCUBINSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                      \
-  X(nvrtcGetCUBIN, nvrtcResult, (nvrtcProgram prog, char* cubin))                            \
-  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram prog, size_t * size))                        \
-  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram prog, char* ptx))                                \
+#define KJIT_NVRTC_FUNCTIONS(X)                                               \
+  X(nvrtcVersion, nvrtcResult, (int* major, int* minor))                      \
+  X(nvrtcGetNumSupportedArchs, nvrtcResult, (int* count))                     \
+  X(nvrtcGetSupportedArchs, nvrtcResult, (int* archs))                        \
+  X(nvrtcCreateProgram, nvrtcResult,                                          \
+    (nvrtcProgram * prog, const char* src, const char* name, int num_headers, \
+     const char* const* headers, const char* const* include_names))           \
+  X(nvrtcCompileProgram, nvrtcResult,                                         \
+    (nvrtcProgram prog, int num_options, const char* const* options))         \
+  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram prog, size_t * size))  \
+  X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram prog, char* log))          \
+  X(nvrtcGetCUBINSize, nvrtcResult, (nvrtcProgram prog, size_t * size))       \
+  X(nvrtcGetCUBIN, nvrtcResult, (nvrtcProgram prog, char* cubin))             \
+  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram prog, size_t * size))         \
+  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram prog, char* ptx))                 \
   X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram * prog))
 
 #define KJIT_DECLARE_POINTER(name, ret, args) ret(*name) args = nullptr;
@@ -100,6 +101,7 @@ inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
 struct DriverApi {
   KJIT_CUDA_DRIVER_FUNCTIONS(KJIT_DECLARE_POINTER)
   bool loaded = false;
+  bool absent = false;  // no file of the library exists here: this machine has no CUDA
   std::string library;  // the file that was loaded
   std::string error;    // why loading failed
 };
@@ -108,6 +110,7 @@ struct DriverApi {
 struct NvrtcApi {
   KJIT_NVRTC_FUNCTIONS(KJIT_DECLARE_POINTER)
   bool loaded = false;
+  bool absent = false;
   std::string library;
   std::string error;
   int major = 0, minor = 0;

@@ -700,7 +700,9 @@ class CudaBackend final : public Backend {
              text_or_none(r.loaded, std::to_string(r.major) + "." + std::to_string(r.minor))},
             {"nvrtc_error", r.error},
             {"devices", std::move(devices)},
-            {"unavailable", cuda::unavailable_reason()}};
+            {"unavailable", cuda::unavailable_reason()},
+            // Unavailable by design (no driver, no GPU), rather than present and broken.
+            {"absent", d.absent || (d.loaded && cuda::device_count() == 0)}};
   }
 
   std::shared_ptr<const Program> build(std::shared_ptr<const KernelSpec> spec,

@@ -13,10 +13,15 @@ class NoCudaBackend final : public Backend {
   int device_count() const override { return 0; }
   int max_threads_per_group(int) const override { return 1024; }
   std::vector<StatusEntry> status() const override {
-    return {{"driver", std::monostate()},        {"driver_version", int64_t{0}},
-            {"driver_error", kReason},           {"nvrtc", std::monostate()},
-            {"nvrtc_version", std::monostate()}, {"nvrtc_error", kReason},
-            {"devices", StatusEntry::Devices()}, {"unavailable", kReason}};
+    return {{"driver", std::monostate()},
+            {"driver_version", int64_t{0}},
+            {"driver_error", kReason},
+            {"nvrtc", std::monostate()},
+            {"nvrtc_version", std::monostate()},
+            {"nvrtc_error", kReason},
+            {"devices", StatusEntry::Devices()},
+            {"unavailable", kReason},
+            {"absent", true}};
   }
   [[noreturn]] static void refuse() { throw ValueError(std::string("CUDA: ") + kReason); }
   std::shared_ptr<const Program> build(std::shared_ptr<const KernelSpec>,
