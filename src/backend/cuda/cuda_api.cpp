@@ -4,11 +4,14 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/library_search.h"
@@ -68,6 +71,30 @@ void load(Api& api, const std::vector<std::string>& files, Resolve resolve) {
 
 }  // namespace
 
+namespace {
+
+// Set in a child forked after cuInit succeeded; the message names the parent.
+std::string& forked_message() {
+  static std::string message;
+  return message;
+}
+
+void note_fork_in_child() {
+  // Only this thread runs in the child: no lock. The first fork's parent is the one that had
+  // CUDA; a grandchild keeps its parent's message.
+  std::string& message = forked_message();
+  if (!message.empty()) return;
+  message = "CUDA cannot be used in this process: it was forked from process " +
+            std::to_string(getppid()) +
+            " after that process had initialised CUDA, and a forked child cannot use its "
+            "parent's CUDA. Start workers with multiprocessing's 'spawn' or 'forkserver' method "
+            "(multiprocessing.get_context('spawn')); CPU kernels work here as they are";
+}
+
+}  // namespace
+
+const std::string& forked_reason() { return forked_message(); }
+
 const DriverApi& driver() {
   static const DriverApi api = [] {
     DriverApi a;
@@ -84,6 +111,8 @@ const DriverApi& driver() {
         const char* name = nullptr;
         a.cuGetErrorName(r, &name);
         a.error = std::string("cuInit failed: ") + (name ? name : std::to_string(r).c_str());
+      } else {
+        pthread_atfork(nullptr, nullptr, note_fork_in_child);
       }
     }
     return a;

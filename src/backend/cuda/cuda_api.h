@@ -122,6 +122,10 @@ struct NvrtcApi {
 const DriverApi& driver();
 const NvrtcApi& nvrtc();
 
+/// Empty, or why this process cannot use CUDA although the driver loaded: it was forked from a
+/// process that had initialised CUDA, whose contexts a child inherits unusable.
+const std::string& forked_reason();
+
 /// What identifies the NVRTC that nvrtc() would load, without loading it: the library file's
 /// resolved path, size and modification time (cache keys need it on every cache hit).
 const std::string& nvrtc_file_identity();

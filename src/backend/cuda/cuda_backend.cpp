@@ -36,6 +36,7 @@ std::vector<DeviceState>& states() {
 const DriverApi& loaded_driver() {
   const DriverApi& d = driver();
   if (!d.loaded) throw ValueError("kjit: CUDA is not available: the driver is " + d.error);
+  if (!forked_reason().empty()) throw LaunchError(forked_reason());
   return d;
 }
 
@@ -82,7 +83,8 @@ CUevent as_event(uintptr_t e) { return reinterpret_cast<CUevent>(e); }
 // next on it fails with the driver's own error.
 bool capturing(uintptr_t stream) {
   const DriverApi& d = driver();
-  if (!d.loaded) return false;  // no driver: the caller's own use of it says why
+  // No driver, or one a forked child cannot use: the caller's own use of it says why.
+  if (!d.loaded || !forked_reason().empty()) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   return d.cuStreamIsCapturing(as_stream(stream), &status) == CUDA_SUCCESS &&
          status != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -143,6 +145,7 @@ std::string image_for(const std::string& key, const KernelSpec& spec, const std:
 std::string unavailable_reason() {
   const DriverApi& d = driver();
   if (!d.loaded) return "the CUDA driver is " + d.error;
+  if (!forked_reason().empty()) return forked_reason();
   if (device_count() == 0) return "no CUDA device found";
   return {};
 }
@@ -152,7 +155,7 @@ int device_count() {
   static const int count = [] {
     const DriverApi& d = driver();
     int n = 0;
-    if (!d.loaded || d.cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+    if (!d.loaded || !forked_reason().empty() || d.cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
     return n;
   }();
   return count;
@@ -161,8 +164,8 @@ int device_count() {
 const DeviceInfo& device_info(int device) { return state(device).info; }
 
 ContextScope::ContextScope(int device) {
-  DeviceState& s = state(device);
   const DriverApi& d = loaded_driver();
+  DeviceState& s = state(device);
   CUcontext context = s.context.load(std::memory_order_acquire);
   if (!context) {
     std::lock_guard lock(devices_mutex());
@@ -702,7 +705,8 @@ class CudaBackend final : public Backend {
             {"devices", std::move(devices)},
             {"unavailable", cuda::unavailable_reason()},
             // Unavailable by design (no driver, no GPU), rather than present and broken.
-            {"absent", d.absent || (d.loaded && cuda::device_count() == 0)}};
+            {"absent",
+             d.absent || (d.loaded && cuda::forked_reason().empty() && cuda::device_count() == 0)}};
   }
 
   std::shared_ptr<const Program> build(std::shared_ptr<const KernelSpec> spec,
