@@ -4,6 +4,7 @@ kjit: GPU kernels written as a body string, run on NVIDIA GPUs or the CPU.
 
 from collections.abc import Callable, Sequence
 import enum
+from typing import Any
 
 
 class Dtype(enum.Enum):
@@ -177,7 +178,7 @@ class Kernel:
     @property
     def output_names(self) -> list[str]: ...
 
-    def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: tuple[int, int, int] | Callable[..., tuple[int, int, int]], threadgroup: tuple[int, int, int] | Callable[..., tuple[int, int, int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[object]:
+    def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: Sequence[int] | Callable[..., Sequence[int]], threadgroup: Sequence[int] | Callable[..., Sequence[int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Any]:
         """
         Runs the kernel and returns its outputs as a list of arrays of the inputs' library.
 
@@ -191,7 +192,7 @@ class Kernel:
         Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as 'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every launch shape (a call compiles the one its launch needs).
         """
 
-    def bind(self, *, output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: tuple[int, int, int], threadgroup: tuple[int, int, int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None) -> BoundKernel:
+    def bind(self, *, output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: Sequence[int], threadgroup: Sequence[int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None) -> BoundKernel:
         """
         The kernel with every argument of a call but its arrays fixed, and checked now (all but what depends on the arrays and the device): bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes into out as outputs=[out] would. The cheapest way to launch a kernel many times.
         """
@@ -203,7 +204,7 @@ class BoundKernel:
 
     def __reduce__(self) -> tuple[object, ...]: ...
 
-    def __call__(self, *arrays: object) -> list[object]:
+    def __call__(self, *arrays: object) -> list[Any]:
         """
         Runs the kernel on the inputs, then writes the outputs when they follow; returns the outputs as a list of arrays of the inputs' library.
         """

@@ -534,9 +534,13 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
 }
 
 // The types arguments of several functions share.
+// Results are arrays of the inputs' library (NumPy, torch, JAX, CuPy or kjit), typed as such by
+// the caller's own annotations.
+constexpr char kResults[] = "list[typing.Any]";
 constexpr char kNames[] = "collections.abc.Sequence[str]";
 constexpr char kDtypes[] = "collections.abc.Sequence[object]";
-constexpr char kDim3[] = "tuple[int, int, int]";
+// Three counts, as a tuple or a list.
+constexpr char kDim3[] = "collections.abc.Sequence[int]";
 constexpr char kShapes[] = "collections.abc.Sequence[collections.abc.Sequence[int]]";
 constexpr char kTemplate[] = "collections.abc.Sequence[tuple[str, object]] | None";
 // A keyword call's settings may also be functions of the inputs (kjit/_shape_functions.py).
@@ -547,7 +551,8 @@ constexpr char kDtypesOrFunction[] =
     "collections.abc.Sequence[object] | collections.abc.Callable[..., "
     "collections.abc.Sequence[object]]";
 constexpr char kDim3OrFunction[] =
-    "tuple[int, int, int] | collections.abc.Callable[..., tuple[int, int, int]]";
+    "collections.abc.Sequence[int] | collections.abc.Callable[..., "
+    "collections.abc.Sequence[int]]";
 constexpr char kTemplateOrFunction[] =
     "collections.abc.Sequence[tuple[str, object]] | collections.abc.Callable[..., "
     "collections.abc.Sequence[tuple[str, object]]] | None";
@@ -604,7 +609,7 @@ std::array<Argument, 11> call_arguments(bool functions) {
 
 const ArgumentSignature<11>& call_signature() {
   static const auto& signature = *new ArgumentSignature<11>(
-      "Kernel.__call__", call_arguments(true), 0, "list[object]",
+      "Kernel.__call__", call_arguments(true), 0, kResults,
       "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
 }
@@ -843,7 +848,7 @@ void init_kernel(nb::module_& m) {
         if (nb::len(kwargs) != 0) throw TypeError(kBoundKeywords);
         return call_bound(py, PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
       },
-      nb::sig("def __call__(self, *arrays: object) -> list[object]"),
+      nb::sig("def __call__(self, *arrays: object) -> list[typing.Any]"),
       "Runs the kernel on the inputs, then writes the outputs when they follow; returns the "
       "outputs as a list of arrays of the inputs' library.");
 
