@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -37,7 +37,7 @@ silu_grad_kernel = kjit.metal_kernel(
             grad_x[i] = grad_y[i] * s * (1 + x[i] * (1 - s));
         }
     """)
-elementwise = dict(output_shapes=lambda x, *rest: [x.shape],
+elementwise: dict[str, Any] = dict(output_shapes=lambda x, *rest: [x.shape],
                    output_dtypes=lambda x, *rest: [x.dtype],
                    grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
 silu_grad = kjit.torch.op(silu_grad_kernel, "ddp_example::silu_grad", **elementwise)
@@ -52,7 +52,8 @@ class Net(torch.nn.Module):
         self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.last(self.activation(self.first(x)))
+        out: torch.Tensor = self.last(self.activation(self.first(x)))
+        return out
 
 
 def main() -> None:
@@ -82,7 +83,7 @@ def main() -> None:
     for _ in range(args.steps):
         optimiser.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), target)
-        loss.backward()  # DDP averages the gradients over the ranks here
+        torch.autograd.backward(loss)  # DDP averages the gradients over the ranks here
         optimiser.step()
         losses.append(loss.item())
     if rank == 0:

@@ -1,0 +1,43 @@
+"""A kjit kernel as a JAX operation (docs/jax.md): softplus under jax.jit, with a backward
+kernel for jax.grad; checked against jax.nn.softplus."""
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import kjit
+import kjit.jax
+
+forward = kjit.metal_kernel(
+    name="softplus", input_names=["x"], output_names=["y"],
+    source="uint i = thread_position_in_grid.x; if (i < x_shape[0]) y[i] = log(1 + exp(x[i]));")
+backward = kjit.metal_kernel(
+    name="softplus_grad", input_names=["x", "grad_y"], output_names=["grad_x"],
+    source="""
+        uint i = thread_position_in_grid.x;
+        if (i < x_shape[0]) grad_x[i] = grad_y[i] / (1 + exp(-x[i]));
+    """)
+elementwise: dict[str, Any] = dict(output_shapes=lambda x, *rest: [x.shape],
+                   output_dtypes=lambda x, *rest: [x.dtype],
+                   grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
+softplus_grad = kjit.jax.op(backward, **elementwise)
+
+
+def softplus_backward(inputs: tuple[jax.Array, ...], outputs: tuple[jax.Array, ...],
+                      grad_outputs: tuple[jax.Array, ...]) -> tuple[jax.Array]:
+    (x,), (g,) = inputs, grad_outputs
+    return (softplus_grad(x, g),)
+
+
+softplus = kjit.jax.op(forward, backward=softplus_backward, **elementwise)
+
+x = jax.random.normal(jax.random.key(0), (4096,))
+y = jax.jit(softplus)(x)
+grad = jax.jit(jax.grad(lambda v: softplus(v).sum()))(x)
+x64 = np.asarray(x, dtype=np.float64)
+np.testing.assert_allclose(np.asarray(y), np.log1p(np.exp(x64)), rtol=1e-6, atol=1e-6)
+np.testing.assert_allclose(np.asarray(grad), 1 / (1 + np.exp(-x64)), rtol=1e-6, atol=1e-6)
+np.testing.assert_allclose(np.asarray(y), np.asarray(jax.nn.softplus(x)), rtol=1e-6, atol=1e-6)
+print(f"softplus on {jax.devices()[0].platform}: jitted and its gradient match")
