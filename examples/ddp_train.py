@@ -37,9 +37,9 @@ silu_grad_kernel = kjit.metal_kernel(
             grad_x[i] = grad_y[i] * s * (1 + x[i] * (1 - s));
         }
     """)
-elementwise: dict[str, Any] = dict(output_shapes=lambda x, *rest: [x.shape],
-                   output_dtypes=lambda x, *rest: [x.dtype],
-                   grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
+elementwise: dict[str, Any] = dict(
+    output_shapes=lambda x, *rest: [x.shape], output_dtypes=lambda x, *rest: [x.dtype],
+    grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
 silu_grad = kjit.torch.op(silu_grad_kernel, "ddp_example::silu_grad", **elementwise)
 silu = kjit.torch.op(silu_kernel, "ddp_example::silu", backward=silu_grad, **elementwise)
 

@@ -19,19 +19,12 @@ backward = kjit.metal_kernel(
         uint i = thread_position_in_grid.x;
         if (i < x_shape[0]) grad_x[i] = grad_y[i] / (1 + exp(-x[i]));
     """)
-elementwise: dict[str, Any] = dict(output_shapes=lambda x, *rest: [x.shape],
-                   output_dtypes=lambda x, *rest: [x.dtype],
-                   grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
-softplus_grad = kjit.jax.op(backward, **elementwise)
-
-
-def softplus_backward(inputs: tuple[jax.Array, ...], outputs: tuple[jax.Array, ...],
-                      grad_outputs: tuple[jax.Array, ...]) -> tuple[jax.Array]:
-    (x,), (g,) = inputs, grad_outputs
-    return (softplus_grad(x, g),)
-
-
-softplus = kjit.jax.op(forward, backward=softplus_backward, **elementwise)
+elementwise: dict[str, Any] = dict(
+    output_shapes=lambda x, *rest: [x.shape], output_dtypes=lambda x, *rest: [x.dtype],
+    grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
+# The backward op's arguments are found by name: x is the forward's input, grad_y the gradient
+# of its output y, and grad_x the gradient it returns.
+softplus = kjit.jax.op(forward, backward=kjit.jax.op(backward, **elementwise), **elementwise)
 
 x = jax.random.normal(jax.random.key(0), (4096,))
 y = jax.jit(softplus)(x)

@@ -17,9 +17,9 @@ backward = kjit.metal_kernel(
         uint i = thread_position_in_grid.x;
         if (i < x_shape[0]) grad_x[i] = grad_y[i] / (1 + exp(-x[i]));
     """)
-elementwise: dict[str, Any] = dict(output_shapes=lambda x, *rest: [x.shape],
-                   output_dtypes=lambda x, *rest: [x.dtype],
-                   grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
+elementwise: dict[str, Any] = dict(
+    output_shapes=lambda x, *rest: [x.shape], output_dtypes=lambda x, *rest: [x.dtype],
+    grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
 softplus_grad = kjit.torch.op(backward, "examples::softplus_grad", **elementwise)
 softplus = kjit.torch.op(forward, "examples::softplus", backward=softplus_grad, **elementwise)
 

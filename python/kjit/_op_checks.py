@@ -1,9 +1,13 @@
 """What the framework ops (kjit.torch.op, kjit.jax.op) check alike: the inputs they take as
-Python numbers, and the gradients a backward returns."""
+Python numbers, the gradients a backward returns, and a backward op matched by names."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+# A backward as a function (inputs, outputs, grad_outputs) -> one gradient or None per input.
+GradFunction = Callable[[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]], Sequence[Any]]
 
 # The types a scalar input may be declared as.
 SCALAR_TYPES = (int, float, bool)
@@ -40,3 +44,43 @@ def check_gradient_count(prefix: str, grads: object, input_names: Sequence[str])
         raise ValueError(f"{prefix}backward: returned {len(grads)} gradient(s) for "
                          f"{len(input_names)} input(s) ({names}); return one per input (None "
                          f"for an input with no gradient)")
+
+
+def backward_by_name(prefix: str, op_name: str, op_inputs: Sequence[str],
+                     op_outputs: Sequence[str], run: Callable[..., Any],
+                     input_names: Sequence[str], output_names: Sequence[str]) -> GradFunction:
+    """An op as a backward: its inputs |op_inputs| are named after the forward's inputs,
+    outputs or 'grad_<output>', the outputs it returns |op_outputs| 'grad_<input>'. |run| calls
+    it on its inputs in order and returns one array or a tuple of them. A clear error, naming
+    the op |op_name|, for a name that matches nothing."""
+    sources: list[tuple[int, int]] = []  # (0 inputs, 1 outputs, 2 grad_outputs; index)
+    for n in op_inputs:
+        if n in input_names:
+            sources.append((0, list(input_names).index(n)))
+        elif n in output_names:
+            sources.append((1, list(output_names).index(n)))
+        elif n.startswith("grad_") and n[5:] in output_names:
+            sources.append((2, list(output_names).index(n[5:])))
+        else:
+            raise ValueError(
+                f"{prefix}backward: input '{n}' of '{op_name}' names nothing of the "
+                f"forward: name its inputs after the forward's inputs ({', '.join(input_names)}),"
+                f" outputs ({', '.join(output_names)}) or gradients (grad_<output>)")
+    targets = []
+    for n in op_outputs:
+        if not (n.startswith("grad_") and n[5:] in input_names):
+            raise ValueError(f"{prefix}backward: output '{n}' of '{op_name}' is not "
+                             f"named grad_<input> (inputs: {', '.join(input_names)})")
+        targets.append(list(input_names).index(n[5:]))
+
+    def gradients(inputs: tuple[Any, ...], outputs: tuple[Any, ...],
+                  grad_outputs: tuple[Any, ...]) -> list[Any]:
+        groups = (inputs, outputs, grad_outputs)
+        made = run(*[groups[g][i] for g, i in sources])
+        made = made if isinstance(made, tuple) else (made,)
+        grads: list[Any] = [None] * len(input_names)
+        for i, g in zip(targets, made):
+            grads[i] = g
+        return grads
+
+    return gradients

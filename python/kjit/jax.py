@@ -25,7 +25,7 @@ from jax._src import dispatch
 from jax.interpreters import ad, batching, mlir
 
 from . import _kjit
-from ._op_checks import check_gradient_count, checked_scalars
+from ._op_checks import GradFunction, backward_by_name, check_gradient_count, checked_scalars
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
 
@@ -36,8 +36,6 @@ _TARGET = "kjit_launch"
 
 # How jax.vmap may map an op (jax.ffi.ffi_call's names).
 _VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
-
-GradFunction = Callable[[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]], Sequence[Any]]
 
 _targets_lock = threading.Lock()
 _targets_registered = False
@@ -75,7 +73,8 @@ class KernelOp:
 
     def __init__(self, kernel: _kjit.Kernel, *, output_shapes: object, output_dtypes: object,
                  grid: object, threadgroup: object, template: object = None,
-                 init_value: float | None = None, backward: GradFunction | None = None,
+                 init_value: float | None = None,
+                 backward: GradFunction | KernelOp | None = None,
                  vmap_method: str = "sequential",
                  scalars: Mapping[str, type] | None = None,
                  input_output_aliases: Mapping[str, str] | None = None):
@@ -93,9 +92,14 @@ class KernelOp:
         self._scalars = checked_scalars(prefix, scalars, self._input_names)
         self._aliases = _checked_aliases(prefix, input_output_aliases, self._input_names,
                                          self._output_names, self._scalars)
-        if backward is not None and not callable(backward):
-            raise TypeError(f"{prefix}backward: expected a function (inputs, outputs, "
-                            f"grad_outputs) -> grad_inputs, got {type(backward).__name__}")
+        if isinstance(backward, KernelOp):
+            backward = backward_by_name(prefix, backward.kernel.name, backward._input_names,
+                                        backward._output_names, backward, self._input_names,
+                                        self._output_names)
+        elif backward is not None and not callable(backward):
+            raise TypeError(f"{prefix}backward: expected a KernelOp or a function (inputs, "
+                            f"outputs, grad_outputs) -> grad_inputs, got "
+                            f"{type(backward).__name__}")
         self._backward = backward
         self._settings = {"output_shapes": output_shapes, "output_dtypes": output_dtypes,
                           "grid": grid, "threadgroup": threadgroup, "template": template}
@@ -359,7 +363,7 @@ batching.primitive_batchers[_kjit_op_p] = _batch
 
 def op(kernel: _kjit.Kernel, *, output_shapes: object, output_dtypes: object, grid: object,
        threadgroup: object, template: object = None, init_value: float | None = None,
-       backward: GradFunction | None = None, vmap_method: str = "sequential",
+       backward: GradFunction | KernelOp | None = None, vmap_method: str = "sequential",
        scalars: Mapping[str, type] | None = None,
        input_output_aliases: Mapping[str, str] | None = None) -> KernelOp:
     """|kernel| as a function of JAX arrays, usable eagerly and under ``jax.jit``.
@@ -370,8 +374,10 @@ def op(kernel: _kjit.Kernel, *, output_shapes: object, output_dtypes: object, gr
     traces and lowers the op.
 
     backward: a function ``(inputs, outputs, grad_outputs) -> grad_inputs`` of JAX arrays (one
-    gradient or None per input), which makes the op a ``jax.custom_vjp``. Without one,
-    differentiating the op is an error.
+    gradient or None per input), or a KernelOp whose inputs are named after this op's inputs,
+    outputs and ``grad_<output>`` and whose outputs are ``grad_<input>`` (inputs it does not
+    name get zeros); either makes the op a ``jax.custom_vjp``. Without one, differentiating the
+    op is an error.
 
     vmap_method: how ``jax.vmap`` maps the op: 'sequential' (once per slice, the default),
     'broadcast_all' (once, every array input given the batch axis first: for elementwise

@@ -21,7 +21,7 @@ import torch
 
 from ._errors import LaunchError
 from . import _kjit
-from ._op_checks import check_gradient_count, checked_scalars
+from ._op_checks import backward_by_name, check_gradient_count, checked_scalars
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
 
@@ -556,38 +556,9 @@ def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
     if backward._mutated:
         raise ValueError(f"{prefix}backward: '{backward.name}' writes outputs in place "
                          f"(mutates); a backward op must return its gradients")
-    sources: list[tuple[int, int]] = []  # (0 inputs, 1 outputs, 2 grad_outputs; index)
-    for n in backward._input_names:
-        if n in input_names:
-            sources.append((0, list(input_names).index(n)))
-        elif n in output_names:
-            sources.append((1, list(output_names).index(n)))
-        elif n.startswith("grad_") and n[5:] in output_names:
-            sources.append((2, list(output_names).index(n[5:])))
-        else:
-            raise ValueError(
-                f"{prefix}backward: input '{n}' of '{backward.name}' names nothing of the "
-                f"forward: name its inputs after the forward's inputs ({', '.join(input_names)}),"
-                f" outputs ({', '.join(output_names)}) or gradients (grad_<output>)")
-    targets = []
-    for o in backward._returned:
-        n = backward._output_names[o]
-        if not (n.startswith("grad_") and n[5:] in input_names):
-            raise ValueError(f"{prefix}backward: output '{n}' of '{backward.name}' is not "
-                             f"named grad_<input> (inputs: {', '.join(input_names)})")
-        targets.append(list(input_names).index(n[5:]))
-
-    def run(inputs: tuple[Any, ...], outputs: tuple[torch.Tensor, ...],
-            grad_outputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor | None]:
-        groups = (inputs, outputs, grad_outputs)
-        made = backward(*[groups[g][i] for g, i in sources])
-        made = made if isinstance(made, tuple) else (made,)
-        grads: list[torch.Tensor | None] = [None] * len(input_names)
-        for i, g in zip(targets, made):
-            grads[i] = g
-        return grads
-
-    return run
+    returned = [backward._output_names[o] for o in backward._returned]
+    return backward_by_name(prefix, backward.name, backward._input_names, returned, backward,
+                            input_names, output_names)
 
 
 op = KernelOp  # kjit.torch.op(kernel, name, ...): the name the documentation uses

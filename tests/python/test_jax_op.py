@@ -191,6 +191,32 @@ def test_grad_through_the_backward_matches_jax_and_finite_differences(device, rn
         assert fd == pytest.approx(float(gx[i]), rel=2e-2, abs=2e-3)
 
 
+def test_a_backward_op_gets_its_arguments_by_name(device, rng):
+    # grad_x from the kernel's names (x, w, grad_y -> grad_x); w, which it does not name, gets
+    # a zero gradient.
+    op = kj.op(SQUARE_SCALE, **ELEMENTWISE, backward=kj.op(SQUARE_SCALE_GRAD_X, **ELEMENTWISE))
+    x64, w64 = rng.uniform(0.5, 1.5, 16), rng.uniform(-1, 1, 16)
+    x, w = on(device, x64.astype(np.float32), w64.astype(np.float32))
+    gx, gw = jax.jit(jax.grad(lambda x, w: jnp.sum(jnp.sin(op(x, w))), argnums=(0, 1)))(x, w)
+    np.testing.assert_allclose(np.asarray(gx), np.cos(x64 * x64 * w64) * 2 * x64 * w64,
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(gw), np.zeros(16))
+
+
+def test_a_backward_op_whose_names_match_nothing_is_refused():
+    grad_wrong_input = metal_kernel(name="wrong_in", input_names=["z", "grad_y"],
+                                    output_names=["grad_x"], source="grad_x[0] = z[0];")
+    grad_wrong_output = metal_kernel(name="wrong_out", input_names=["x", "grad_y"],
+                                     output_names=["dx"], source="dx[0] = x[0];")
+    with pytest.raises(ValueError, match=r"backward: input 'z' of 'wrong_in' names nothing of "
+                                         r"the forward: name its inputs after the forward's "
+                                         r"inputs \(x, w\), outputs \(y\)"):
+        kj.op(SQUARE_SCALE, **ELEMENTWISE, backward=kj.op(grad_wrong_input, **ELEMENTWISE))
+    with pytest.raises(ValueError, match=r"backward: output 'dx' of 'wrong_out' is not named "
+                                         r"grad_<input> \(inputs: x, w\)"):
+        kj.op(SQUARE_SCALE, **ELEMENTWISE, backward=kj.op(grad_wrong_output, **ELEMENTWISE))
+
+
 def test_an_op_without_backward_refuses_grad(device):
     op = kj.op(SCALED_EXP, **ELEMENTWISE)
     a, b = on(device, np.ones(4, np.float32), np.ones(4, np.float32))
