@@ -347,7 +347,7 @@ TEST(Generate, MetalBodyIsRewritten) {
       Spec().source("device float* p = out;\nconstant float k = 0.5;\np[0] = inp[0] * k;\n").make();
   GeneratedSource g = generate(*spec, call({{Dtype::Float32, 1}}, {Dtype::Float32}), Target::Cpu);
   const std::string user = g.text.substr(g.user_part);
-  EXPECT_TRUE(contains(user, "#line 1 \"<source>\"\n float* p = out;\nconst float k = 0.5f;\n"))
+  EXPECT_TRUE(contains(user, "#line 1 \"<source>\"\nfloat* p = out;\nconst float k = 0.5f;\n"))
       << user;
   // The signature is rewritten too: no address-space qualifier reaches the C++ compiler.
   EXPECT_FALSE(has_identifier(lex(user), "device")) << user;
