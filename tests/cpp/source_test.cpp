@@ -121,10 +121,16 @@ TEST(Signature, ShapeStridesAndNdimOnlyWhenNamed) {
     const std::string ptr =
         d == Dialect::Metal ? "const device float* " : "const float* __restrict__ ";
     const std::string out = d == Dialect::Metal ? "device float* out" : "float* __restrict__ out";
+    // CUDA's are MLX's Shape and Strides; Metal's those of the target.
+    const std::string dims = d == Dialect::Metal ? "kjit_" : "kjit_cuda_";
     EXPECT_EQ(sig, "    " + ptr +
                        "inp,\n"
-                       "    const kjit_shape inp_shape,\n"
-                       "    const kjit_strides inp_strides,\n"
+                       "    const " +
+                       dims +
+                       "shape inp_shape,\n"
+                       "    const " +
+                       dims +
+                       "strides inp_strides,\n"
                        "    const int inp_ndim,\n"
                        "    " +
                        ptr +
