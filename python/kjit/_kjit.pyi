@@ -182,7 +182,7 @@ class Kernel:
         """
         Runs the kernel and returns its outputs as a list of arrays of the inputs' library.
 
-        grid counts threads (Metal's dispatchThreads); threadgroup is the group size. template declares names at the top of the body; init_value fills outputs first; outputs= writes into preallocated arrays; verbose prints the generated source.
+        grid counts threads (Metal's dispatchThreads); threadgroup is the group size. template declares names at the top of the body; init_value fills outputs first; outputs= writes into preallocated arrays; verbose prints the kernel as MLX generates it, then the source kjit compiles.
 
         output_shapes, output_dtypes, grid, threadgroup and template may each be a function of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and dtype, or a scalar's value) once per signature of the inputs.
         """

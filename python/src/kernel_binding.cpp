@@ -742,7 +742,8 @@ void init_kernel(nb::module_& m) {
           "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
           "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
           "template declares names at the top of the body; init_value fills outputs first; "
-          "outputs= writes into preallocated arrays; verbose prints the generated source.\n\n"
+          "outputs= writes into preallocated arrays; verbose prints the kernel as MLX "
+          "generates it, then the source kjit compiles.\n\n"
           "output_shapes, output_dtypes, grid, threadgroup and template may each be a function "
           "of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and "
           "dtype, or a scalar's value) once per signature of the inputs.");

@@ -157,10 +157,10 @@ void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& sp
                "*>(kjit_launch->args[" + i + "])}";
         break;
       case Param::Kind::Shape:
-        init = "{kjit_launch->shapes + " + at + "}";
+        init = p.type + "::of(kjit_launch->shapes + " + at + ")";
         break;
       case Param::Kind::Strides:
-        init = "{kjit_launch->strides + " + at + "}";
+        init = p.type + "::of(kjit_launch->strides + " + at + ")";
         break;
       case Param::Kind::Ndim:
         init = "kjit_launch->ndims[" + i + "]";

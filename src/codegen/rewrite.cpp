@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "codegen/loop_marks.h"
 #include "codegen/token_scan.h"
@@ -727,10 +728,22 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
     }
     marks = mark_waiting_loops(tokens, waits);
   }
+  // A qualifier that is dropped takes the blanks after it along where what comes before it
+  // already ends in a blank or opens a list ("const device T*" becomes "const T*"). Blanks with a
+  // newline stay: they keep the line structure.
+  bool drop_blanks = false;
+  auto drop_qualifier = [&] {
+    drop_blanks =
+        out.empty() || std::string_view(" \t\n(<,").find(out.back()) != std::string_view::npos;
+  };
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (coroutine) out += marks.before[i];
     emitted_at[i] = out.size();
     const Token& t = tokens[i];
+    if (std::exchange(drop_blanks, false) && t.kind == TokenKind::Space &&
+        t.text.find('\n') == std::string_view::npos) {
+      continue;
+    }
     if (coroutine) functions.step(tokens, i);
     if (coroutine && marks.instead[i]) {
       out += *marks.instead[i];
@@ -770,11 +783,16 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
     if (dialect == Dialect::Metal && t.kind == TokenKind::Identifier) {
       // Address-space qualifiers: device and thread are dropped; constant is read-only data;
       // threadgroup declares group memory (on CUDA, __shared__) or qualifies a pointer.
-      if (t.text == "device" || t.text == "thread") continue;
+      if (t.text == "device" || t.text == "thread") {
+        drop_qualifier();
+        continue;
+      }
       if (t.text == "threadgroup") {
         // One instance per running group: on the CPU a worker runs one group at a time.
         if (declares_storage(tokens, i)) {
           out += target == Target::Cuda ? "__shared__" : "static thread_local";
+        } else {
+          drop_qualifier();
         }
         continue;
       }
@@ -782,7 +800,11 @@ std::string rewrite(const std::vector<Token>& tokens, Dialect dialect, Target ta
         const Token* before = prev_significant(tokens, i);
         const Token* after = next_significant(tokens, i);
         bool has_const = (before && before->text == "const") || (after && after->text == "const");
-        if (!has_const) out += "const";
+        if (has_const) {
+          drop_qualifier();
+        } else {
+          out += "const";
+        }
         continue;
       }
     }

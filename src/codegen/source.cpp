@@ -96,6 +96,15 @@ bool after_prefix_operator(const std::vector<Token>& tokens, size_t i, std::stri
          (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
 }
 
+// The type of an input's shape or strides parameter: in the CUDA dialect MLX's Shape and
+// Strides (prelude/dialect/cuda/mlx_utils.h), in the Metal dialect the target's (which MLX
+// passes as pointers).
+std::string dims_type(const KernelSpec& spec, Param::Kind kind) {
+  const bool cuda = spec.dialect == Dialect::Cuda;
+  if (kind == Param::Kind::Shape) return cuda ? "kjit_cuda_shape" : "kjit_shape";
+  return cuda ? "kjit_cuda_strides" : "kjit_strides";
+}
+
 }  // namespace
 
 std::string_view type_name(const KernelSpec& spec, Dtype dtype) {
@@ -156,8 +165,12 @@ std::string signature(const KernelSpec& spec, const CallSignature& call) {
     params.push_back(metal ? "const device " + t + "* " + name
                            : "const " + t + "* __restrict__ " + name);
     const KernelSpec::InputUse& use = spec.input_uses[i];
-    if (use.shape) params.push_back("const kjit_shape " + name + "_shape");
-    if (use.strides) params.push_back("const kjit_strides " + name + "_strides");
+    if (use.shape) {
+      params.push_back("const " + dims_type(spec, Param::Kind::Shape) + " " + name + "_shape");
+    }
+    if (use.strides) {
+      params.push_back("const " + dims_type(spec, Param::Kind::Strides) + " " + name + "_strides");
+    }
     if (use.ndim) params.push_back("const int " + name + "_ndim");
   }
   for (size_t i = 0; i < spec.output_names.size(); ++i) {
@@ -206,8 +219,12 @@ std::vector<Param> parameter_layout(const KernelSpec& spec, const CallSignature&
     }
     layout.push_back({Param::Kind::Input, index, "const " + t + "*"});
     const KernelSpec::InputUse& use = spec.input_uses[i];
-    if (use.shape) layout.push_back({Param::Kind::Shape, index, "kjit_shape"});
-    if (use.strides) layout.push_back({Param::Kind::Strides, index, "kjit_strides"});
+    if (use.shape) {
+      layout.push_back({Param::Kind::Shape, index, dims_type(spec, Param::Kind::Shape)});
+    }
+    if (use.strides) {
+      layout.push_back({Param::Kind::Strides, index, dims_type(spec, Param::Kind::Strides)});
+    }
     if (use.ndim) layout.push_back({Param::Kind::Ndim, index, "int"});
   }
   for (size_t o = 0; o < spec.output_names.size(); ++o) {

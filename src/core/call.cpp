@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "codegen/mlx_source.h"
 #include "core/debug_launch.h"
 #include "core/device_ops.h"
 #include "core/launch_record.h"
@@ -257,9 +258,16 @@ void finish_outputs(const KernelOutputs& outputs, const ResolvedCall& call,
 
 namespace {
 
-void print_source(const KernelSpec& spec, const Plan& plan, const LaunchOptions& options) {
-  std::string text = "Generated source code for `" + spec.name + "`:\n```\n" +
-                     plan.source->text.substr(plan.source->user_part) + "```\n";
+// The kernel as MLX would generate it for these inputs, as MLX prints it, then the source kjit
+// compiles for the device (without its prelude), each under its own heading.
+void print_source(const KernelSpec& spec, const Plan& plan, std::span<const Array> inputs,
+                  const LaunchOptions& options) {
+  std::vector<int64_t> sizes;
+  for (const Array& a : inputs) sizes.push_back(a.size());
+  std::string text = "Generated source code for `" + spec.name + "` (as MLX generates it):\n```\n" +
+                     codegen::mlx_source(spec, plan.signature, sizes) + "\n```\n" +
+                     "Source kjit compiles for `" + spec.name + "` on " + plan.device.str() +
+                     ":\n```\n" + plan.source->text.substr(plan.source->user_part) + "```\n";
   if (options.print) {
     options.print(text);
   } else {
@@ -273,7 +281,7 @@ std::vector<Array> run_pipeline(const std::shared_ptr<const KernelSpec>& spec, P
                                 const CallSettings& settings, const std::vector<Array>& inputs,
                                 const LaunchOptions& options, const RecordedLaunches* recorded) {
   const ResolvedCall call = resolve(spec, plans, settings, inputs, options);
-  if (settings.verbose) print_source(*spec, *call.plan, options);
+  if (settings.verbose) print_source(*spec, *call.plan, inputs, options);
   KernelOutputs outputs = prepare_outputs(*spec, settings, call, options);
   const std::vector<Array> staged = stage_inputs(*spec, call, inputs, options.stream);
   const std::vector<Array>& kernel_inputs = staged.empty() ? inputs : staged;

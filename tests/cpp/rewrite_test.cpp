@@ -32,16 +32,16 @@ std::string unsupported(const std::string& text, Dialect dialect,
 
 TEST(RewriteMetal, DropsDeviceAndThread) {
   EXPECT_EQ(metal("const device float* a, device float* b, thread float& t"),
-            "const  float* a,  float* b,  float& t");
+            "const float* a, float* b, float& t");
   EXPECT_EQ(metal("device\nfloat* p;"), "\nfloat* p;");
 }
 
 TEST(RewriteMetal, ConstantBecomesConstOnce) {
   EXPECT_EQ(metal("constant float k = 2;"), "const float k = 2;");
   EXPECT_EQ(metal("constant float* p"), "const float* p");
-  EXPECT_EQ(metal("constant const float k"), " const float k");
-  EXPECT_EQ(metal("const constant float* p"), "const  float* p");
-  EXPECT_EQ(metal("const /* c */ constant float* p"), "const /* c */  float* p");
+  EXPECT_EQ(metal("constant const float k"), "const float k");
+  EXPECT_EQ(metal("const constant float* p"), "const float* p");
+  EXPECT_EQ(metal("const /* c */ constant float* p"), "const /* c */ float* p");
   EXPECT_EQ(metal("constant\n  const int n"), "\n  const int n");
 }
 
@@ -140,9 +140,9 @@ TEST(RewriteMetal, ThreadgroupStorageBecomesSharedOnCuda) {
   EXPECT_EQ(metal("{ threadgroup atomic_uint c[4]; }", Target::Cuda),
             "{ __shared__ atomic_uint c[4]; }");
   // A qualifier of a pointer, reference, cast or parameter is dropped.
-  EXPECT_EQ(metal("threadgroup float* p = buf;", Target::Cuda), " float* p = buf;");
-  EXPECT_EQ(metal("x = (threadgroup float*)y;", Target::Cuda), "x = ( float*)y;");
-  EXPECT_EQ(metal("void f(threadgroup float& r);", Target::Cuda), "void f( float& r);");
+  EXPECT_EQ(metal("threadgroup float* p = buf;", Target::Cuda), "float* p = buf;");
+  EXPECT_EQ(metal("x = (threadgroup float*)y;", Target::Cuda), "x = (float*)y;");
+  EXPECT_EQ(metal("void f(threadgroup float& r);", Target::Cuda), "void f(float& r);");
   // threadgroup_barrier and mem_threadgroup are other names.
   EXPECT_EQ(metal("threadgroup_barrier(mem_flags::mem_threadgroup);", Target::Cuda),
             "threadgroup_barrier(mem_flags::mem_threadgroup);");

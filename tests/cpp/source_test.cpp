@@ -121,10 +121,16 @@ TEST(Signature, ShapeStridesAndNdimOnlyWhenNamed) {
     const std::string ptr =
         d == Dialect::Metal ? "const device float* " : "const float* __restrict__ ";
     const std::string out = d == Dialect::Metal ? "device float* out" : "float* __restrict__ out";
+    // CUDA's are MLX's Shape and Strides; Metal's those of the target.
+    const std::string dims = d == Dialect::Metal ? "kjit_" : "kjit_cuda_";
     EXPECT_EQ(sig, "    " + ptr +
                        "inp,\n"
-                       "    const kjit_shape inp_shape,\n"
-                       "    const kjit_strides inp_strides,\n"
+                       "    const " +
+                       dims +
+                       "shape inp_shape,\n"
+                       "    const " +
+                       dims +
+                       "strides inp_strides,\n"
                        "    const int inp_ndim,\n"
                        "    " +
                        ptr +
@@ -347,7 +353,7 @@ TEST(Generate, MetalBodyIsRewritten) {
       Spec().source("device float* p = out;\nconstant float k = 0.5;\np[0] = inp[0] * k;\n").make();
   GeneratedSource g = generate(*spec, call({{Dtype::Float32, 1}}, {Dtype::Float32}), Target::Cpu);
   const std::string user = g.text.substr(g.user_part);
-  EXPECT_TRUE(contains(user, "#line 1 \"<source>\"\n float* p = out;\nconst float k = 0.5f;\n"))
+  EXPECT_TRUE(contains(user, "#line 1 \"<source>\"\nfloat* p = out;\nconst float k = 0.5f;\n"))
       << user;
   // The signature is rewritten too: no address-space qualifier reaches the C++ compiler.
   EXPECT_FALSE(has_identifier(lex(user), "device")) << user;

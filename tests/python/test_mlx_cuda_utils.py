@@ -228,3 +228,56 @@ def test_cuda_std_names_and_limits(device):
     np.testing.assert_array_equal(o1, [np.finfo(np.float64).eps, np.finfo(np.float64).max])
     np.testing.assert_array_equal(o2, [2**31 - 1, -128, -32768, 255, 4, 10 + 3 + 7 + 80,
                                        1 + 4 + 8 + 32])
+
+
+SHAPE_AS_MLX_DECLARES_IT = """
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    // Bound to MLX's types, as MLX's own helpers take them.
+    const Shape& shape = a_shape;
+    const Strides& strides = a_strides;
+    o0[i] = a[offset_of(i, shape, strides, a_ndim)];
+    // A copy is a plain Shape, which may be changed.
+    Shape first_row = a_shape;
+    first_row[0] = 1;
+    o1[i] = product(first_row, a_ndim);
+    // MLX's size() and iteration: all MAX_NDIM entries.
+    int64_t sum = 0;
+    for (int64_t s : a_strides) sum += s;
+    o2[i] = int64_t(a_shape.size()) * 1000 + sum;
+    // A pointer where one is expected, as in the Metal dialect, and through data() as in MLX.
+    o3[i] = a[elem_to_loc(i, a_shape, a_strides, a_ndim)] -
+            a[elem_to_loc(i, a_shape.data(), a_strides.data(), a_ndim)];
+"""
+
+SHAPE_HELPERS = """
+__device__ int64_t offset_of(int64_t elem, const Shape& shape, const Strides& strides, int ndim) {
+    int64_t loc = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+        loc += (elem % shape[d]) * strides[d];
+        elem /= shape[d];
+    }
+    return loc;
+}
+__device__ int64_t product(Shape shape, int ndim) {
+    int64_t p = 1;
+    for (int d = 0; d < ndim; ++d) p *= shape[d];
+    return p;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_shape_and_strides_are_mlxs_shape_and_strides(device, rng):
+    # MLX declares them `const __grid_constant__ Shape a_shape` and `... Strides a_strides`: a
+    # body or a header helper may bind them to `const Shape&`, copy them, iterate them.
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32).transpose(2, 0, 1)[::-1]
+    n = a.size
+    outs = run(SHAPE_AS_MLX_DECLARES_IT, [a],
+               [((n,), np.float32), ((n,), np.int64), ((n,), np.int64), ((n,), np.float32)],
+               n, device, header=SHAPE_HELPERS)
+    strides = [s // a.itemsize for s in a.strides]
+    np.testing.assert_array_equal(outs[0], a.reshape(-1))
+    np.testing.assert_array_equal(outs[1], np.full(n, a.shape[1] * a.shape[2]))
+    # Entries past ndim are 0.
+    np.testing.assert_array_equal(outs[2], np.full(n, 10 * 1000 + sum(strides)))
+    np.testing.assert_array_equal(outs[3], np.zeros(n, np.float32))

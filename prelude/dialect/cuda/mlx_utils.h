@@ -11,10 +11,29 @@
 
 namespace kjit::cuda_dialect {
 
-// Kernel parameters of MLX's are these; kjit passes an input's shape and strides as views that
-// index and convert to pointers alike (target/*/thread.h).
+// MLX declares a body's shape and strides parameters as these (const __grid_constant__ Shape
+// a_shape).
 using Shape = ::cuda::std::array<int32_t, MAX_NDIM>;
 using Strides = ::cuda::std::array<int64_t, MAX_NDIM>;
+
+// A shape or strides parameter of a body: a Shape or Strides, so that it binds to a
+// const Shape&, copies to one, has MLX's size() and iterates as MLX's does; and, as in the
+// Metal dialect, a pointer where one is expected (elem_to_loc(i, a_shape, a_strides, n)).
+template <class T>
+struct dims_param : ::cuda::std::array<T, MAX_NDIM> {
+  // Any index type: the conversion to a pointer would make a signed one ambiguous.
+  template <class I>
+  KJIT_INLINE constexpr const T& operator[](I i) const {
+    return this->elems[i];
+  }
+  KJIT_INLINE constexpr operator const T*() const { return this->elems; }
+  // The MAX_NDIM values at |p| (the CPU's launch record).
+  static KJIT_INLINE dims_param of(const T* p) {
+    dims_param d;
+    for (int i = 0; i < MAX_NDIM; ++i) d.elems[i] = p[i];
+    return d;
+  }
+};
 
 // --- vectorized loads and stores -----------------------------------------------------------------
 
@@ -203,3 +222,6 @@ template <int DIM, bool General = true, class OffsetT = size_t>
 using LoopedElemToLoc = ::kjit::LoopedElemToLoc<DIM, OffsetT, General>;
 
 }  // namespace kjit::cuda_dialect
+
+typedef ::kjit::cuda_dialect::dims_param<int32_t> kjit_cuda_shape;
+typedef ::kjit::cuda_dialect::dims_param<int64_t> kjit_cuda_strides;

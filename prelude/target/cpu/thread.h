@@ -89,6 +89,7 @@ struct dims_view {
   }
   KJIT_INLINE const T* data() const { return p; }
   KJIT_INLINE operator const T*() const { return p; }
+  static KJIT_INLINE dims_view of(const T* at) { return {at}; }
 };
 
 }  // namespace kjit
