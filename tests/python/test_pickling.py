@@ -1,5 +1,6 @@
-"""Kernels, bound kernels and kjit.torch ops pickle and copy by what made them: in a fresh
-process an unpickled kernel finds its programs in the disk cache and compiles nothing."""
+"""Kernels, bound kernels and kjit.torch ops pickle and copy by what made them (to pool and
+torch.multiprocessing workers too): in a fresh process an unpickled kernel finds its programs
+in the disk cache and compiles nothing."""
 
 import copy
 import os
@@ -226,3 +227,25 @@ def test_kernels_go_to_pool_workers_by_every_start_method(rng, method):
         results = pool.map(scaled_by_kernel, jobs, chunksize=1)
     for (_, x), y in zip(jobs, results):
         np.testing.assert_allclose(y, x.astype(np.float64) * 3, rtol=1e-6)
+
+
+def scale_in_place_by_kernel(rank, kernel, shared):
+    """A torch.multiprocessing worker: |kernel| writes its row of the shared tensor."""
+    import torch
+
+    row = shared[rank]
+    x = torch.arange(row.numel(), dtype=torch.float32) + rank
+    kernel(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
+           grid=(x.numel(), 1, 1), threadgroup=(32, 1, 1), outputs=[row])
+
+
+def test_torch_multiprocessing_workers_run_a_kernel_into_shared_tensors():
+    torch = pytest.importorskip("torch")
+    import torch.multiprocessing
+
+    kernel = scaled_kernel()
+    shared = torch.full((2, 40), float("nan")).share_memory_()  # poisoned, seen by the workers
+    torch.multiprocessing.spawn(scale_in_place_by_kernel, args=(kernel, shared), nprocs=2,
+                                join=True)
+    expected = (np.arange(40)[None, :] + np.arange(2)[:, None]) * 3.0
+    np.testing.assert_allclose(shared.numpy(), expected, rtol=1e-6)
