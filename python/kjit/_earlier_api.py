@@ -15,6 +15,7 @@ launch path.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
@@ -206,14 +207,68 @@ def metal_kernel(name: str, *, source: str, header: str = "", ensure_row_contigu
 def metal_kernel(*args: Any, **kwargs: Any) -> _kjit.Kernel | DictFormKernel:
     """A kernel whose body is Metal Shading Language (the API of mlx.core.fast.metal_kernel).
 
-    metal_kernel(name, input_names, output_names, source, header="",
-    ensure_row_contiguous=True, atomic_outputs=False, compile_options=None) -> Kernel
+    Parameters:
+        name (str): the kernel's name, in errors and verbose output; any letters, digits and
+            underscores (a leading digit too, as MLX allows).
+        input_names (Sequence[str]): the names the body reads its inputs by, in call order.
+        output_names (Sequence[str]): the names the body writes its outputs by.
+        source (str): the body only: the statements inside the kernel function, which kjit
+            declares (its signature follows the inputs, outputs and what the body names).
+        header (str, default ""): code put before the kernel: helper functions, structs,
+            constants, ``#include`` of MLX's headers (kjit provides their contents).
+        ensure_row_contiguous (bool, default True): inputs are copied to row-contiguous
+            memory first; with False the body gets each input as it is, with its strides.
+        atomic_outputs (bool, default False): outputs are ``device atomic<T>*``, for
+            ``atomic_fetch_add_explicit`` and the other atomic functions.
+        compile_options (dict[str, str | bool] | None): ``"math_mode"``: ``"safe"`` (the
+            default: every operation rounded as IEEE does), ``"relaxed"`` (approximate
+            division and square roots) or ``"fast"`` (fast math); ``"debug": True`` for
+            bounds checks and unwritten-output reports (docs/debugging.md); ``"line_info":
+            True`` for the line tables GPU tools read.
+
+    What the body sees: each input as ``const device T* name`` (a 0-d input by value), each
+    output as ``device T* name``; ``name_shape``, ``name_strides`` and ``name_ndim`` for the
+    arrays it names them for; Metal's thread attributes (``thread_position_in_grid``,
+    ``threadgroup_position_in_grid``, ``thread_position_in_threadgroup``,
+    ``threads_per_threadgroup``, ``thread_index_in_simdgroup``, ...) as ``uint`` or
+    ``uint3``; template arguments as the names the call's ``template`` gives; ``threadgroup``
+    arrays, ``threadgroup_barrier``, ``simd_*`` operations and atomics; and MLX's kernel
+    utilities (``elem_to_loc``, ``ceildiv``, ...). docs/dialects.md lists it all.
+
+    The kernel compiles when first called (or ``kernel.build(...)``) for the inputs' dtypes
+    and the template, once per combination, and is kept in memory and on disk.
 
     Without input_names and output_names (``metal_kernel(name=, source=)``, or ``(name,
     source)`` positionally), as in MLX 0.17, it returns a DictFormKernel, whose calls name the
-    inputs and outputs with dicts."""
+    inputs and outputs with dicts.
+
+    Example::
+
+        kernel = kjit.metal_kernel(
+            name="myexp", input_names=["inp"], output_names=["out"],
+            source="uint i = thread_position_in_grid.x; out[i] = metal::exp(inp[i]);")
+        (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                        grid=(a.size, 1, 1), threadgroup=(256, 1, 1))
+
+    ``grid`` counts threads, not groups (Metal's dispatchThreads): ``grid=(a.size, 1, 1)``
+    runs one thread per element, in groups of 256.
+    """
     positional_source = len(args) >= 2 and isinstance(args[1], str)
     if "input_names" not in kwargs and "output_names" not in kwargs and (
             len(args) < 2 or positional_source):
         return DictFormKernel(*args, **kwargs)
     return _kjit.metal_kernel(*args, **kwargs)
+
+
+# help() shows the current form's parameters, not the (*args, **kwargs) that also takes MLX's
+# earlier forms.
+metal_kernel.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a, default=d)
+     for n, a, d in [
+         ("name", "str", inspect.Parameter.empty),
+         ("input_names", "Sequence[str]", inspect.Parameter.empty),
+         ("output_names", "Sequence[str]", inspect.Parameter.empty),
+         ("source", "str", inspect.Parameter.empty), ("header", "str", ""),
+         ("ensure_row_contiguous", "bool", True), ("atomic_outputs", "bool", False),
+         ("compile_options", "dict[str, str | bool] | None", None)]],
+    return_annotation="Kernel")

@@ -1,0 +1,31 @@
+"""help() on kjit's factories shows what a user needs: the current form's parameters with their
+defaults (the binding's, as its stub states them), each explained, what a body sees, and an
+example."""
+
+import ast
+import inspect
+import pydoc
+
+import kjit
+from test_signatures import FUNCTIONS
+
+
+def stub_parameters(qualname: str) -> list[tuple[str, object]]:
+    """(name, default) of each parameter of |qualname| in the stub."""
+    args = FUNCTIONS[qualname].args
+    defaults = [inspect.Parameter.empty] * (len(args.args) - len(args.defaults))
+    defaults += [ast.literal_eval(d) for d in args.defaults]
+    return [(a.arg, d) for a, d in zip(args.args, defaults)]
+
+
+def test_metal_kernel_help_shows_its_parameters_as_the_binding_takes_them(real_factories):
+    signature = inspect.signature(kjit.metal_kernel)
+    assert [(p.name, p.default) for p in signature.parameters.values()] == \
+        stub_parameters("metal_kernel")
+    text = pydoc.render_doc(kjit.metal_kernel, renderer=pydoc.plaintext)
+    assert "metal_kernel(name: 'str', input_names: 'Sequence[str]'" in text
+    for name in signature.parameters:
+        assert f"    {name} (" in text, name  # each parameter explained
+    for what in ("What the body sees", "thread_position_in_grid", "Example::",
+                 "``grid`` counts threads, not groups", "DictFormKernel"):
+        assert what in text, what
