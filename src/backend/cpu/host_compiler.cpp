@@ -97,13 +97,17 @@ std::vector<std::string> flags(MathMode mode) {
   // Kernels written for GPUs reinterpret memory through pointer casts (an int* over a float);
   // without strict aliasing such a read sees the last store, as it does on the GPU. A frame
   // larger than the stack (a big local array) touches the stack's guard page, which traps
-  // (kernel_traps.h), rather than memory beyond it.
+  // (kernel_traps.h), rather than memory beyond it. A kernel cannot observe floating-point
+  // exception flags, so no mode needs trapping math; without it the compiler may compute both
+  // sides of a select and convert floats to integers speculatively, which is what lets a loop
+  // over exp's clamps and selects vectorise without AVX-512's masked operations.
   std::vector<std::string> f = {"-std=c++20",
                                 "-O3",
                                 "-march=native",
                                 "-fPIC",
                                 "-shared",
                                 "-fno-math-errno",
+                                "-fno-trapping-math",
                                 "-fno-strict-aliasing",
                                 "-fstack-clash-protection",
                                 "-fvisibility=hidden",
@@ -115,8 +119,7 @@ std::vector<std::string> flags(MathMode mode) {
   // which would break isnan/isinf.
   if (mode == MathMode::Safe) f.push_back("-ffp-contract=off");
   if (mode != MathMode::Safe) {
-    for (const char* x :
-         {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math", "-ffp-contract=fast"}) {
+    for (const char* x : {"-fno-signed-zeros", "-freciprocal-math", "-ffp-contract=fast"}) {
       f.push_back(x);
     }
   }
