@@ -8,7 +8,9 @@ Prints a table of times and ratios:
   - the per-call time of a cached tiny kernel with NumPy in and out, against a tiny numpy.exp.
 With --debug: the same kernels built with compile_options={"debug": True} (checked indices,
 poisoned outputs checked after each launch) against their plain builds.
-Usage: PYTHONPATH=build/python python bench/cpu.py [--quick] [--debug]
+Ends with the vector extension the kernels were compiled for (KJIT_CPU_ARCH, default native)
+and this CPU's own.
+Usage: PYTHONPATH=build/python [KJIT_CPU_ARCH=haswell] python bench/cpu.py [--quick] [--debug]
 """
 
 from __future__ import annotations
@@ -39,6 +41,56 @@ k.build(inputs=[(kjit.float32, 1)], output_dtypes=[kjit.float32], template=[("T"
 t2 = time.perf_counter()
 print(json.dumps({"build": t2 - t1, "info": kjit.cache_info()}))
 """
+
+
+# Writes the widest x86 vector extension the kernel was compiled for, from the compiler's
+# predefined macros: what KJIT_CPU_ARCH (default native) gave the compiler. An index into
+# ISA_NAMES.
+VECTOR_ISA = """
+#if defined(__AVX512F__)
+isa[0] = 4;
+#elif defined(__AVX2__) && defined(__FMA__)
+isa[0] = 3;
+#elif defined(__AVX__)
+isa[0] = 2;
+#elif defined(__SSE2__)
+isa[0] = 1;
+#else
+isa[0] = 0;
+#endif
+"""
+ISA_NAMES = ["no x86 vectors", "SSE2", "AVX", "AVX2+FMA", "AVX-512"]
+
+
+def kernel_vector_isa() -> str:
+    """The vector extension CPU kernels are compiled for, as a kernel sees it."""
+    probe = kjit.metal_kernel(name="vector_isa", input_names=[], output_names=["isa"],
+                              source=VECTOR_ISA)
+    (isa,) = probe(inputs=[], output_shapes=[(1,)], output_dtypes=[np.int32], grid=(1, 1, 1),
+                   threadgroup=(1, 1, 1), device="cpu")
+    return ISA_NAMES[int(np.asarray(isa)[0])]
+
+
+def cpu_vector_isa() -> str:
+    """This CPU's widest vector extension, from /proc/cpuinfo's flags."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((set(line.split(":", 1)[1].split()) for line in f
+                          if line.startswith("flags")), set())
+    except OSError:
+        return "unknown"
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                       ("sse2", "SSE2")):
+        if flag in flags:
+            return name
+    return "no x86 vectors"
+
+
+def vector_isa_line() -> str:
+    """What the kernels were built for and what this CPU has, for the benchmark's footer."""
+    arch = os.environ.get("KJIT_CPU_ARCH") or ""
+    target = f"KJIT_CPU_ARCH={arch}" if arch else "-march=native"
+    return f"kernels built for {kernel_vector_isa()} ({target}); this CPU has {cpu_vector_isa()}"
 
 
 def fresh_process_build(cache_dir: str, no_compile: bool) -> dict:
@@ -94,6 +146,7 @@ def main() -> None:
     rng = np.random.default_rng()
     if "--debug" in sys.argv:
         debug_rows(repeats, 2000 if quick else 20000, rng)
+        print(vector_isa_line())
         return
     rows: list[tuple[str, str, str, str, str]] = []
 
@@ -161,6 +214,7 @@ def main() -> None:
 
     comparison_table(rows)
     print(f"\nkjit {kjit.__version__}, numpy {np.__version__}, {os.cpu_count()} cores")
+    print(vector_isa_line())
 
 
 if __name__ == "__main__":

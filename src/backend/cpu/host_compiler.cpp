@@ -93,17 +93,31 @@ std::string cpu_identity() {
   return cache::hex64(cache::hash64(model + "\n" + flags));
 }
 
-std::vector<std::string> flags(MathMode mode) {
+}  // namespace
+
+const std::string& cpu_arch() {
+  static const std::string arch = [] {
+    const char* v = std::getenv("KJIT_CPU_ARCH");
+    return std::string(v && *v ? v : "native");
+  }();
+  return arch;
+}
+
+std::vector<std::string> compiler_flags(MathMode mode, const std::string& arch) {
   // Kernels written for GPUs reinterpret memory through pointer casts (an int* over a float);
   // without strict aliasing such a read sees the last store, as it does on the GPU. A frame
   // larger than the stack (a big local array) touches the stack's guard page, which traps
-  // (kernel_traps.h), rather than memory beyond it.
+  // (kernel_traps.h), rather than memory beyond it. A kernel cannot observe floating-point
+  // exception flags, so no mode needs trapping math; without it the compiler may compute both
+  // sides of a select and convert floats to integers speculatively, which is what lets a loop
+  // over exp's clamps and selects vectorise without AVX-512's masked operations.
   std::vector<std::string> f = {"-std=c++20",
                                 "-O3",
-                                "-march=native",
+                                "-march=" + arch,
                                 "-fPIC",
                                 "-shared",
                                 "-fno-math-errno",
+                                "-fno-trapping-math",
                                 "-fno-strict-aliasing",
                                 "-fstack-clash-protection",
                                 "-fvisibility=hidden",
@@ -115,8 +129,7 @@ std::vector<std::string> flags(MathMode mode) {
   // which would break isnan/isinf.
   if (mode == MathMode::Safe) f.push_back("-ffp-contract=off");
   if (mode != MathMode::Safe) {
-    for (const char* x :
-         {"-fno-signed-zeros", "-fno-trapping-math", "-freciprocal-math", "-ffp-contract=fast"}) {
+    for (const char* x : {"-fno-signed-zeros", "-freciprocal-math", "-ffp-contract=fast"}) {
       f.push_back(x);
     }
   }
@@ -126,6 +139,8 @@ std::vector<std::string> flags(MathMode mode) {
   }
   return f;
 }
+
+namespace {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -186,6 +201,13 @@ std::string failure_cause(const std::string& log, const std::string& build_dir,
   return {};
 }
 
+// Whether the compiler's output says it refused the -march= value: GCC names the option, Clang
+// the "target CPU". A kernel's own diagnostics name neither.
+bool arch_refused(const std::string& log) {
+  return cpu_arch() != "native" && (log.find("-march=") != std::string::npos ||
+                                    log.find("unknown target CPU") != std::string::npos);
+}
+
 }  // namespace
 
 HostCompiler host_compiler() { return {compiler().path, compiler().found}; }
@@ -194,10 +216,16 @@ const std::string& compiler_identity(MathMode mode) {
   static std::once_flag once;
   static std::array<std::string, 3> ids;
   std::call_once(once, [] {
-    std::string base = compiler().identity + "\ncpu " + cpu_identity() + "\nflags";
+    std::string base = compiler().identity;
+    // Code for a named CPU is the same wherever it is compiled: its -march= flag identifies it,
+    // and machines sharing a cache directory share it.
+    if (cpu_arch() == "native") base += "\ncpu " + cpu_identity();
+    base += "\nflags";
     for (int m = 0; m < 3; ++m) {
       ids[m] = base;
-      for (const std::string& f : flags(static_cast<MathMode>(m))) ids[m] += " " + f;
+      for (const std::string& f : compiler_flags(static_cast<MathMode>(m), cpu_arch())) {
+        ids[m] += " " + f;
+      }
     }
   });
   return ids[static_cast<int>(mode)];
@@ -229,7 +257,7 @@ std::string compile_shared_object(const std::string& source, const KernelSpec& s
   }
   const std::string src = dir->file("kjit_kernel.cpp"), obj = dir->file("kjit_kernel.so");
   std::vector<std::string> argv = {cxx.path};
-  for (const std::string& f : flags(mode)) argv.push_back(f);
+  for (const std::string& f : compiler_flags(mode, cpu_arch())) argv.push_back(f);
   argv.insert(argv.end(), {src, "-o", obj});
   const CompilerLimits limits = compile_limits();
   CompilerRun run;
@@ -258,6 +286,11 @@ std::string compile_shared_object(const std::string& source, const KernelSpec& s
     if (std::string why = failure_cause(run.output, dir->path(), limits.address_space);
         !why.empty()) {
       fail(why + ":\n" + run.output.substr(0, 4000), run.output);
+    }
+    if (arch_refused(run.output)) {
+      fail("KJIT_CPU_ARCH='" + cpu_arch() + "' is not a CPU " + cxx.path + " knows as -march=" +
+               cpu_arch() + " (unset it for this machine's CPU):\n" + run.output.substr(0, 4000),
+           run.output);
     }
     codegen::throw_compile_error(spec, "the CPU", run.output, source);
   }

@@ -5,14 +5,22 @@
 #include <kjit/kernel.h>
 
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_spec.h"
 
 namespace kjit::cpu {
 
+/// The -march= value kernels are compiled for: KJIT_CPU_ARCH, else (unset or empty) "native".
+/// Read once.
+const std::string& cpu_arch();
+
+/// The compiler's options, but for the files, for a kernel in |mode| compiled for -march=|arch|.
+std::vector<std::string> compiler_flags(MathMode mode, const std::string& arch);
+
 /// What identifies the compiler and target in cache keys: the compiler's resolved path, size
-/// and modification time, the flags, and this CPU's model and features (for -march=native).
-/// Computed without running the compiler.
+/// and modification time, the flags (with cpu_arch()), and with -march=native this CPU's model
+/// and features. Computed without running the compiler.
 const std::string& compiler_identity(MathMode mode);
 
 /// The compiler kjit would run (KJIT_CXX, else CXX, else the one kjit was built with, else c++),
