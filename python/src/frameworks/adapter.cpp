@@ -12,9 +12,10 @@ namespace kjit::python {
 namespace {
 
 // Asked in this order; the DLPack adapter, last, claims every object (another library's, or
-// none's). MLX arrays, read through DLPack today, would get an adapter before it.
-const FrameworkAdapter* const kAdapters[] = {&kKjitAdapter, &kNumpyAdapter, &kTorchAdapter,
-                                             &kCupyAdapter, &kJaxAdapter,   &kDlpackAdapter};
+// none's).
+const FrameworkAdapter* const kAdapters[] = {&kKjitAdapter,  &kNumpyAdapter, &kTorchAdapter,
+                                             &kCupyAdapter,  &kJaxAdapter,   &kMlxAdapter,
+                                             &kDlpackAdapter};
 
 }  // namespace
 
