@@ -78,6 +78,13 @@ Array to_array(nb::handle obj, const ReadRequest& request) {
   return framework_of(obj).to_array(obj, request);
 }
 
+std::optional<Device> device_of_stream(nb::handle stream, const Param& param) {
+  if (PyLong_Check(stream.ptr())) return std::nullopt;  // a handle
+  const FrameworkAdapter& library = framework_of(stream);
+  if (!library.device_of_stream) return std::nullopt;
+  return library.device_of_stream(stream, param);
+}
+
 const FrameworkAdapter& outputs_framework(const HeldItems& inputs) {
   const FrameworkAdapter* of_scalar = nullptr;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -1,7 +1,8 @@
 // MLX arrays, read through DLPack or the buffer protocol (zero-copy) once evaluated, and made as
 // copies: MLX builds an array only from memory it copies. MLX arrays are values that may share
-// memory with other arrays, so a kernel never writes one in place. Recognised by their types'
-// module, so mlx is imported only once its objects are seen.
+// memory with other arrays, so a kernel never writes one in place. MLX's streams and devices
+// (mx.cpu, mx.gpu, mx.Device, mx.Stream) name where a call runs, as MLX code passes them.
+// Recognised by their types' module, so mlx is imported only once its objects are seen.
 #include <nanobind/stl/string.h>
 
 #include <string>
@@ -61,12 +62,41 @@ nb::object from_array(const Array& array) {
   return make(view, nb::arg("dtype") = mlx_dtype(array.dtype()));
 }
 
+// |stream| is one of MLX's objects.
+std::optional<Device> device_of(nb::handle stream, const Param& param) {
+  static const nb::object& stream_type = *new nb::object(mlx_attr("Stream"));
+  static const nb::object& device_type = *new nb::object(mlx_attr("Device"));
+  static const nb::object& kind_type = *new nb::object(mlx_attr("DeviceType"));
+  static const nb::object& cpu = *new nb::object(mlx_attr("cpu"));
+  static const nb::object& gpu = *new nb::object(mlx_attr("gpu"));
+  nb::object place = nb::borrow(stream);
+  if (nb::isinstance(place, stream_type)) place = place.attr("device");
+  if (nb::isinstance(place, device_type)) place = place.attr("type");
+  // Compared only as a DeviceType: an mx.array's == is elementwise.
+  const bool is_kind = nb::isinstance(place, kind_type);
+  if (is_kind && place.equal(cpu)) return Device::cpu();
+  if (is_kind && place.equal(gpu)) {
+    // MLX's GPU here is kjit's default one.
+    if (default_device().type != DeviceType::CUDA) {
+      throw ValueError(param.str() + ": " + str_of(stream) +
+                       " asks for a GPU, and none works here (python -m kjit doctor says why); "
+                       "pass mx.cpu to run on the CPU");
+    }
+    return Device::cuda();
+  }
+  throw TypeError(param.str() +
+                  ": expected an MLX stream or device (mx.cpu, mx.gpu, an mx.Device or an "
+                  "mx.Stream), or a CUDA stream, got " +
+                  describe(stream));
+}
+
 }  // namespace
 
 const FrameworkAdapter kMlxAdapter = {
     .claims = claims,
     .to_array = read_array,
     .from_array = from_array,
+    .device_of_stream = device_of,
 };
 
 }  // namespace kjit::python
