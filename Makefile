@@ -10,8 +10,10 @@ PYTHON_EXE = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # torch and jax: the PyTorch tests (kjit.torch, torch tensors in calls) and the JAX tests
-# (kjit.jax, its XLA FFI handlers) run on every submission.
-VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy torch jax
+# (kjit.jax, its XLA FFI handlers) run on every submission; so do the MLX tests, on MLX's CPU
+# build for Linux ("mlx[cpu]", quoted for the shell).
+VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy torch jax \
+	"mlx[cpu]"
 # The CPU benchmarks also compare against OpenCL on PoCL (Debian: pocl-opencl-icd).
 BENCH_PACKAGES = pyopencl
 

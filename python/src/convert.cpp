@@ -107,6 +107,8 @@ Dtype to_dtype(nb::handle obj, const Param& param) {
     name = nb::cast<std::string>(obj.attr("name"));  // a NumPy dtype
   } else if (std::string text = str_of(obj); text.rfind("torch.", 0) == 0) {
     name = text;  // a torch.dtype prints as "torch.float32"
+  } else if (text.rfind("mlx.core.", 0) == 0 && describe(obj) == "'mlx.core.Dtype'") {
+    name = text.substr(9);  // an MLX dtype prints as "mlx.core.float32"
   } else if (PyType_Check(obj.ptr())) {
     try {
       nb::object np_dtype = nb::module_::import_("numpy").attr("dtype")(obj);
@@ -114,6 +116,10 @@ Dtype to_dtype(nb::handle obj, const Param& param) {
     } catch (const nb::python_error&) {
       throw TypeError(param.str() + ": " + describe(obj) + " is not a dtype");
     }
+  } else if (describe(obj) == "'mlx.core.DtypeCategory'") {
+    // It prints as "DtypeCategory.floating".
+    throw TypeError(param.str() + ": mx." + text.substr(text.find('.') + 1) +
+                    " is a category of MLX dtypes, not a dtype; name one, such as mx.float32");
   } else {
     throw TypeError(param.str() +
                     ": expected a dtype (kjit.float32, a NumPy or torch dtype, or a "

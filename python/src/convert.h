@@ -25,7 +25,7 @@ nb::object attr_or_invalid(const char* module, const char* name);
 /// interpreter when it is shutting down.
 std::shared_ptr<void> python_owner(nb::object obj);
 
-/// A dtype from a kjit.Dtype, a string, a NumPy dtype or type, or a torch dtype.
+/// A dtype from a kjit.Dtype, a string, a NumPy dtype or type, a torch dtype or an MLX dtype.
 Dtype to_dtype(nb::handle obj, const Param& param);
 
 /// True when |obj| cannot change its value: an exact int, bool, float or str, a dtype object

@@ -255,12 +255,25 @@ CallPlace to_call_place(const Param& t, nb::handle stream, nb::handle device, nb
   CallPlace place;
   if (!PyBool_Check(verbose.ptr())) throw TypeError((t / "verbose").str() + ": expected a bool");
   place.verbose = verbose.ptr() == Py_True;
-  if (!stream.is_none()) place.stream = to_stream(stream, t / "stream");
+  // A library's stream object may name a device rather than a CUDA stream (MLX's mx.cpu).
+  std::optional<Device> stream_device;
+  if (!stream.is_none()) {
+    stream_device = device_of_stream(stream, t / "stream");
+    if (!stream_device) place.stream = to_stream(stream, t / "stream");
+  }
   if (!device.is_none()) {
     if (!nb::isinstance<nb::str>(device)) {
       throw TypeError((t / "device").str() + ": expected 'cpu', 'cuda' or 'cuda:N'");
     }
     place.device = Device::parse(utf8_of(device, t / "device"), (t / "device").str());
+  }
+  if (stream_device) {
+    if (place.device && *place.device != *stream_device) {
+      throw ValueError((t / "stream").str() + ": " + str_of(stream) + " names device '" +
+                       stream_device->str() + "', and device= asks for '" + place.device->str() +
+                       "'; give one of them");
+    }
+    place.device = stream_device;
   }
   return place;
 }
@@ -805,7 +818,8 @@ void init_kernel(nb::module_& m) {
         const std::optional<double> init = to_init_value(t, init_value);
         CallPlace place = to_call_place(t, stream, device, verbose);
         nb::object recipe = nb::none();
-        if (stream.is_none()) {
+        // A stream that names a device (MLX's mx.cpu) is kept as that device.
+        if (!place.stream) {
           nb::list shape_list, dtype_list, template_list;
           for (const Shape& shape : shapes) {
             nb::list extents;
@@ -835,7 +849,8 @@ void init_kernel(nb::module_& m) {
         }
         BoundKernel b = k.bind(std::move(shapes), std::move(dtypes), g, tg, std::move(targs), init,
                                place.verbose);
-        return as_python(PyBoundKernel(std::move(b), std::move(place), nb::borrow(stream),
+        nb::object stream_object = place.stream ? nb::borrow(stream) : nb::none();
+        return as_python(PyBoundKernel(std::move(b), std::move(place), std::move(stream_object),
                                        py.grad_warning, std::move(recipe)));
       },
       nb::sig(bind_signature().python()),

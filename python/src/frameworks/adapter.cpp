@@ -12,9 +12,10 @@ namespace kjit::python {
 namespace {
 
 // Asked in this order; the DLPack adapter, last, claims every object (another library's, or
-// none's). MLX arrays, read through DLPack today, would get an adapter before it.
-const FrameworkAdapter* const kAdapters[] = {&kKjitAdapter, &kNumpyAdapter, &kTorchAdapter,
-                                             &kCupyAdapter, &kJaxAdapter,   &kDlpackAdapter};
+// none's).
+const FrameworkAdapter* const kAdapters[] = {&kKjitAdapter,  &kNumpyAdapter, &kTorchAdapter,
+                                             &kCupyAdapter,  &kJaxAdapter,   &kMlxAdapter,
+                                             &kDlpackAdapter};
 
 }  // namespace
 
@@ -75,6 +76,13 @@ Array to_array(nb::handle obj, const ReadRequest& request) {
     return Array::scalar(PyFloat_AS_DOUBLE(obj.ptr()), Dtype::Float32);
   }
   return framework_of(obj).to_array(obj, request);
+}
+
+std::optional<Device> device_of_stream(nb::handle stream, const Param& param) {
+  if (PyLong_Check(stream.ptr())) return std::nullopt;  // a handle
+  const FrameworkAdapter& library = framework_of(stream);
+  if (!library.device_of_stream) return std::nullopt;
+  return library.device_of_stream(stream, param);
 }
 
 const FrameworkAdapter& outputs_framework(const HeldItems& inputs) {

@@ -88,6 +88,11 @@ struct FrameworkAdapter {
   /// The stream (a CUstream; 0: the legacy stream) the library queues work on for CUDA device
   /// |device| now, which a call runs on unless told otherwise. nullptr: the legacy stream.
   uintptr_t (*current_stream)(int device) = nullptr;
+  /// The device that |stream| (an object of the library's, given as a call's stream=) names,
+  /// for a library whose streams stand for a place to run rather than for a CUDA stream (MLX's
+  /// mx.cpu, mx.gpu); an object that is none is an error naming |param|. nullptr: the library's
+  /// streams are CUDA streams (or it has none).
+  std::optional<Device> (*device_of_stream)(nb::handle stream, const Param& param) = nullptr;
   /// Whether the library's work runs on the legacy stream whatever the device, so that a call's
   /// stream is known before its arrays are read (ReadRequest::dlpack_stream).
   bool queues_on_legacy_stream = false;
@@ -109,6 +114,10 @@ const FrameworkAdapter& no_framework();
 /// an array of any library, read by its library's adapter. The result borrows the object's
 /// memory, keeping what DLPack or the buffer protocol exported.
 Array to_array(nb::handle obj, const ReadRequest& request);
+
+/// The device a call's stream= names when it is an object of a library whose streams stand for
+/// a place to run (MLX's mx.cpu, mx.gpu, mx.Device, mx.Stream); nothing for a CUDA stream.
+std::optional<Device> device_of_stream(nb::handle stream, const Param& param);
 
 /// The library a call's outputs belong to: that of its first array input. Scalars, Python's or
 /// a library's (np.float32(2)), decide only when no input is an array.

@@ -11,6 +11,7 @@ extern const FrameworkAdapter kNumpyAdapter;
 extern const FrameworkAdapter kTorchAdapter;
 extern const FrameworkAdapter kCupyAdapter;
 extern const FrameworkAdapter kJaxAdapter;
+extern const FrameworkAdapter kMlxAdapter;
 extern const FrameworkAdapter kDlpackAdapter;
 
 }  // namespace kjit::python
