@@ -180,11 +180,29 @@ class Kernel:
 
     def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: Sequence[int] | Callable[..., Sequence[int]], threadgroup: Sequence[int] | Callable[..., Sequence[int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Any]:
         """
-        Runs the kernel and returns its outputs as a list of arrays of the inputs' library.
+        Runs the kernel and returns its outputs as a list of arrays of the inputs' library (NumPy in, NumPy out; torch, JAX, CuPy and MLX likewise).
 
-        grid counts threads (Metal's dispatchThreads); threadgroup is the group size. template declares names at the top of the body; init_value fills outputs first; outputs= writes into preallocated arrays; verbose prints the kernel as MLX generates it, then the source kjit compiles.
+        Parameters:
+            inputs (Sequence): the arrays (or Python numbers, as 0-d inputs), one per input name, in order.
+            output_shapes (Sequence[Sequence[int]]): one shape per output.
+            output_dtypes (Sequence): one dtype per output: kjit.float32, NumPy's, torch's, JAX's, MLX's or a name ('float16').
+            grid (Sequence[int]): threads in x, y, z, as MLX counts them (Metal's dispatchThreads), not groups: grid=(n, 1, 1) runs n threads.
+            threadgroup (Sequence[int]): the group size in x, y, z (CUDA's blockDim).
+            template (Sequence[tuple[str, object]] | None): names declared at the top of the body: ('T', kjit.float32) is using T = float; ('N', 4) is constexpr int N = 4.
+            init_value (float | None): every output filled with it first.
+            verbose (bool): prints the kernel as MLX generates it, then the source kjit compiles.
+            stream (object | None): a CUDA stream (a handle, or an object with __cuda_stream__, .cuda_stream or .ptr; MLX's mx.cpu / mx.gpu name a device); by default the inputs' framework's current stream.
+            device (str | None): 'cpu', 'cuda' or 'cuda:N'; by default the inputs' device.
+            outputs (Sequence | None): preallocated arrays to write, instead of new ones.
 
         output_shapes, output_dtypes, grid, threadgroup and template may each be a function of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and dtype, or a scalar's value) once per signature of the inputs.
+
+        Example::
+
+            (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                            grid=(a.size, 1, 1), threadgroup=(256, 1, 1))
+
+        For a call repeated in a loop, kernel.bind(...) fixes everything but the arrays (docs/calling-kernels.md).
         """
 
     def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, target: str = 'cpu') -> None:

@@ -752,14 +752,35 @@ void init_kernel(nb::module_& m) {
             return call(py, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
           },
           nb::sig(call_signature().python()),
-          "Runs the kernel and returns its outputs as a list of arrays of the inputs' library.\n\n"
-          "grid counts threads (Metal's dispatchThreads); threadgroup is the group size. "
-          "template declares names at the top of the body; init_value fills outputs first; "
-          "outputs= writes into preallocated arrays; verbose prints the kernel as MLX "
-          "generates it, then the source kjit compiles.\n\n"
+          "Runs the kernel and returns its outputs as a list of arrays of the inputs' library "
+          "(NumPy in, NumPy out; torch, JAX, CuPy and MLX likewise).\n\n"
+          "Parameters:\n"
+          "    inputs (Sequence): the arrays (or Python numbers, as 0-d inputs), one per "
+          "input name, in order.\n"
+          "    output_shapes (Sequence[Sequence[int]]): one shape per output.\n"
+          "    output_dtypes (Sequence): one dtype per output: kjit.float32, NumPy's, torch's, "
+          "JAX's, MLX's or a name ('float16').\n"
+          "    grid (Sequence[int]): threads in x, y, z, as MLX counts them (Metal's "
+          "dispatchThreads), not groups: grid=(n, 1, 1) runs n threads.\n"
+          "    threadgroup (Sequence[int]): the group size in x, y, z (CUDA's blockDim).\n"
+          "    template (Sequence[tuple[str, object]] | None): names declared at the top of the "
+          "body: ('T', kjit.float32) is using T = float; ('N', 4) is constexpr int N = 4.\n"
+          "    init_value (float | None): every output filled with it first.\n"
+          "    verbose (bool): prints the kernel as MLX generates it, then the source kjit "
+          "compiles.\n"
+          "    stream (object | None): a CUDA stream (a handle, or an object with "
+          "__cuda_stream__, .cuda_stream or .ptr; MLX's mx.cpu / mx.gpu name a device); by "
+          "default the inputs' framework's current stream.\n"
+          "    device (str | None): 'cpu', 'cuda' or 'cuda:N'; by default the inputs' device.\n"
+          "    outputs (Sequence | None): preallocated arrays to write, instead of new ones.\n\n"
           "output_shapes, output_dtypes, grid, threadgroup and template may each be a function "
           "of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and "
-          "dtype, or a scalar's value) once per signature of the inputs.");
+          "dtype, or a scalar's value) once per signature of the inputs.\n\n"
+          "Example::\n\n"
+          "    (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],\n"
+          "                    grid=(a.size, 1, 1), threadgroup=(256, 1, 1))\n\n"
+          "For a call repeated in a loop, kernel.bind(...) fixes everything but the arrays "
+          "(docs/calling-kernels.md).");
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {

@@ -15,7 +15,9 @@ def stub_parameters(qualname: str) -> list[tuple[str, object]]:
     args = FUNCTIONS[qualname].args
     defaults = [inspect.Parameter.empty] * (len(args.args) - len(args.defaults))
     defaults += [ast.literal_eval(d) for d in args.defaults]
-    return [(a.arg, d) for a, d in zip(args.args, defaults)]
+    keywords = [inspect.Parameter.empty if d is None else ast.literal_eval(d)
+                for d in args.kw_defaults]
+    return [(a.arg, d) for a, d in zip(args.args + args.kwonlyargs, defaults + keywords)]
 
 
 def test_metal_kernel_help_shows_its_parameters_as_the_binding_takes_them(real_factories):
@@ -28,4 +30,14 @@ def test_metal_kernel_help_shows_its_parameters_as_the_binding_takes_them(real_f
         assert f"    {name} (" in text, name  # each parameter explained
     for what in ("What the body sees", "thread_position_in_grid", "Example::",
                  "``grid`` counts threads, not groups", "DictFormKernel"):
+        assert what in text, what
+
+
+def test_a_kernel_call_help_explains_each_parameter():
+    text = pydoc.render_doc(kjit.Kernel.__call__, renderer=pydoc.plaintext)
+    names = [name for name, _ in stub_parameters("Kernel.__call__")][1:]  # all but self
+    assert len(names) == 11
+    for name in names:
+        assert f"    {name} (" in text, name
+    for what in ("Example::", "not groups", "kernel.bind("):
         assert what in text, what
