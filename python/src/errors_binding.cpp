@@ -5,6 +5,8 @@
 
 #include <kjit/errors.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <new>
@@ -65,7 +67,22 @@ void raise_kjit_error(const std::exception_ptr& p) {
   }
 }
 
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 }  // namespace
+
+GilReleased::~GilReleased() {
+  if (interpreter_finalizing()) {
+    for (;;) pause();  // the process is ending: it ends this thread too
+  }
+  PyEval_RestoreThread(state_);
+}
 
 void set_python_error(const std::exception_ptr& error) noexcept {
   // After kjit's own errors, the mapping nanobind's default translation makes.

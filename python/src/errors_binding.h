@@ -18,12 +18,26 @@ void init_errors(nanobind::module_& m);
 /// reports its own error).
 void flush_warnings(bool raise = true);
 
+/// Releases the GIL for its lifetime. Taking it back while the interpreter finalizes would end
+/// the thread (a daemon thread's fate) by unwinding through this destructor, which cannot be
+/// unwound: the process would abort. Such a thread waits for the process to end instead.
+class GilReleased {
+ public:
+  GilReleased() : state_(PyEval_SaveThread()) {}
+  ~GilReleased();
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 /// Runs |work| (library code) without the GIL and returns what it returns, then issues the
 /// warnings it left (flush_warnings); when it throws, issues them without raising and rethrows.
 template <class Work>
 auto run_without_gil(Work&& work) {
   auto released = [&] {
-    nanobind::gil_scoped_release release;
+    GilReleased release;
     return work();
   };
   try {

@@ -57,3 +57,49 @@ def test_exit_says_nothing_of_objects_still_held(program):
     last_line = run.stderr.strip().splitlines()[-1]
     assert last_line == "RuntimeError: the program's own error", run.stderr[-2000:]
     assert "nanobind" not in run.stderr and "leak" not in run.stderr, run.stderr[-2000:]
+
+
+# Daemon threads in CPU kernels while the interpreter finalizes: a finalizer holds it there
+# (sleeping, so without the GIL) while their kernels end.
+KERNELS_ENDING_DURING_FINALIZATION = """
+import threading, time, numpy as np, kjit
+kernel = kjit.metal_kernel(name="ends_at_exit", input_names=["x"], output_names=["y"], source='''
+    uint i = thread_position_in_grid.x;
+    float a = x[i];
+    for (int k = 0; k < 4000000; ++k) a = a * 0.999999f + 1e-7f;
+    y[i] = a;''')
+x = np.zeros(1, np.float32)
+
+def run():
+    return kernel(inputs=[x], output_shapes=[(1,)], output_dtypes=[np.float32], grid=(1, 1, 1),
+                  threadgroup=(1, 1, 1))[0]
+
+run()
+running = threading.Barrier(5)
+
+def loop():
+    running.wait()
+    while True:
+        run()
+
+for _ in range(4):
+    threading.Thread(target=loop, daemon=True).start()
+running.wait()
+
+class SlowTeardown:
+    def __del__(self):
+        time.sleep(0.5)
+
+held_until_teardown = SlowTeardown()
+print("exiting", flush=True)
+"""
+
+
+def test_daemon_threads_whose_kernels_end_during_finalization_let_the_process_exit():
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", KERNELS_ENDING_DURING_FINALIZATION],
+                             capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout == "exiting\n"
+        assert run.stderr == "", run.stderr[-2000:]
