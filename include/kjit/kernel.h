@@ -86,7 +86,7 @@ class Kernel {
   const std::string& name() const;
   const std::vector<std::string>& input_names() const;
   const std::vector<std::string>& output_names() const;
-  /// "metal_kernel" or "cuda_kernel".
+  /// "metal_kernel", "cuda_kernel" or "precompiled_cuda_kernel".
   const char* api() const;
 
  private:

@@ -7,4 +7,5 @@
 #include <kjit/dtype.h>
 #include <kjit/errors.h>
 #include <kjit/kernel.h>
+#include <kjit/precompiled.h>
 #include <kjit/version.h>

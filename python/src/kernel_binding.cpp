@@ -7,6 +7,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
+#include <cfloat>
+#include <cmath>
 #include <memory>
 
 #include "arguments.h"
@@ -15,6 +17,7 @@
 #include "call_place.h"
 #include "convert.h"
 #include "core/backend.h"
+#include "core/precompiled.h"
 #include "errors_binding.h"
 #include "frameworks/adapter.h"
 #include "recorded_call.h"
@@ -142,6 +145,21 @@ CompileOptions to_compile_options(nb::handle obj, const char* api) {
       throw ValueError(p + ": math_mode must be 'safe', 'relaxed' or 'fast'");
   }
   return options;
+}
+
+// Dynamic shared memory in bytes: an int in [0, 2^31).
+int to_shared_memory(nb::handle obj, const Param& param) {
+  if (PyBool_Check(obj.ptr()) || !PyLong_Check(obj.ptr())) {
+    throw TypeError(param.str() + ": expected an int (bytes)");
+  }
+  int overflow = 0;
+  long long bytes = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow) bytes = -1;
+  if (bytes < 0 || bytes > INT32_MAX) {
+    throw ValueError(param.str() + ": must be in [0, 2^31) bytes, got " +
+                     nb::cast<std::string>(nb::repr(obj)));
+  }
+  return static_cast<int>(bytes);
 }
 
 bool to_bool(nb::handle obj, const char* api, const char* param) {
@@ -703,6 +721,109 @@ void refuse_new(nb::handle type) {
   PyType_Modified(t);
 }
 
+// A precompiled kernel's image: bytes, or any contiguous buffer of them.
+std::string to_image(nb::handle obj, const Param& param) {
+  const std::string expected = param.str() + ": expected bytes (PTX text, a cubin or a fatbin)";
+  if (PyUnicode_Check(obj.ptr())) {
+    throw TypeError(expected + ", got str: pass PTX text encoded (ptx.encode())");
+  }
+  Py_buffer view;
+  if (!PyObject_CheckBuffer(obj.ptr()) ||
+      PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    throw TypeError(expected + ", got '" + nb::cast<std::string>(obj.type().attr("__name__")) +
+                    "'");
+  }
+  std::string bytes(static_cast<const char*>(view.buf), static_cast<size_t>(view.len));
+  PyBuffer_Release(&view);
+  return bytes;
+}
+
+// A precompiled kernel's scalars, as MLX takes them: Python bools, ints (passed as 32-bit ints)
+// and floats (passed as 32-bit floats).
+std::vector<ScalarArg> to_scalars(nb::handle obj, const Param& param) {
+  return to_list(obj, param, [](nb::handle v, const Param& p) -> ScalarArg {
+    if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+    if (PyLong_Check(v.ptr())) {
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+      if (overflow || x < INT32_MIN || x > INT32_MAX) {
+        throw ValueError(p.str() + ": " + nb::cast<std::string>(nb::repr(v)).substr(0, 40) +
+                         " does not fit in a 32-bit int, which an int scalar is passed as");
+      }
+      return static_cast<int>(x);
+    }
+    if (PyFloat_Check(v.ptr())) {
+      const double x = PyFloat_AS_DOUBLE(v.ptr());
+      if (std::isfinite(x) && std::fabs(x) > FLT_MAX) {
+        throw ValueError(p.str() + ": " + nb::cast<std::string>(nb::repr(v)) +
+                         " is out of range of a 32-bit float, which a float scalar is passed as");
+      }
+      return static_cast<float>(x);
+    }
+    throw TypeError(p.str() + ": expected a bool, int or float, got '" +
+                    nb::cast<std::string>(v.type().attr("__name__")) + "'");
+  });
+}
+
+const ArgumentSignature<14>& precompiled_signature() {
+  static const auto& signature = *new ArgumentSignature<14>(
+      "precompiled_cuda_kernel",
+      {{{"name", "str"},
+        {"compiled_source", "bytes"},
+        {"inputs", "collections.abc.Sequence[object]"},
+        {"output_shapes", kShapes},
+        {"output_dtypes", kDtypes},
+        {"scalars", "collections.abc.Sequence[bool | int | float]"},
+        {"grid", kDim3},
+        {"threadgroup", kDim3},
+        {"shared_memory", "int", PyLong_FromLong(0)},
+        {"init_value", "float | None", Py_None},
+        {"ensure_row_contiguous", "bool", Py_False},
+        {"stream", "object | None", Py_None},
+        {"device", "str | None", Py_None},
+        {"outputs", "collections.abc.Sequence[object] | None", Py_None}}},
+      0, "list[object]",
+      "takes keyword arguments only (name=..., compiled_source=..., inputs=...)");
+  return signature;
+}
+
+// kjit.precompiled_cuda_kernel: the kernel for this call, run as a kernel's keyword call runs.
+nb::object precompiled_call(const ArgumentSignature<14>::Slots& a) {
+  const char* api = "precompiled_cuda_kernel";
+  const std::string name = to_text(a[0], api, "name");
+  const std::string kernel_prefix = std::string("[kjit.") + api + "] kernel '" + name + "': ";
+  const Param t(kernel_prefix);
+  const nb::handle inputs = a[2], output_shapes = a[3];
+  std::string image = to_image(a[1], t / "compiled_source");
+  check_list(inputs, t / "inputs");
+  check_list(output_shapes, t / "output_shapes");
+  std::vector<ScalarArg> scalars = to_scalars(a[5], t / "scalars");
+  const int shared_memory = to_shared_memory(a[8], t / "shared_memory");
+  const bool contiguous = to_bool(a[10], api, "ensure_row_contiguous");
+  const HeldItems input_items(inputs);  // the arrays, held through the call
+  const Kernel k = precompiled_kernel(name, image, input_items.size(), nb::len(output_shapes),
+                                      std::move(scalars), shared_memory, contiguous);
+  const std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
+  const std::vector<Dtype> dtypes = to_list(a[4], t / "output_dtypes", to_dtype);
+  const Dim3 grid = to_dim3(a[6], t / "grid"), threadgroup = to_dim3(a[7], t / "threadgroup");
+  const std::optional<double> init = to_init_value(t, a[9]);
+  const CallPlace place = to_call_place(t, a[11], a[12], Py_False);
+  std::optional<HeldItems> output_items;  // the given outputs, held through the call
+  if (!nb::handle(a[13]).is_none()) {
+    check_list(a[13], t / "outputs");
+    output_items.emplace(a[13]);
+  }
+  // Warned once in a process: each call makes its kernel afresh.
+  static GradWarning& grad_warning = *new GradWarning();
+  return run_from_python(k, grad_warning, input_items, output_items ? &*output_items : nullptr,
+                         outputs_framework(input_items), place,
+                         [&](const std::vector<Array>& arrays, const LaunchOptions& options) {
+                           return k(arrays, shapes, dtypes, grid, threadgroup, {}, init,
+                                    /*verbose=*/false, options);
+                         });
+}
+
 }  // namespace
 
 const BoundKernel* bound_kernel_of(nb::handle obj) {
@@ -917,17 +1038,7 @@ void init_kernel(nb::module_& m) {
       [](nb::args args, nb::kwargs kwargs) {
         const auto a = cuda_kernel_signature().place(args, kwargs);
         const char* api = "cuda_kernel";
-        const nb::handle shared_memory = a[6];
-        if (PyBool_Check(shared_memory.ptr()) || !PyLong_Check(shared_memory.ptr())) {
-          throw TypeError("[kjit.cuda_kernel] shared_memory: expected an int (bytes)");
-        }
-        int overflow = 0;
-        long long smem = PyLong_AsLongLongAndOverflow(shared_memory.ptr(), &overflow);
-        if (overflow) smem = -1;
-        if (smem < 0 || smem > INT32_MAX) {
-          throw ValueError("[kjit.cuda_kernel] shared_memory: must be in [0, 2^31) bytes, got " +
-                           nb::cast<std::string>(nb::repr(shared_memory)));
-        }
+        const int smem = to_shared_memory(a[6], "[kjit.cuda_kernel] shared_memory");
         std::string name = to_text(a[0], api, "name");
         std::vector<std::string> inputs = to_names(a[1], api, "input_names");
         std::vector<std::string> outputs = to_names(a[2], api, "output_names");
@@ -940,11 +1051,29 @@ void init_kernel(nb::module_& m) {
                                 contiguous, smem, options_of(options), atomic));
         return as_python(PyKernel(
             cuda_kernel(std::move(name), std::move(inputs), std::move(outputs), std::move(source),
-                        std::move(header), contiguous, static_cast<int>(smem), options, atomic),
+                        std::move(header), contiguous, smem, options, atomic),
             std::move(recipe)));
       },
       nb::sig(cuda_kernel_signature().python()),
       "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
+
+  m.def(
+      "precompiled_cuda_kernel",
+      [](nb::args args, nb::kwargs kwargs) {
+        return precompiled_call(precompiled_signature().place(args, kwargs));
+      },
+      nb::sig(precompiled_signature().python()),
+      "Runs the kernel `name` of compiled_source (PTX text, a cubin or a fatbin, as bytes) and "
+      "returns its outputs as a list of arrays of the inputs' library (the API of "
+      "mlx.core.fast.precompiled_cuda_kernel).\n\n"
+      "The kernel takes, in this order: a pointer to each input (0-d ones too), a pointer to "
+      "each output, then each of scalars by value (bool: 1 byte, int: a 32-bit int, float: a "
+      "32-bit float); no shapes or strides. grid counts threads: the launch has "
+      "ceil(grid / threadgroup) blocks of min(threadgroup, grid) threads, every block whole, so "
+      "the kernel checks its own bounds. shared_memory is the dynamic shared memory in bytes. "
+      "It runs on a GPU only: device=, else the inputs' GPU, else the first GPU (NumPy inputs "
+      "are copied there and the outputs come back as NumPy arrays); the CPU is an error. The "
+      "module is loaded once per device and kept.");
 }
 
 }  // namespace kjit::python

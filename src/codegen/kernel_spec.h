@@ -2,6 +2,7 @@
 #pragma once
 
 #include <kjit/kernel.h>
+#include <kjit/precompiled.h>
 
 #include <memory>
 #include <string>
@@ -11,11 +12,16 @@
 
 namespace kjit {
 
-enum class Dialect { Metal, Cuda };
+/// How a kernel is written: a body in Metal or CUDA C++, or compiled already (PTX or a cubin,
+/// which no codegen stage reads).
+enum class Dialect { Metal, Cuda, Precompiled };
 
-/// "metal_kernel" or "cuda_kernel": the function that makes kernels of |dialect|, for messages.
+/// "metal_kernel", "cuda_kernel" or "precompiled_cuda_kernel": the function that makes kernels
+/// of |dialect|, for messages.
 inline const char* api_name(Dialect dialect) {
-  return dialect == Dialect::Metal ? "metal_kernel" : "cuda_kernel";
+  return dialect == Dialect::Metal  ? "metal_kernel"
+         : dialect == Dialect::Cuda ? "cuda_kernel"
+                                    : "precompiled_cuda_kernel";
 }
 
 struct KernelSpec {
@@ -33,6 +39,11 @@ struct KernelSpec {
   bool atomic_outputs = false;
   int shared_memory = 0;
   CompileOptions compile_options;
+  // A precompiled kernel's: its image (PTX, a cubin or a fatbin), whose entry point |name| is,
+  // and the scalars passed after the outputs. Its spec is made for one call (MLX's function
+  // launches at once), so the scalars are part of it.
+  std::string image;
+  std::vector<ScalarArg> scalars;
 
   // Derived once at construction. Tokens view into |source| / |header| above.
   std::vector<codegen::Token> source_tokens;
@@ -43,7 +54,7 @@ struct KernelSpec {
   std::vector<InputUse> input_uses;     // which of x_shape / x_strides / x_ndim the body names
   std::vector<std::string> attributes;  // Metal thread attributes the body names, MLX's order
 
-  /// "metal_kernel" or "cuda_kernel", for messages.
+  /// "metal_kernel", "cuda_kernel" or "precompiled_cuda_kernel", for messages.
   const char* api() const { return api_name(dialect); }
 };
 

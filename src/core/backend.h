@@ -81,6 +81,10 @@ class Backend {
   virtual std::shared_ptr<const Program> build(
       std::shared_ptr<const KernelSpec> spec,
       std::shared_ptr<const codegen::GeneratedSource> source, int device) const = 0;
+  /// The program of a kernel compiled elsewhere (|spec|'s image: PTX, a cubin or a fatbin) on
+  /// |device|. Its module is loaded at its first launch and kept in the memory cache.
+  virtual std::shared_ptr<const Program> load(std::shared_ptr<const KernelSpec> spec,
+                                              int device) const = 0;
   /// Compiles |source| into the disk cache for |architecture| ("sm_90"), needing no device.
   virtual void build_for_architecture(const KernelSpec& spec,
                                       const codegen::GeneratedSource& source,

@@ -24,6 +24,10 @@ Device resolve_device(const KernelSpec& spec, std::span<const Array> inputs,
     found = inputs[i].device();
   }
   if (requested) return *requested;
+  // A precompiled kernel is GPU code: arrays on the host are copied to the first GPU.
+  if (spec.dialect == Dialect::Precompiled && found && found->type == DeviceType::CPU) {
+    return default_device();
+  }
   return found ? *found : default_device();
 }
 
@@ -198,10 +202,12 @@ KernelOutputs prepare_outputs(const KernelSpec& spec, const CallSettings& settin
 std::vector<Array> stage_inputs(const KernelSpec& spec, const ResolvedCall& call,
                                 std::span<const Array> inputs, uintptr_t stream) {
   // A 0-d input is passed by value, which a GPU kernel reads from either side, and a CPU
-  // kernel from host memory only.
+  // kernel from host memory only. A precompiled kernel takes every input by its address.
   const Device& device = call.device;
   auto needs_copy = [&](const Array& a) {
-    if (a.ndim() == 0) return device.type == DeviceType::CPU && !(a.device() == device);
+    if (a.ndim() == 0 && spec.dialect != Dialect::Precompiled) {
+      return device.type == DeviceType::CPU && !(a.device() == device);
+    }
     return !(a.device() == device) || (spec.ensure_row_contiguous && !a.is_row_contiguous());
   };
   std::vector<Array> staged;

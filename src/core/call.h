@@ -35,7 +35,8 @@ struct ResolvedCall {
 };
 
 /// The device a call on |inputs| runs on: |requested|, else where its arrays (not its 0-d
-/// inputs) live, else the default device. Arrays on two devices are an error.
+/// inputs) live, else the default device. Arrays on two devices are an error. A precompiled
+/// kernel's arrays on the host go to the default device.
 Device resolve_device(const KernelSpec& spec, std::span<const Array> inputs,
                       const std::optional<Device>& requested);
 

@@ -34,11 +34,33 @@ void check_available(const KernelSpec& spec, const Backend& backend, const Devic
   }
 }
 
+// A precompiled kernel's plan: its image, loaded by a GPU's backend; the CPU cannot run it.
+std::shared_ptr<const Plan> load_plan(const std::shared_ptr<const KernelSpec>& spec,
+                                      codegen::CallSignature sig, const Device& device) {
+  if (device.type != DeviceType::CUDA) {
+    const std::string no_gpu = backend_for(DeviceType::CUDA).unavailable_reason();
+    throw ValueError(prefix_named(*spec) + "device: " + device.str() +
+                     " cannot run a precompiled kernel: its PTX or cubin is GPU code, run on a "
+                     "CUDA device only" +
+                     (no_gpu.empty() ? "; pass device='cuda' or arrays on a GPU (stream= orders "
+                                       "the work on a GPU, it does not choose one)"
+                                     : "; none works here (" + no_gpu + ")"));
+  }
+  const Backend& backend = backend_for(device.type);
+  check_available(*spec, backend, device);
+  auto plan = std::make_shared<Plan>();
+  plan->program = backend.load(spec, device.index);
+  plan->signature = std::move(sig);
+  plan->device = device;
+  return plan;
+}
+
 }  // namespace
 
 std::shared_ptr<const Plan> build_plan(const std::shared_ptr<const KernelSpec>& spec_ptr,
                                        codegen::CallSignature sig, const Device& device) {
   const KernelSpec& spec = *spec_ptr;
+  if (spec.dialect == Dialect::Precompiled) return load_plan(spec_ptr, std::move(sig), device);
   const Backend& backend = backend_for(device.type);
   check_available(spec, backend, device);
   check_atomic_outputs(spec, sig.outputs);

@@ -18,12 +18,13 @@ namespace kjit {
 struct Plan {
   codegen::CallSignature signature;
   Device device;
-  std::shared_ptr<const codegen::GeneratedSource> source;
+  std::shared_ptr<const codegen::GeneratedSource> source;  // none for a precompiled kernel
   std::shared_ptr<const Program> program;
 };
 
-/// Generates |sig|'s source for |device| and has its backend build it. |spec|'s kernel must be
-/// able to run there (else ValueError naming the device).
+/// Generates |sig|'s source for |device| and has its backend build it, or for a precompiled
+/// kernel has the backend load its image. |spec|'s kernel must be able to run there (else
+/// ValueError naming the device).
 std::shared_ptr<const Plan> build_plan(const std::shared_ptr<const KernelSpec>& spec,
                                        codegen::CallSignature sig, const Device& device);
 

@@ -187,6 +187,9 @@ class CpuBackend final : public Backend {
     std::shared_ptr<const Module> module = build_module(*spec, source->text);
     return std::make_shared<const CpuProgram>(std::move(module), std::move(spec));
   }
+  std::shared_ptr<const Program> load(std::shared_ptr<const KernelSpec>, int) const override {
+    throw ValueError("device: the CPU cannot run a precompiled kernel's GPU code");
+  }
   void build_for_architecture(const KernelSpec&, const codegen::GeneratedSource&,
                               int) const override {
     throw ValueError("target: the CPU has no architectures to build for");

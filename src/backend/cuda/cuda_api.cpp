@@ -158,18 +158,27 @@ const NvrtcApi& nvrtc() {
 
 #undef KJIT_RESOLVE
 
-void check(CUresult result, const char* call) {
-  if (result == CUDA_SUCCESS) return;
+std::string error_text(CUresult result, const char* call) {
   const char* name = nullptr;
   const char* text = nullptr;
   driver().cuGetErrorName(result, &name);
   driver().cuGetErrorString(result, &text);
   std::string message = std::string(call) + " failed: " + (name ? name : "CUDA error") + ": " +
                         (text ? text : std::to_string(result));
-  // After a kernel fault every later call in the context fails the same way.
-  if (result == 700 || result == 716 || result == 719 || result == 720 || result == 999) {
+  if (context_lost(result)) {
     message += " (the CUDA context is no longer usable; restart the process)";
   }
+  return message;
+}
+
+bool context_lost(CUresult result) {
+  // After a kernel fault every later call in the context fails the same way.
+  return result == 700 || result == 716 || result == 719 || result == 720 || result == 999;
+}
+
+void check(CUresult result, const char* call) {
+  if (result == CUDA_SUCCESS) return;
+  const std::string message = error_text(result, call);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemory(message);
   throw LaunchError(message);
 }

@@ -32,6 +32,9 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 inline constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
+inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+inline constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
+inline constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 using CUstreamCaptureStatus = int;
 inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
@@ -47,7 +50,8 @@ inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
   X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                   \
   X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
   X(cuCtxSynchronize, CUresult, ())                                                               \
-  X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                           \
+  X(cuModuleLoadDataEx, CUresult,                                                                 \
+    (CUmodule * module, const void* image, unsigned n, int* options, void** values))              \
   X(cuModuleUnload, CUresult, (CUmodule module))                                                  \
   X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char* name))          \
   X(cuFuncSetAttribute, CUresult, (CUfunction fn, int attribute, int value))                      \
@@ -130,8 +134,12 @@ const std::string& forked_reason();
 /// resolved path, size and modification time (cache keys need it on every cache hit).
 const std::string& nvrtc_file_identity();
 
-/// Throws kjit::LaunchError "<call> failed: <CUDA error name>: <description>" unless |result|
-/// is CUDA_SUCCESS.
+/// "<call> failed: <CUDA error name>: <description>", for |result|, which is an error.
+std::string error_text(CUresult result, const char* call);
+/// Whether |result| says a kernel faulted, after which the CUDA context cannot be used again.
+bool context_lost(CUresult result);
+/// Throws kjit::LaunchError (OutOfMemory for CUDA_ERROR_OUT_OF_MEMORY) saying error_text unless
+/// |result| is CUDA_SUCCESS.
 void check(CUresult result, const char* call);
 
 }  // namespace kjit::cuda

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <variant>
 
 #include "../../../prelude/target/cuda/abi.h"
 #include "backend/cuda/block_cache.h"
@@ -380,38 +381,87 @@ Module::~Module() {
 
 namespace {
 
-// Loads |image| on |device| and finds the entry points in |mask|.
+// The module of |image| loaded on |device|, or the driver's error with its JIT log. The bytes of
+// a precompiled kernel are the caller's: one the driver cannot load is their compile error.
+CUmodule load_image(const KernelSpec& spec, const std::string& image) {
+  char log[4096] = {};
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(sizeof log - 1)};
+  CUmodule module = nullptr;
+  // PTX is read up to its NUL, which a std::string's data has.
+  const CUresult result = driver().cuModuleLoadDataEx(&module, image.data(), 2, options, values);
+  if (result == CUDA_SUCCESS) return module;
+  std::string message = error_text(result, "cuModuleLoadDataEx");
+  if (log[0]) message += ":\n" + std::string(log);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemory(message);
+  if (spec.dialect == Dialect::Precompiled && !context_lost(result)) {
+    throw CompileError(
+        prefix_named(spec) + "compiled_source: the CUDA driver cannot load it: " + message, log,
+        "");
+  }
+  throw LaunchError(message);
+}
+
+// Loads |image| on |device| and finds the entry points in |mask| (a precompiled kernel's, named
+// as the spec is, at index 0).
 std::shared_ptr<const Module> load(const KernelSpec& spec, const std::string& image, int device,
                                    unsigned mask) {
   const DeviceInfo& info = device_info(device);
   if (spec.shared_memory > info.max_shared_optin) {
-    throw ValueError("[kjit.cuda_kernel] shared_memory: " + std::to_string(spec.shared_memory) +
+    throw ValueError(prefix(spec) + "shared_memory: " + std::to_string(spec.shared_memory) +
                      " bytes is more than " + info.name + " allows per block (" +
                      std::to_string(info.max_shared_optin) + ")");
   }
   const ContextScope context(device);
-  CUmodule module = nullptr;
-  KJIT_CU(cuModuleLoadData, &module, image.data());
+  const bool precompiled = spec.dialect == Dialect::Precompiled;
+  // Unloaded again when an entry point is missing or its shared memory too large.
+  std::unique_ptr<CUmod_st, CUresult (*)(CUmodule)> module(load_image(spec, image),
+                                                           driver().cuModuleUnload);
   Module::Functions functions = {};
   for (unsigned index = 0; index < codegen::kCudaEntryPoints; ++index) {
     if (!(mask & (1u << index))) continue;
-    KJIT_CU(cuModuleGetFunction, &functions[index], module,
-            codegen::cuda_entry_name(index).c_str());
+    const std::string entry = precompiled ? spec.name : codegen::cuda_entry_name(index);
+    const CUresult found =
+        driver().cuModuleGetFunction(&functions[index], module.get(), entry.c_str());
+    if (precompiled && found == CUDA_ERROR_NOT_FOUND) {
+      throw ValueError(prefix_named(spec) + "name: compiled_source has no kernel '" + entry + "'");
+    }
+    check(found, "cuModuleGetFunction");
     if (spec.shared_memory > 0) {
-      // The default cap is 48 KB less the body's own __shared__ arrays.
+      // The default cap is 48 KB less the kernel's own __shared__ arrays.
       int fixed = 0;
       KJIT_CU(cuFuncGetAttribute, &fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, functions[index]);
       if (spec.shared_memory + fixed > info.max_shared_optin) {
-        throw ValueError("[kjit.cuda_kernel] shared_memory: " + std::to_string(spec.shared_memory) +
-                         " bytes and the body's " + std::to_string(fixed) +
-                         " bytes of __shared__ arrays are more than " + info.name +
-                         " allows per block (" + std::to_string(info.max_shared_optin) + ")");
+        throw ValueError(prefix(spec) + "shared_memory: " + std::to_string(spec.shared_memory) +
+                         " bytes and the " + (precompiled ? "kernel" : "body") + "'s " +
+                         std::to_string(fixed) + " bytes of __shared__ arrays are more than " +
+                         info.name + " allows per block (" + std::to_string(info.max_shared_optin) +
+                         ")");
       }
       KJIT_CU(cuFuncSetAttribute, functions[index], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               spec.shared_memory);
     }
   }
-  return std::make_shared<const Module>(module, functions, device, image.size());
+  auto made = std::make_shared<const Module>(module.get(), functions, device, image.size());
+  module.release();  // |made| unloads it
+  return made;
+}
+
+// A precompiled kernel's module on |device|, from the memory cache or loaded now. Loading waits
+// for the host, and a module the cache lets go for it is unloaded after the whole device
+// finishes: neither can be captured in a CUDA graph.
+std::shared_ptr<const Module> precompiled_module(const KernelSpec& spec, int device,
+                                                 uintptr_t stream) {
+  std::string key = "precompiled " + spec.name + "\ndevice " + std::to_string(device) +
+                    "\nshared memory " + std::to_string(spec.shared_memory) + "\n";
+  key += spec.image;
+  if (std::shared_ptr<const Module> m = modules().find(key)) return m;
+  if (capturing(stream)) {
+    throw LaunchError(prefix_named(spec) + "it is not loaded on cuda:" + std::to_string(device) +
+                      " yet, and a stream that captures a CUDA graph cannot load it: launch it "
+                      "once before the capture (warm-up)");
+  }
+  return modules().get_or_build(key, [&] { return load(spec, spec.image, device, 1u); });
 }
 
 // The module of |g|'s kernel with the entry points in |mask| on |device|, from memory, from
@@ -548,26 +598,67 @@ PreparedLaunch::PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec
   }
   // What depends on the layouts only: the shapes, strides and ndims, then the launch record.
   // Addresses and 0-d inputs' values are filled in by each run.
+  using Kind = codegen::Param::Kind;
   uint32_t offset = 0;
   for (const codegen::Param& p : a.source.layout) {
-    slots_.push_back({offset, static_cast<uint32_t>(p.index), p.kind});
+    const Fill fill = p.kind == Kind::Input    ? Fill::InputAddress
+                      : p.kind == Kind::Output ? Fill::OutputAddress
+                      : p.kind == Kind::Scalar ? Fill::InputValue
+                                               : Fill::Packed;
+    slots_.push_back({offset, static_cast<uint32_t>(p.index), fill});
     offset += static_cast<uint32_t>(slot_bytes(p.kind));
   }
   parameters_.resize(offset + kCudaLaunchBytes);
   std::memcpy(parameters_.data() + offset, &record, sizeof record);
-  for (const Slot& slot : slots_) {
-    unsigned char* at = parameters_.data() + slot.offset;
-    if (slot.kind == codegen::Param::Kind::Shape) {
-      const ArrayRef& in = a.inputs[slot.index];
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Kind kind = a.source.layout[i].kind;
+    if (kind != Kind::Shape && kind != Kind::Strides && kind != Kind::Ndim) continue;
+    unsigned char* at = parameters_.data() + slots_[i].offset;
+    const ArrayRef& in = a.inputs[slots_[i].index];
+    if (kind == Kind::Shape) {
       int shape[kMaxNdim] = {};
       for (int d = 0; d < in.ndim; ++d) shape[d] = static_cast<int>(in.shape[d]);
       std::memcpy(at, shape, sizeof shape);
-    } else if (slot.kind == codegen::Param::Kind::Strides) {
-      const ArrayRef& in = a.inputs[slot.index];
+    } else if (kind == Kind::Strides) {
       std::memcpy(at, in.strides, in.ndim * sizeof(int64_t));
-    } else if (slot.kind == codegen::Param::Kind::Ndim) {
-      std::memcpy(at, &a.inputs[slot.index].ndim, sizeof(int));
+    } else if (kind == Kind::Ndim) {
+      std::memcpy(at, &in.ndim, sizeof(int));
     }
+  }
+}
+
+PreparedLaunch::PreparedLaunch(const KernelSpec& spec, const LaunchLayout& layout, int device)
+    : shared_memory_(static_cast<unsigned>(spec.shared_memory)),
+      device_(device),
+      launch_record_(false) {
+  const unsigned* groups = layout.dims.groups;
+  if (uint64_t{groups[0]} * groups[1] * groups[2] == 0) return;
+  // One block per group, in three dimensions, as MLX launches it: the kernel reads blockIdx
+  // itself, so no layout of kjit's can stand in for the driver's caps.
+  if (groups[0] > 0x7fffffffu || groups[1] > 65535 || groups[2] > 65535) {
+    throw ValueError(prefix_named(spec) + "grid: (" + std::to_string(groups[0]) + ", " +
+                     std::to_string(groups[1]) + ", " + std::to_string(groups[2]) +
+                     ") threadgroups are more than CUDA launches at once (at most "
+                     "(2^31-1, 65535, 65535))");
+  }
+  std::memcpy(grid_, groups, sizeof grid_);
+  std::memcpy(block_, layout.dims.group, sizeof block_);
+  module_ = precompiled_module(spec, device, layout.stream);
+  function_ = module_->function(0);
+  // MLX's order: each input's address, each output's, then the scalars by value.
+  constexpr uint32_t kSlot = 16;
+  uint32_t offset = 0;
+  for (size_t i = 0; i < layout.inputs.size(); ++i, offset += kSlot) {
+    slots_.push_back({offset, static_cast<uint32_t>(i), Fill::InputAddress});
+  }
+  for (size_t o = 0; o < layout.outputs.size(); ++o, offset += kSlot) {
+    slots_.push_back({offset, static_cast<uint32_t>(o), Fill::OutputAddress});
+  }
+  parameters_.resize(offset + spec.scalars.size() * kSlot);
+  for (size_t s = 0; s < spec.scalars.size(); ++s, offset += kSlot) {
+    slots_.push_back({offset, static_cast<uint32_t>(s), Fill::Packed});
+    unsigned char* at = parameters_.data() + offset;
+    std::visit([&](auto value) { std::memcpy(at, &value, sizeof value); }, spec.scalars[s]);
   }
 }
 
@@ -596,10 +687,10 @@ void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const Array
     const Slot& slot = slots_[i];
     unsigned char* at = base + slot.offset;
     params[i] = at;
-    if (slot.kind == codegen::Param::Kind::Input || slot.kind == codegen::Param::Kind::Output) {
-      const ArrayRef& x = (slot.kind == codegen::Param::Kind::Input ? inputs : outputs)[slot.index];
+    if (slot.fill == Fill::InputAddress || slot.fill == Fill::OutputAddress) {
+      const ArrayRef& x = (slot.fill == Fill::InputAddress ? inputs : outputs)[slot.index];
       std::memcpy(at, &x.data, sizeof x.data);
-    } else if (slot.kind == codegen::Param::Kind::Scalar) {
+    } else if (slot.fill == Fill::InputValue) {
       // A 0-d input may live on the host (a Python scalar) or on the device.
       const ArrayRef& s = inputs[slot.index];
       if (s.device.type == DeviceType::CPU) {
@@ -609,7 +700,7 @@ void PreparedLaunch::run(std::span<const ArrayRef> inputs, std::span<const Array
       }
     }
   }
-  params[slots_.size()] = base + parameters_.size() - kCudaLaunchBytes;
+  if (launch_record_) params[slots_.size()] = base + parameters_.size() - kCudaLaunchBytes;
   const ContextScope context(device_);
   KJIT_CU(cuLaunchKernel, function_, grid_[0], grid_[1], grid_[2], block_[0], block_[1], block_[2],
           shared_memory_, as_stream(stream), params, nullptr);
@@ -674,6 +765,22 @@ class CudaProgram final : public Program {
   mutable EntryPoints entry_points_;  // built as launches need them
 };
 
+// A precompiled kernel's program: its module is found (or loaded) by each launch it prepares,
+// as a kernel made for one call prepares one.
+class PrecompiledProgram final : public Program {
+ public:
+  PrecompiledProgram(std::shared_ptr<const KernelSpec> spec, int device)
+      : spec_(std::move(spec)), device_(device) {}
+
+  std::unique_ptr<const kjit::PreparedLaunch> prepare(const LaunchLayout& layout) const override {
+    return std::make_unique<const PreparedLaunch>(*spec_, layout, device_);
+  }
+
+ private:
+  std::shared_ptr<const KernelSpec> spec_;
+  int device_;
+};
+
 class CudaBackend final : public Backend {
  public:
   std::string unavailable_reason() const override { return cuda::unavailable_reason(); }
@@ -714,6 +821,10 @@ class CudaBackend final : public Backend {
                                        int device) const override {
     // Entry points are built when a launch first needs them.
     return std::make_shared<const CudaProgram>(std::move(spec), std::move(source), device);
+  }
+  std::shared_ptr<const Program> load(std::shared_ptr<const KernelSpec> spec,
+                                      int device) const override {
+    return std::make_shared<const PrecompiledProgram>(std::move(spec), device);
   }
   void build_for_architecture(const KernelSpec& spec, const codegen::GeneratedSource& source,
                               int architecture) const override {

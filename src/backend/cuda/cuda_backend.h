@@ -145,28 +145,34 @@ class PreparedLaunch final : public kjit::PreparedLaunch {
  public:
   /// Finds (or builds) the entry point |args| needs and packs the parameters of its layout.
   PreparedLaunch(EntryPoints& entry_points, const KernelSpec& spec, const LaunchArgs& args);
+  /// A precompiled kernel's launch on |device| (its module found, or loaded now): the inputs'
+  /// and outputs' addresses, then the spec's scalars, on a grid of one block per group.
+  PreparedLaunch(const KernelSpec& spec, const LaunchLayout& layout, int device);
   /// Launches on |stream| on |inputs| and |outputs|, laid out as the arrays the launch was
   /// prepared with.
   void run(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
            uintptr_t stream) const override;
 
  private:
-  // Where a parameter lies in the packed parameters, and for those a run fills in, what fills
-  // it: an input's or output's address, or a 0-d input's value.
+  // What a run fills into a parameter: nothing (packed when prepared: shapes, strides, ndims,
+  // a precompiled kernel's scalars), an input's or output's address, or a 0-d input's value.
+  enum class Fill : uint8_t { Packed, InputAddress, OutputAddress, InputValue };
+  // Where a parameter lies in the packed parameters, and what fills it.
   struct Slot {
     uint32_t offset;
     uint32_t index;  // which input or output
-    codegen::Param::Kind kind;
+    Fill fill;
   };
   CUfunction function_ = nullptr;         // none when the grid has no group
   std::shared_ptr<const Module> module_;  // keeps |function_| loaded
   unsigned grid_[3] = {}, block_[3] = {};
   unsigned shared_memory_ = 0;
   int device_ = 0;
-  // The entry point's parameters but its last, the kjit_cuda_launch, which follows them in
-  // |parameters_|, each at a 16-byte aligned offset.
+  // The entry point's parameters, each at a 16-byte aligned offset, but a generated entry
+  // point's last, the kjit_cuda_launch, which follows them in |parameters_|.
   SmallVector<Slot, 16> slots_;
   SmallVector<unsigned char, 512> parameters_;
+  bool launch_record_ = true;  // a generated entry point's kjit_cuda_launch ends |parameters_|
 };
 
 /// The modules the memory cache holds. clear_cache() leaves them there; the cache's limits

@@ -11,7 +11,7 @@
 namespace kjit::cuda {
 
 struct CompiledImage {
-  std::string image;  // cubin or PTX, loadable by cuModuleLoadData
+  std::string image;  // cubin or PTX, loadable by cuModuleLoadDataEx
   bool cubin = false;
 };
 

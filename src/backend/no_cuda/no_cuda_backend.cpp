@@ -29,6 +29,9 @@ class NoCudaBackend final : public Backend {
                                        int) const override {
     refuse();
   }
+  std::shared_ptr<const Program> load(std::shared_ptr<const KernelSpec>, int) const override {
+    refuse();
+  }
   void build_for_architecture(const KernelSpec&, const codegen::GeneratedSource&,
                               int) const override {
     refuse();
