@@ -165,8 +165,8 @@ int device_count() {
 const DeviceInfo& device_info(int device) { return state(device).info; }
 
 ContextScope::ContextScope(int device) {
-  const DriverApi& d = loaded_driver();
   DeviceState& s = state(device);
+  const DriverApi& d = loaded_driver();
   CUcontext context = s.context.load(std::memory_order_acquire);
   if (!context) {
     std::lock_guard lock(devices_mutex());
