@@ -70,12 +70,13 @@ struct MathBody {
 };
 
 // exp: the reduction's two and the polynomial's seven fused multiply-adds, and its rounding;
-// floor: its rounding; clamp: the selects of fmax and fmin.
+// floor: its rounding; clamp: the selects of fmax and fmin (as blends, or compares and masks:
+// compilers differ).
 const MathBody kBodies[] = {
     {"exp", "metal::exp(tmp)", "vfmadd[0-9]+ps", 9},
     {"exp", "metal::exp(tmp)", "vroundps|vrndscaleps", 1},
     {"floor", "metal::floor(tmp)", "vroundps|vrndscaleps", 1},
-    {"clamp", "metal::clamp(tmp, T(0), T(1))", "vblendvps|vblendmps|vmaxps|vminps", 2},
+    {"clamp", "metal::clamp(tmp, T(0), T(1))", "vblendvps|vblendmps|vmaxps|vminps|vcmp[a-z]+ps", 2},
 };
 
 std::string body_of(const MathBody& m) {
