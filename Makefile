@@ -11,10 +11,10 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 # torch and jax: the PyTorch tests (kjit.torch, torch tensors in calls) and the JAX tests
 # (kjit.jax, its XLA FFI handlers) run on every submission; so do the MLX tests, on MLX's CPU
-# build for Linux ("mlx[cpu]", quoted for the shell). matplotlib: the plots of the benchmark
-# results (bench/plot.py) and their test.
+# build for Linux ("mlx[cpu]", quoted for the shell). mkdocs and mkdocstrings: the docs build's
+# test; matplotlib: the plots of the benchmark results (bench/plot.py) and their test.
 VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy torch jax \
-	"mlx[cpu]" matplotlib
+	"mlx[cpu]" mkdocs "mkdocstrings[python]" matplotlib
 # The CPU benchmarks also compare against OpenCL on PoCL (Debian: pocl-opencl-icd).
 BENCH_PACKAGES = pyopencl
 
