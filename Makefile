@@ -11,9 +11,10 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 # torch and jax: the PyTorch tests (kjit.torch, torch tensors in calls) and the JAX tests
 # (kjit.jax, its XLA FFI handlers) run on every submission; so do the MLX tests, on MLX's CPU
-# build for Linux ("mlx[cpu]", quoted for the shell).
+# build for Linux ("mlx[cpu]", quoted for the shell). mkdocs and mkdocstrings: the docs build's
+# test; matplotlib: the plots of the benchmark results (bench/plot.py) and their test.
 VENV_PACKAGES = numpy nanobind scikit-build-core pytest pytest-xdist ml_dtypes mypy torch jax \
-	"mlx[cpu]"
+	"mlx[cpu]" mkdocs "mkdocstrings[python]" matplotlib
 # The CPU benchmarks also compare against OpenCL on PoCL (Debian: pocl-opencl-icd).
 BENCH_PACKAGES = pyopencl
 
@@ -21,7 +22,7 @@ BENCH_PACKAGES = pyopencl
 # PYTHON=... they use that interpreter as it is (no downloads).
 SETUP = $(if $(filter .venv/bin/python,$(PYTHON)),venv,)
 
-.PHONY: all venv build test check demo bench clean format docs-images
+.PHONY: all venv build test check demo bench clean format docs-images plots
 
 all: build
 
@@ -63,6 +64,10 @@ bench: $(SETUP) $(if $(SETUP),.venv/.bench,) build
 # The diagrams in docs/, rendered from their Graphviz sources (Debian: graphviz).
 docs-images:
 	for f in docs/images/*.dot; do dot -Tsvg $$f -o $${f%.dot}.svg; done
+
+# The plots in docs/img/, drawn from the tables of bench/results/*.md.
+plots: $(SETUP)
+	$(PYTHON) bench/plot.py
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -561,7 +561,9 @@ def _by_name(prefix: str, backward: KernelOp, input_names: Sequence[str],
                             input_names, output_names)
 
 
-op = KernelOp  # kjit.torch.op(kernel, name, ...): the name the documentation uses
+op = KernelOp
+"""``kjit.torch.op(kernel, name, ...)``, the name the documentation uses: makes a
+[KernelOp][kjit.torch.KernelOp], the kernel registered as the torch operator ``name``."""
 
 # The ops of this process by name: each stays registered with torch until the process ends.
 _ops: dict[str, KernelOp] = {}

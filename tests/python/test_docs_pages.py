@@ -14,7 +14,8 @@ DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 @pytest.mark.parametrize("page, framework, blocks_at_least",
                          [("pytorch.md", "torch", 6), ("jax.md", "jax", 4),
-                          ("distributed.md", "numpy", 1), ("getting-started.md", "numpy", 2)])
+                          ("distributed.md", "numpy", 1), ("getting-started.md", "numpy", 2),
+                          ("performance.md", "numpy", 2)])
 def test_the_page_runs(page, framework, blocks_at_least, monkeypatch, real_factories):
     if importlib.util.find_spec(framework) is None:
         pytest.skip(f"{framework} is not installed")
