@@ -283,7 +283,7 @@ def draw(spec: PlotSpec, data: PlotData, path: pathlib.Path) -> None:
         ax.margins(x=0.12)
         ax.set_xlabel(spec.axis)
         fig.suptitle(spec.title, x=0.01, ha="left", fontsize=10)
-        ax.legend(loc="lower left", bbox_to_anchor=(0, 1), fontsize=8, ncols=2, frameon=False)
+        ax.legend(loc="lower left", bbox_to_anchor=(0, 1), fontsize=8, ncols=1, frameon=False)
         fig.supxlabel(textwrap.fill(data.caption, 140), x=0.01, ha="left", fontsize=7)
         fig.savefig(path, format="svg",
                     metadata={"Date": None, "Title": spec.title,
