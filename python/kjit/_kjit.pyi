@@ -235,6 +235,28 @@ def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[s
 def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, shared_memory: int = 0, compile_options: dict[str, str | bool] | None = None, atomic_outputs: bool = False) -> Kernel:
     """
     A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).
+
+    Parameters:
+        name (str): the kernel's name, in errors and verbose output; letters, digits and underscores (a leading digit too, as MLX allows).
+        input_names (Sequence[str]): the names the body reads its inputs by, in call order.
+        output_names (Sequence[str]): the names the body writes its outputs by.
+        source (str): the body only: the statements inside the __global__ function kjit declares.
+        header (str, default ''): code put before the kernel: __device__ functions, structs, constants.
+        ensure_row_contiguous (bool, default True): inputs are copied to row-contiguous memory first; with False the body reads each input through its strides.
+        shared_memory (int, default 0): bytes of dynamic shared memory, for extern __shared__ arrays.
+        compile_options (dict[str, str | bool] | None): 'math_mode': 'safe' (the default), 'relaxed' or 'fast'; 'debug': True for bounds checks; 'line_info': True for GPU tools.
+        atomic_outputs (bool, default False): accepted for MLX's signature; CUDA's atomic* functions take the outputs' plain pointers.
+
+    What the body sees: each input as const T* __restrict__ name, each output as T* __restrict__ name; name_shape, name_strides (MLX's Shape and Strides) and name_ndim where it names them; threadIdx, blockIdx, blockDim and gridDim (blockDim is threadgroup, the grid counts threads as MLX counts them); cooperative_groups; template arguments; MLX's CUDA utilities (elem_to_loc, Shape, complex64_t, ...). docs/dialects.md lists it all.
+
+    Example::
+
+        kernel = kjit.cuda_kernel(
+            name='myexp', input_names=['inp'], output_names=['out'],
+            source='size_t i = blockIdx.x * blockDim.x + threadIdx.x;'
+                   'if (i < inp_shape[0]) out[i] = expf(inp[i]);')
+        (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                        grid=(a.size, 1, 1), threadgroup=(256, 1, 1))
     """
 
 def precompiled_cuda_kernel(*, name: str, compiled_source: bytes, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[object]:

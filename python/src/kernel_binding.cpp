@@ -1055,7 +1055,37 @@ void init_kernel(nb::module_& m) {
             std::move(recipe)));
       },
       nb::sig(cuda_kernel_signature().python()),
-      "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).");
+      "A kernel whose body is CUDA C++ (the API of mlx.core.fast.cuda_kernel).\n\n"
+      "Parameters:\n"
+      "    name (str): the kernel's name, in errors and verbose output; letters, digits and "
+      "underscores (a leading digit too, as MLX allows).\n"
+      "    input_names (Sequence[str]): the names the body reads its inputs by, in call order.\n"
+      "    output_names (Sequence[str]): the names the body writes its outputs by.\n"
+      "    source (str): the body only: the statements inside the __global__ function kjit "
+      "declares.\n"
+      "    header (str, default ''): code put before the kernel: __device__ functions, "
+      "structs, constants.\n"
+      "    ensure_row_contiguous (bool, default True): inputs are copied to row-contiguous "
+      "memory first; with False the body reads each input through its strides.\n"
+      "    shared_memory (int, default 0): bytes of dynamic shared memory, for extern "
+      "__shared__ arrays.\n"
+      "    compile_options (dict[str, str | bool] | None): 'math_mode': 'safe' (the default), "
+      "'relaxed' or 'fast'; 'debug': True for bounds checks; 'line_info': True for GPU "
+      "tools.\n"
+      "    atomic_outputs (bool, default False): accepted for MLX's signature; CUDA's atomic* "
+      "functions take the outputs' plain pointers.\n\n"
+      "What the body sees: each input as const T* __restrict__ name, each output as "
+      "T* __restrict__ name; name_shape, name_strides (MLX's Shape and Strides) and name_ndim "
+      "where it names them; threadIdx, blockIdx, blockDim and gridDim (blockDim is threadgroup, "
+      "the grid counts threads as MLX counts them); cooperative_groups; template arguments; MLX's "
+      "CUDA utilities (elem_to_loc, Shape, complex64_t, ...). docs/dialects.md lists it all.\n\n"
+      "Example::\n\n"
+      "    kernel = kjit.cuda_kernel(\n"
+      "        name='myexp', input_names=['inp'], output_names=['out'],\n"
+      "        source='size_t i = blockIdx.x * blockDim.x + threadIdx.x;'\n"
+      "               'if (i < inp_shape[0]) out[i] = expf(inp[i]);')\n"
+      "    (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],\n"
+      "                    grid=(a.size, 1, 1), threadgroup=(256, 1, 1))");
 
   m.def(
       "precompiled_cuda_kernel",

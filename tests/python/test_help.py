@@ -41,3 +41,11 @@ def test_a_kernel_call_help_explains_each_parameter():
         assert f"    {name} (" in text, name
     for what in ("Example::", "not groups", "kernel.bind("):
         assert what in text, what
+
+
+def test_cuda_kernel_help_explains_each_parameter_and_the_body():
+    text = pydoc.render_doc(kjit._kjit.cuda_kernel, renderer=pydoc.plaintext)
+    for name, _ in stub_parameters("cuda_kernel"):
+        assert f"    {name} (" in text, name
+    for what in ("What the body sees", "threadIdx", "Example::", "the grid counts threads"):
+        assert what in text, what
