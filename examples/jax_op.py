@@ -1,27 +1,14 @@
 """A kjit kernel as a JAX operation (docs/jax.md): softplus under jax.jit, with a backward
 kernel for jax.grad; checked against jax.nn.softplus."""
 
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import kjit
 import kjit.jax
 
-forward = kjit.metal_kernel(
-    name="softplus", input_names=["x"], output_names=["y"],
-    source="uint i = thread_position_in_grid.x; if (i < x_shape[0]) y[i] = log(1 + exp(x[i]));")
-backward = kjit.metal_kernel(
-    name="softplus_grad", input_names=["x", "grad_y"], output_names=["grad_x"],
-    source="""
-        uint i = thread_position_in_grid.x;
-        if (i < x_shape[0]) grad_x[i] = grad_y[i] / (1 + exp(-x[i]));
-    """)
-elementwise: dict[str, Any] = dict(
-    output_shapes=lambda x, *rest: [x.shape], output_dtypes=lambda x, *rest: [x.dtype],
-    grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
+from softplus_kernels import backward, elementwise, forward
+
 # The backward op's arguments are found by name: x is the forward's input, grad_y the gradient
 # of its output y, and grad_x the gradient it returns.
 softplus = kjit.jax.op(forward, backward=kjit.jax.op(backward, **elementwise), **elementwise)

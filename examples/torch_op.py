@@ -1,25 +1,12 @@
 """A kjit kernel as a PyTorch operator (docs/pytorch.md): softplus with a backward kernel, run
 eagerly, under torch.compile, and differentiated; checked against torch's own softplus."""
 
-from typing import Any
-
 import torch
 
-import kjit
 import kjit.torch
 
-forward = kjit.metal_kernel(
-    name="softplus", input_names=["x"], output_names=["y"],
-    source="uint i = thread_position_in_grid.x; if (i < x_shape[0]) y[i] = log(1 + exp(x[i]));")
-backward = kjit.metal_kernel(
-    name="softplus_grad", input_names=["x", "grad_y"], output_names=["grad_x"],
-    source="""
-        uint i = thread_position_in_grid.x;
-        if (i < x_shape[0]) grad_x[i] = grad_y[i] / (1 + exp(-x[i]));
-    """)
-elementwise: dict[str, Any] = dict(
-    output_shapes=lambda x, *rest: [x.shape], output_dtypes=lambda x, *rest: [x.dtype],
-    grid=lambda x, *rest: (x.size, 1, 1), threadgroup=(256, 1, 1))
+from softplus_kernels import backward, elementwise, forward
+
 softplus_grad = kjit.torch.op(backward, "examples::softplus_grad", **elementwise)
 softplus = kjit.torch.op(forward, "examples::softplus", backward=softplus_grad, **elementwise)
 

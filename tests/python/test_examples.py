@@ -13,8 +13,8 @@ import kjit
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 # Run by their own tests: the DDP example needs torchrun (test_ddp_example.py); seed_kernels.py
-# is the module of kernel bodies the others import.
-RUN_ELSEWHERE = {"ddp_train.py", "seed_kernels.py"}
+# and softplus_kernels.py are modules of kernels the others import.
+RUN_ELSEWHERE = {"ddp_train.py", "seed_kernels.py", "softplus_kernels.py"}
 NEEDS = {"torch_op.py": "torch", "jax_op.py": "jax", "ddp_train.py": "torch"}
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in RUN_ELSEWHERE)
 
