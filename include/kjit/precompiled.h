@@ -19,7 +19,8 @@ using ScalarArg = std::variant<bool, int, float>;
 /// outputs (the API of mx.fast.precompiled_cuda_kernel). The kernel takes, in this order: a
 /// pointer to each input (0-d ones too), a pointer to each output, then each of |scalars| by
 /// value; no shapes or strides. |grid| counts threads; the CUDA grid is ceil(grid / threadgroup)
-/// blocks of min(threadgroup, grid) threads, every block whole (the kernel checks its bounds).
+/// blocks of |threadgroup| threads, every block whole, as MLX launches it, even where the grid
+/// is smaller (the kernel checks its bounds).
 /// |shared_memory| is the dynamic shared memory in bytes. It runs on a GPU only: the device is
 /// LaunchOptions::device, else the inputs' GPU, else the first GPU; the CPU is an error. Inputs
 /// elsewhere are copied there; outputs come back on that GPU, or into LaunchOptions::outputs.

@@ -259,11 +259,11 @@ def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[st
                         grid=(a.size, 1, 1), threadgroup=(256, 1, 1))
     """
 
-def precompiled_cuda_kernel(*, name: str, compiled_source: bytes, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[object]:
+def precompiled_cuda_kernel(*, name: str, compiled_source: bytes | bytearray | memoryview, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Any]:
     """
     Runs the kernel `name` of compiled_source (PTX text, a cubin or a fatbin, as bytes) and returns its outputs as a list of arrays of the inputs' library (the API of mlx.core.fast.precompiled_cuda_kernel).
 
-    The kernel takes, in this order: a pointer to each input (0-d ones too), a pointer to each output, then each of scalars by value (bool: 1 byte, int: a 32-bit int, float: a 32-bit float); no shapes or strides. grid counts threads: the launch has ceil(grid / threadgroup) blocks of min(threadgroup, grid) threads, every block whole, so the kernel checks its own bounds. shared_memory is the dynamic shared memory in bytes. It runs on a GPU only: device=, else the inputs' GPU, else the first GPU (NumPy inputs are copied there and the outputs come back as NumPy arrays); the CPU is an error. The module is loaded once per device and kept.
+    The kernel takes, in this order: a pointer to each input (0-d ones too), a pointer to each output, then each of scalars by value (bool: 1 byte, int: a 32-bit int, float: a 32-bit float); no shapes or strides. grid counts threads: the launch has ceil(grid / threadgroup) blocks of threadgroup threads, every block whole (a grid smaller than the threadgroup too, as MLX launches it), so the kernel checks its own bounds. shared_memory is the dynamic shared memory in bytes. It runs on a GPU only: device=, else the inputs' GPU, else the first GPU (NumPy inputs are copied there and the outputs come back as NumPy arrays); the CPU is an error. The module is loaded once per device and kept.
     """
 
 def jax_ffi_version() -> str:

@@ -770,7 +770,7 @@ const ArgumentSignature<14>& precompiled_signature() {
   static const auto& signature = *new ArgumentSignature<14>(
       "precompiled_cuda_kernel",
       {{{"name", "str"},
-        {"compiled_source", "bytes"},
+        {"compiled_source", "bytes | bytearray | memoryview"},
         {"inputs", "collections.abc.Sequence[object]"},
         {"output_shapes", kShapes},
         {"output_dtypes", kDtypes},
@@ -783,7 +783,7 @@ const ArgumentSignature<14>& precompiled_signature() {
         {"stream", "object | None", Py_None},
         {"device", "str | None", Py_None},
         {"outputs", "collections.abc.Sequence[object] | None", Py_None}}},
-      0, "list[object]",
+      0, kResults,
       "takes keyword arguments only (name=..., compiled_source=..., inputs=...)");
   return signature;
 }
@@ -1099,7 +1099,8 @@ void init_kernel(nb::module_& m) {
       "The kernel takes, in this order: a pointer to each input (0-d ones too), a pointer to "
       "each output, then each of scalars by value (bool: 1 byte, int: a 32-bit int, float: a "
       "32-bit float); no shapes or strides. grid counts threads: the launch has "
-      "ceil(grid / threadgroup) blocks of min(threadgroup, grid) threads, every block whole, so "
+      "ceil(grid / threadgroup) blocks of threadgroup threads, every block whole (a grid smaller "
+      "than the threadgroup too, as MLX launches it), so "
       "the kernel checks its own bounds. shared_memory is the dynamic shared memory in bytes. "
       "It runs on a GPU only: device=, else the inputs' GPU, else the first GPU (NumPy inputs "
       "are copied there and the outputs come back as NumPy arrays); the CPU is an error. The "

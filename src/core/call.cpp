@@ -39,6 +39,7 @@ LaunchDims launch_dims(Dim3 grid, Dim3 threadgroup) {
     dims.grid[d] = static_cast<unsigned>(g[d]);
     dims.group[d] = static_cast<unsigned>(std::max<int64_t>(1, std::min(t[d], g[d])));
     dims.groups[d] = static_cast<unsigned>((g[d] + dims.group[d] - 1) / dims.group[d]);
+    dims.threadgroup[d] = static_cast<unsigned>(t[d]);
   }
   return dims;
 }

@@ -276,6 +276,27 @@ def test_a_two_dimensional_grid_with_a_0d_input_and_two_outputs():
     np.testing.assert_array_equal(cols, expected_cols)
 
 
+BLOCK_SIZE = r"""
+extern "C" __global__ void block_size(const float* x, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = blockDim.x * 1000 + blockDim.y;
+}
+"""
+
+
+@needs_gpu
+@pytest.mark.parametrize("grid, threadgroup", [((10, 1, 1), (64, 1, 1)),
+                                               ((100, 1, 1), (64, 4, 1))])
+def test_every_block_is_the_whole_threadgroup_as_mlx_launches_it(grid, threadgroup):
+    # A grid smaller than the threadgroup in a dimension still gets blocks of the threadgroup.
+    out, = kjit.precompiled_cuda_kernel(
+        name="block_size", compiled_source=cubin(BLOCK_SIZE), inputs=[np.zeros(1, np.float32)],
+        output_shapes=[(grid[0],)],
+        output_dtypes=[np.int32], scalars=[grid[0]], grid=grid, threadgroup=threadgroup,
+        init_value=-1)
+    np.testing.assert_array_equal(out, np.full(grid[0], threadgroup[0] * 1000 + threadgroup[1]))
+
+
 @needs_gpu
 @pytest.mark.parametrize("shared_memory", [256 * 4, 64 * 1024])
 def test_dynamic_shared_memory(shared_memory, rng):

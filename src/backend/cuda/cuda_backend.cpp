@@ -642,7 +642,8 @@ PreparedLaunch::PreparedLaunch(const KernelSpec& spec, const LaunchLayout& layou
                      "(2^31-1, 65535, 65535))");
   }
   std::memcpy(grid_, groups, sizeof grid_);
-  std::memcpy(block_, layout.dims.group, sizeof block_);
+  // The whole threadgroup in every block, as MLX launches it, the grid's edge included.
+  std::memcpy(block_, layout.dims.threadgroup, sizeof block_);
   module_ = precompiled_module(spec, device, layout.stream);
   function_ = module_->function(0);
   // MLX's order: each input's address, each output's, then the scalars by value.
