@@ -75,10 +75,14 @@ bool interpreter_finalizing() {
 #endif
 }
 
+// The thread that finalizes the interpreter (the main thread) takes the GIL back as usual.
+std::atomic<unsigned long> main_thread{0};
+
 }  // namespace
 
 GilReleased::~GilReleased() {
-  if (interpreter_finalizing()) {
+  if (interpreter_finalizing() &&
+      PyThread_get_thread_ident() != main_thread.load(std::memory_order_relaxed)) {
     for (;;) pause();  // the process is ending: it ends this thread too
   }
   PyEval_RestoreThread(state_);
@@ -112,6 +116,9 @@ void set_python_error(const std::exception_ptr& error) noexcept {
 }
 
 void init_errors(nb::module_&) {
+  main_thread.store(nb::cast<unsigned long>(
+                        nb::module_::import_("threading").attr("main_thread")().attr("ident")),
+                    std::memory_order_relaxed);
   // The types live in Python (kjit/_errors.py) so that they are typed and documented there.
   nb::module_ errors = nb::module_::import_("kjit._errors");
   compile_error_type = nb::object(errors.attr("CompileError")).release().ptr();

@@ -103,3 +103,33 @@ def test_daemon_threads_whose_kernels_end_during_finalization_let_the_process_ex
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stdout == "exiting\n"
         assert run.stderr == "", run.stderr[-2000:]
+
+
+# A kernel called by the finalizing thread itself, from a finalizer at teardown.
+KERNEL_IN_A_FINALIZER = """
+import sys, numpy as np, kjit
+kernel = kjit.metal_kernel(name="in_a_finalizer", input_names=["x"], output_names=["y"],
+                           source="uint i = thread_position_in_grid.x; y[i] = x[i] * 2;")
+
+class RunsAKernelWhenCollected:
+    # What the finalizer uses is held here: modules are torn down around it.
+    def __init__(self):
+        self.kernel, self.write = kernel, sys.stdout.write
+        self.x, self.y = kjit.array(np.arange(4, dtype=np.float32)), kjit.zeros([4])
+        self.y_seen = np.asarray(self.y)  # a view of y's memory
+
+    def __del__(self):
+        self.kernel(inputs=[self.x], output_shapes=[(4,)], output_dtypes=["float32"],
+                    grid=(4, 1, 1), threadgroup=(4, 1, 1), outputs=[self.y])
+        self.write(f"{self.y_seen.tolist()}\\n")
+
+held_until_teardown = RunsAKernelWhenCollected()
+"""
+
+
+def test_a_kernel_called_while_the_interpreter_finalizes_runs():
+    run = subprocess.run([sys.executable, "-c", KERNEL_IN_A_FINALIZER], capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout == "[0.0, 2.0, 4.0, 6.0]\n", (run.stdout, run.stderr[-2000:])
