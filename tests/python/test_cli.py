@@ -76,3 +76,17 @@ def test_doctor_fails_on_a_driver_library_that_is_present_but_broken(tmp_path):
     assert found["cuda"]["absent"] is False
     assert "lacks cuInit" in found["cuda"]["unavailable"], found["cuda"]
     assert f"cuda: FAIL  {found['cuda']['unavailable']}" in text.stdout
+
+
+def test_doctor_fails_on_a_driver_file_that_does_not_load(tmp_path):
+    # Not a shared object at all: the loader refuses it, so CUDA is installed and broken.
+    (tmp_path / "libcuda.so.1").write_bytes(b"not an ELF file")
+    path = f"{tmp_path}:{os.environ['LD_LIBRARY_PATH']}" if os.environ.get("LD_LIBRARY_PATH") \
+        else str(tmp_path)
+    done = run_kjit("doctor", "--json", LD_LIBRARY_PATH=path)
+    found = json.loads(done.stdout)
+    if found["cuda"]["status"] == "pass":
+        pytest.skip("this machine's processes load the real driver before the stand-in")
+    assert done.returncode == 1
+    assert found["cuda"]["status"] == "fail"
+    assert found["cuda"]["absent"] is False

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,6 +49,10 @@ void load(Api& api, const std::vector<std::string>& files, Resolve resolve) {
   for (const std::string& f : files) {
     void* handle = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
+      // A file that is there but does not load (a missing dependency, another architecture)
+      // is a broken install, not an absent one.
+      const char* why = dlerror();
+      if (why && !std::strstr(why, "No such file")) api.absent = false;
       tried += (tried.empty() ? "" : ", ") + f;
       continue;
     }
@@ -73,27 +79,31 @@ void load(Api& api, const std::vector<std::string>& files, Resolve resolve) {
 
 namespace {
 
-// Set in a child forked after cuInit succeeded; the message names the parent.
-std::string& forked_message() {
-  static std::string message;
-  return message;
-}
+// In a child forked after cuInit succeeded: the parent's pid (the first fork's: a grandchild
+// keeps its parent's).
+std::atomic<pid_t> forked_from{0};
 
+// Runs in the child between fork and anything else: async-signal-safe calls only, so the
+// message is made later, when asked for.
 void note_fork_in_child() {
-  // Only this thread runs in the child: no lock. The first fork's parent is the one that had
-  // CUDA; a grandchild keeps its parent's message.
-  std::string& message = forked_message();
-  if (!message.empty()) return;
-  message = "CUDA cannot be used in this process: it was forked from process " +
-            std::to_string(getppid()) +
-            " after that process had initialised CUDA, and a forked child cannot use its "
-            "parent's CUDA. Start workers with multiprocessing's 'spawn' or 'forkserver' method "
-            "(multiprocessing.get_context('spawn')); CPU kernels work here as they are";
+  if (forked_from.load(std::memory_order_relaxed) == 0) {
+    forked_from.store(getppid(), std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
 
-const std::string& forked_reason() { return forked_message(); }
+const std::string& forked_reason() {
+  static const std::string none;
+  const pid_t parent = forked_from.load(std::memory_order_relaxed);
+  if (parent == 0) return none;
+  static const std::string message =
+      "CUDA cannot be used in this process: it was forked from process " + std::to_string(parent) +
+      " after that process had initialised CUDA, and a forked child cannot use its parent's "
+      "CUDA. Start workers with multiprocessing's 'spawn' or 'forkserver' method "
+      "(multiprocessing.get_context('spawn')); CPU kernels work here as they are";
+  return message;
+}
 
 const DriverApi& driver() {
   static const DriverApi api = [] {

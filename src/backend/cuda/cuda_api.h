@@ -105,7 +105,7 @@ inline constexpr CUstreamCaptureStatus CU_STREAM_CAPTURE_STATUS_NONE = 0;
 struct DriverApi {
   KJIT_CUDA_DRIVER_FUNCTIONS(KJIT_DECLARE_POINTER)
   bool loaded = false;
-  bool absent = false;  // no file of the library exists here: this machine has no CUDA
+  bool absent = false;  // no file of the library is here: this machine has no CUDA
   std::string library;  // the file that was loaded
   std::string error;    // why loading failed
 };
