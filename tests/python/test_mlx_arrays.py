@@ -308,6 +308,17 @@ def test_an_mlx_gpu_stream_runs_on_the_gpu(rng):
     np.testing.assert_allclose(np.array(out), np.exp(np.array(a).astype(np.float64)), rtol=2e-6)
 
 
+@pytest.mark.skipif(not CUDA_STATUS["devices"], reason="no CUDA device")
+def test_an_mlx_device_index_beyond_the_gpus_here_is_named():
+    a = mx.array(np.ones(4, np.float32))
+    count = len(CUDA_STATUS["devices"])
+    with pytest.raises(ValueError, match=re.escape("[kjit.metal_kernel] kernel 'myexp': stream: ")
+                       + rf".*asks for a GPU beyond the {count} this machine has"):
+        myexp()(inputs=[a], template=[("T", mx.float32)], grid=(4, 1, 1),
+                threadgroup=(4, 1, 1), output_shapes=[(4,)], output_dtypes=[mx.float32],
+                stream=mx.Device(mx.gpu, count))
+
+
 def test_bad_streams_name_the_parameter():
     a = mx.array(np.ones(4, np.float32))
     kernel = copy_cast()

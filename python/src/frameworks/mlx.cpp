@@ -9,6 +9,7 @@
 
 #include "../convert.h"
 #include "adapters.h"
+#include "core/backend.h"
 #include "dlpack.h"
 
 namespace kjit::python {
@@ -71,7 +72,11 @@ std::optional<Device> device_of(nb::handle stream, const Param& param) {
   static const nb::object& gpu = *new nb::object(mlx_attr("gpu"));
   nb::object place = nb::borrow(stream);
   if (nb::isinstance(place, stream_type)) place = place.attr("device");
-  if (nb::isinstance(place, device_type)) place = place.attr("type");
+  nb::object device;  // an mx.Device, whose index Python does not show: compared instead
+  if (nb::isinstance(place, device_type)) {
+    device = place;
+    place = place.attr("type");
+  }
   // Compared only as a DeviceType: an mx.array's == is elementwise.
   const bool is_kind = nb::isinstance(place, kind_type);
   if (is_kind && place.equal(cpu)) return Device::cpu();
@@ -82,7 +87,13 @@ std::optional<Device> device_of(nb::handle stream, const Param& param) {
                        " asks for a GPU, and none works here (python -m kjit doctor says why); "
                        "pass mx.cpu to run on the CPU");
     }
-    return Device::cuda();
+    if (!device.is_valid()) return Device::cuda();
+    const int count = backend_for(DeviceType::CUDA).device_count();
+    for (int i = 0; i < count; ++i) {
+      if (device.equal(device_type(gpu, i))) return Device::cuda(i);
+    }
+    throw ValueError(param.str() + ": " + str_of(stream) + " asks for a GPU beyond the " +
+                     std::to_string(count) + " this machine has");
   }
   throw TypeError(param.str() +
                   ": expected an MLX stream or device (mx.cpu, mx.gpu, an mx.Device or an "
