@@ -41,7 +41,7 @@ def _cuda_report() -> dict[str, object]:
         lines.append(f"driver {cuda['driver']} (CUDA {version // 1000}.{version % 1000 // 10})")
     if cuda["nvrtc"]:
         lines.append(f"NVRTC {cuda['nvrtc_version']} from {cuda['nvrtc']}")
-    elif status != FAIL:
+    elif not detail.startswith("NVRTC"):  # not said already
         lines.append(f"NVRTC {cuda['nvrtc_error']}: CUDA kernels cannot be compiled")
     return {"status": status, "detail": detail, "notes": lines,
             "devices": [{"name": name, "architecture": arch} for name, arch in devices],
