@@ -88,6 +88,10 @@ def main() -> None:
         losses.append(loss.item())
     if rank == 0:
         print(json.dumps({"device": str(device), "world": world, "losses": losses}))
+    # Every rank's work done and the model's graph released while Python is whole: the process
+    # group's threads must not drop the last reference to a tensor during interpreter teardown.
+    dist.barrier()
+    del model, net, optimiser, loss
     dist.destroy_process_group()
 
 
