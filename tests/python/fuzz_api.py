@@ -570,8 +570,10 @@ def array_method_call(g: Gen) -> Call:
             return (a.shape, a.strides, a.dtype, a.ndim, a.size, a.nbytes, a.device)
         if method == "np.asarray":
             return np.asarray(a)
-        if a.dtype == kjit.bfloat16:
-            return a.__dlpack__()  # NumPy's from_dlpack knows no bfloat16: it raises its own error
+        if a.dtype == kjit.bfloat16 or a.device != "cpu":
+            # NumPy's from_dlpack knows no bfloat16 and holds no GPU memory: it raises its own
+            # error there.
+            return a.__dlpack__()
         return np.from_dlpack(a)
 
     return Call(f"kjit.array(...).{method}", dict(obj=obj, **extra), run)
