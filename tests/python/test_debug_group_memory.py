@@ -97,7 +97,7 @@ TILE_2D_METAL = """
     uint2 g = threadgroup_position_in_grid.xy;
     tile[l.y][l.x] = inp[(g.y * 8 + l.y) * 16 + g.x * 8 + l.x];
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    float v = (l.x == 7 && l.y == 3 && g.x == 1) ? tile[l.y][l.x + 2] : tile[l.x][l.y];
+    float v = (l.x == 7 && l.y == 3 && g.x == 1 && g.y == 0) ? tile[l.y][l.x + 2] : tile[l.x][l.y];
     out[(g.x * 8 + l.y) * 16 + g.y * 8 + l.x] = v;
 """
 
