@@ -115,7 +115,8 @@ class RunsAKernelWhenCollected:
     # What the finalizer uses is held here: modules are torn down around it.
     def __init__(self):
         self.kernel, self.write = kernel, sys.stdout.write
-        self.x, self.y = kjit.array(np.arange(4, dtype=np.float32)), kjit.zeros([4])
+        self.x = kjit.array(np.arange(4, dtype=np.float32))
+        self.y = kjit.zeros([4], device="cpu")
         self.y_seen = np.asarray(self.y)  # a view of y's memory
 
     def __del__(self):
