@@ -783,8 +783,7 @@ const ArgumentSignature<14>& precompiled_signature() {
         {"stream", "object | None", Py_None},
         {"device", "str | None", Py_None},
         {"outputs", "collections.abc.Sequence[object] | None", Py_None}}},
-      0, kResults,
-      "takes keyword arguments only (name=..., compiled_source=..., inputs=...)");
+      0, kResults, "takes keyword arguments only (name=..., compiled_source=..., inputs=...)");
   return signature;
 }
 
