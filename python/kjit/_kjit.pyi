@@ -208,11 +208,32 @@ class Kernel:
     def build(self, *, inputs: Sequence[tuple[object, int]], output_dtypes: Sequence[object], template: Sequence[tuple[str, object]] | None = None, target: str = 'cpu') -> None:
         """
         Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as 'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every launch shape (a call compiles the one its launch needs).
+
+        Parameters:
+            inputs (Sequence[tuple[object, int]]): one (dtype, number of dimensions) per input.
+            output_dtypes (Sequence): one dtype per output.
+            template (Sequence[tuple[str, object]] | None): the call's template arguments.
+            target (str, default 'cpu'): where the kernel will run.
+
+        Example (warming the disk cache before a job)::
+
+            kernel.build(inputs=[(kjit.float16, 2)], output_dtypes=[kjit.float16],
+                         template=[('T', kjit.float32)], target='sm_90')
         """
 
     def bind(self, *, output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], grid: Sequence[int], threadgroup: Sequence[int], template: Sequence[tuple[str, object]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None) -> BoundKernel:
         """
         The kernel with every argument of a call but its arrays fixed, and checked now (all but what depends on the arrays and the device): bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes into out as outputs=[out] would. The cheapest way to launch a kernel many times.
+
+        Parameters: those of a call (see Kernel.__call__) but inputs and outputs, as values, not functions of the inputs. stream=None follows the inputs' framework's current stream at each call. Input dtypes and ranks may change from call to call; a call on arrays laid out as the previous one's launches again without repeating its checks.
+
+        Example::
+
+            bound = kernel.bind(output_shapes=[x.shape], output_dtypes=[x.dtype],
+                                grid=(x.size, 1, 1), threadgroup=(256, 1, 1))
+            for x in batches:
+                (y,) = bound(x)          # a new output each call
+                bound(x, out)            # or into out
         """
 
 class BoundKernel:
@@ -225,6 +246,8 @@ class BoundKernel:
     def __call__(self, *arrays: object) -> list[Any]:
         """
         Runs the kernel on the inputs, then writes the outputs when they follow; returns the outputs as a list of arrays of the inputs' library.
+
+        bound(x, y) takes the inputs in the order of input_names; bound(x, y, out) also every output, in the order of output_names, written in place (as outputs= would). Keywords are refused: the settings were fixed by bind.
         """
 
 def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str, header: str = '', ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: dict[str, str | bool] | None = None) -> Kernel:

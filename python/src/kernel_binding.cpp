@@ -934,7 +934,15 @@ void init_kernel(nb::module_& m) {
       "Compiles and caches the kernel for inputs given as (dtype, ndim) pairs, without "
       "running it. target is 'cpu', 'cuda', 'cuda:N', or a CUDA architecture such as "
       "'sm_90', which needs NVRTC but no GPU. On CUDA it compiles the entry point of every "
-      "launch shape (a call compiles the one its launch needs).");
+      "launch shape (a call compiles the one its launch needs).\n\n"
+      "Parameters:\n"
+      "    inputs (Sequence[tuple[object, int]]): one (dtype, number of dimensions) per input.\n"
+      "    output_dtypes (Sequence): one dtype per output.\n"
+      "    template (Sequence[tuple[str, object]] | None): the call's template arguments.\n"
+      "    target (str, default 'cpu'): where the kernel will run.\n\n"
+      "Example (warming the disk cache before a job)::\n\n"
+      "    kernel.build(inputs=[(kjit.float16, 2)], output_dtypes=[kjit.float16],\n"
+      "                 template=[('T', kjit.float32)], target='sm_90')");
 
   kernel.def(
       "bind",
@@ -998,7 +1006,17 @@ void init_kernel(nb::module_& m) {
       "The kernel with every argument of a call but its arrays fixed, and checked now (all but "
       "what depends on the arrays and the device): "
       "bound(x, y) runs it as kernel(inputs=[x, y], ...) would, and bound(x, y, out) writes "
-      "into out as outputs=[out] would. The cheapest way to launch a kernel many times.");
+      "into out as outputs=[out] would. The cheapest way to launch a kernel many times.\n\n"
+      "Parameters: those of a call (see Kernel.__call__) but inputs and outputs, as values, not "
+      "functions of the inputs. stream=None follows the inputs' framework's current stream at "
+      "each call. Input dtypes and ranks may change from call to call; a call on arrays laid "
+      "out as the previous one's launches again without repeating its checks.\n\n"
+      "Example::\n\n"
+      "    bound = kernel.bind(output_shapes=[x.shape], output_dtypes=[x.dtype],\n"
+      "                        grid=(x.size, 1, 1), threadgroup=(256, 1, 1))\n"
+      "    for x in batches:\n"
+      "        (y,) = bound(x)          # a new output each call\n"
+      "        bound(x, out)            # or into out");
   bound.def(
       "__call__",
       [](const PyBoundKernel& py, nb::args args, nb::kwargs kwargs) {
@@ -1007,7 +1025,10 @@ void init_kernel(nb::module_& m) {
       },
       nb::sig("def __call__(self, *arrays: object) -> list[typing.Any]"),
       "Runs the kernel on the inputs, then writes the outputs when they follow; returns the "
-      "outputs as a list of arrays of the inputs' library.");
+      "outputs as a list of arrays of the inputs' library.\n\n"
+      "bound(x, y) takes the inputs in the order of input_names; bound(x, y, out) also every "
+      "output, in the order of output_names, written in place (as outputs= would). Keywords "
+      "are refused: the settings were fixed by bind.");
 
   m.def(
       "metal_kernel",

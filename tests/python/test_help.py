@@ -49,3 +49,11 @@ def test_cuda_kernel_help_explains_each_parameter_and_the_body():
         assert f"    {name} (" in text, name
     for what in ("What the body sees", "threadIdx", "Example::", "the grid counts threads"):
         assert what in text, what
+
+
+def test_bind_and_build_help_show_an_example():
+    for method in (kjit.Kernel.bind, kjit.Kernel.build):
+        assert "Example" in pydoc.render_doc(method, renderer=pydoc.plaintext), method
+    text = pydoc.render_doc(kjit.Kernel.build, renderer=pydoc.plaintext)
+    for name, _ in stub_parameters("Kernel.build")[1:]:
+        assert f"    {name} (" in text, name
