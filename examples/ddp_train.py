@@ -10,6 +10,7 @@ DistributedDataParallel, one process per device, and prints rank 0's loss after 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 from typing import Any, Callable
@@ -92,6 +93,7 @@ def main() -> None:
     # group's threads must not drop the last reference to a tensor during interpreter teardown.
     dist.barrier()
     del model, net, optimiser, loss
+    gc.collect()
     dist.destroy_process_group()
 
 
