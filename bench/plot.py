@@ -285,7 +285,7 @@ def draw(spec: PlotSpec, data: PlotData, path: pathlib.Path) -> None:
         fig.suptitle(spec.title, x=0.01, ha="left", fontsize=10)
         ax.legend(loc="lower left", bbox_to_anchor=(0, 1), fontsize=8, ncols=1, frameon=False)
         fig.supxlabel(textwrap.fill(data.caption, 140), x=0.01, ha="left", fontsize=7)
-        fig.savefig(path, format="svg",
+        fig.savefig(path, format="svg", bbox_inches="tight",
                     metadata={"Date": None, "Title": spec.title,
                               "Description": data.description(spec)})
         plt.close(fig)
