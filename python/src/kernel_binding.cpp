@@ -801,8 +801,9 @@ nb::object precompiled_call(const ArgumentSignature<14>::Slots& a) {
   const int shared_memory = to_shared_memory(a[8], t / "shared_memory");
   const bool contiguous = to_bool(a[10], api, "ensure_row_contiguous");
   const HeldItems input_items(inputs);  // the arrays, held through the call
-  const Kernel k = precompiled_kernel(name, image, input_items.size(), nb::len(output_shapes),
-                                      std::move(scalars), shared_memory, contiguous);
+  const Kernel k =
+      precompiled_kernel(name, std::move(image), input_items.size(), nb::len(output_shapes),
+                         std::move(scalars), shared_memory, contiguous);
   const std::vector<Shape> shapes = to_list(output_shapes, t / "output_shapes", to_shape);
   const std::vector<Dtype> dtypes = to_list(a[4], t / "output_dtypes", to_dtype);
   const Dim3 grid = to_dim3(a[6], t / "grid"), threadgroup = to_dim3(a[7], t / "threadgroup");

@@ -4,15 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "codegen/kernel_spec.h"
 #include "core/compiled_image.h"
 
 namespace kjit {
 
-Kernel precompiled_kernel(const std::string& name, const std::string& compiled_source,
-                          size_t inputs, size_t outputs, std::vector<ScalarArg> scalars,
-                          int shared_memory, bool ensure_row_contiguous) {
+Kernel precompiled_kernel(const std::string& name, std::string compiled_source, size_t inputs,
+                          size_t outputs, std::vector<ScalarArg> scalars, int shared_memory,
+                          bool ensure_row_contiguous) {
   const std::string p = "[kjit.precompiled_cuda_kernel] ";
   // An entry point's name is a PTX identifier or a mangled C++ name: printable, no spaces.
   if (name.empty()) throw ValueError(p + "name: the kernel's entry point name cannot be empty");
@@ -55,7 +56,7 @@ Kernel precompiled_kernel(const std::string& name, const std::string& compiled_s
   spec->input_uses.resize(inputs);
   spec->ensure_row_contiguous = ensure_row_contiguous;
   spec->shared_memory = shared_memory;
-  spec->image = compiled_source;
+  spec->image = std::move(compiled_source);
   spec->scalars = std::move(scalars);
   return Kernel(std::move(spec));
 }

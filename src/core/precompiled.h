@@ -15,9 +15,10 @@ namespace kjit {
 
 /// The kernel |name| of |compiled_source| for a call with |inputs| inputs and |outputs|
 /// outputs, checked: a name or image that cannot be right, or an entry that PTX text does not
-/// declare, is an error here, before any device is asked.
-Kernel precompiled_kernel(const std::string& name, const std::string& compiled_source,
-                          size_t inputs, size_t outputs, std::vector<ScalarArg> scalars,
-                          int shared_memory, bool ensure_row_contiguous);
+/// declare, is an error here, before any device is asked. The spec keeps |compiled_source|
+/// (moved in: an image may be megabytes, and a kernel is made for each call).
+Kernel precompiled_kernel(const std::string& name, std::string compiled_source, size_t inputs,
+                          size_t outputs, std::vector<ScalarArg> scalars, int shared_memory,
+                          bool ensure_row_contiguous);
 
 }  // namespace kjit
