@@ -30,6 +30,12 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def library_path_first(directory) -> str:
+    """LD_LIBRARY_PATH with |directory| searched first: where a test's stand-in libraries
+    (a driver that fails in a chosen way) are found before the machine's own."""
+    return os.pathsep.join(p for p in (str(directory), os.environ.get("LD_LIBRARY_PATH")) if p)
+
+
 def poisoned(shape, dtype) -> np.ndarray:
     """An output buffer filled with a value no kernel under test writes (NaN, or -7 for ints)."""
     out = np.empty(shape, dtype=dtype)

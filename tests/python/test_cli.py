@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import kjit
+from conftest import library_path_first
 
 
 def run_kjit(*args, **env_changes):
@@ -65,8 +66,7 @@ def test_doctor_fails_on_a_driver_library_that_is_present_but_broken(tmp_path):
     source.write_text("int kjit_test_placeholder;\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(source)],
                    check=True)
-    path = f"{tmp_path}:{os.environ['LD_LIBRARY_PATH']}" if os.environ.get("LD_LIBRARY_PATH") \
-        else str(tmp_path)
+    path = library_path_first(tmp_path)
     text = run_kjit("doctor", LD_LIBRARY_PATH=path)
     found = json.loads(run_kjit("doctor", "--json", LD_LIBRARY_PATH=path).stdout)
     if found["cuda"]["status"] == "pass":
@@ -81,8 +81,7 @@ def test_doctor_fails_on_a_driver_library_that_is_present_but_broken(tmp_path):
 def test_doctor_fails_on_a_driver_file_that_does_not_load(tmp_path):
     # Not a shared object at all: the loader refuses it, so CUDA is installed and broken.
     (tmp_path / "libcuda.so.1").write_bytes(b"not an ELF file")
-    path = f"{tmp_path}:{os.environ['LD_LIBRARY_PATH']}" if os.environ.get("LD_LIBRARY_PATH") \
-        else str(tmp_path)
+    path = library_path_first(tmp_path)
     done = run_kjit("doctor", "--json", LD_LIBRARY_PATH=path)
     found = json.loads(done.stdout)
     if found["cuda"]["status"] == "pass":

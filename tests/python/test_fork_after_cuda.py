@@ -3,7 +3,6 @@ not survive fork): kjit says so, naming the way out, before any driver call, and
 backend keeps working there. Shown with a stand-in driver library (any machine) and with the
 real driver where a GPU works."""
 
-import multiprocessing
 import os
 import pathlib
 import re
@@ -11,10 +10,10 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import kjit
+from conftest import library_path_first
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -98,9 +97,8 @@ def test_a_child_forked_after_cuda_init_is_refused_cuda_and_keeps_the_cpu(tmp_pa
     (tmp_path / "driver.c").write_text(source)
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"),
                     str(tmp_path / "driver.c")], check=True)
-    library_path = ":".join(p for p in (str(tmp_path), os.environ.get("LD_LIBRARY_PATH")) if p)
     cpu_error, refusal, unavailable, parent = run_parent(
-        tmp_path, "stand-in", {"LD_LIBRARY_PATH": library_path})
+        tmp_path, "stand-in", {"LD_LIBRARY_PATH": library_path_first(tmp_path)})
     assert cpu_error < 1e-6
     check_refusal(refusal, unavailable, parent)
 
