@@ -2,7 +2,6 @@
 kernel for jax.grad; checked against jax.nn.softplus."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import kjit.jax

@@ -5,7 +5,6 @@ on the whole batch (what DDP's averaged gradients amount to), computed here with
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
