@@ -89,11 +89,13 @@ std::optional<Dtype> dtype_of(ffi::DataType type) {
   }
 }
 
-// A view of XLA's buffer (dense and row-major: XLA gives custom calls the default layout).
-Array view_of(const ffi::AnyBuffer& buffer, Device device, const std::string& what) {
+// A view of XLA's buffer (dense and row-major: XLA gives custom calls the default layout), the
+// |index|th of the call's |kind| ("input" or "output"), named so only in an error.
+Array view_of(const ffi::AnyBuffer& buffer, Device device, const char* kind, size_t index) {
   const std::optional<Dtype> dtype = dtype_of(buffer.element_type());
   if (!dtype) {
-    throw TypeError("[kjit.jax] " + what + ": XLA element type " +
+    throw TypeError("[kjit.jax] " + std::string(kind) + " " + std::to_string(index) +
+                    ": XLA element type " +
                     std::to_string(static_cast<int>(buffer.element_type())) +
                     ", which kjit kernels do not take");
   }
@@ -123,14 +125,14 @@ ffi::Error launch(int64_t key, ffi::RemainingArgs args, ffi::RemainingRets rets,
     for (size_t i = 0; i < args.size(); ++i) {
       ffi::ErrorOr<ffi::AnyBuffer> buffer = args.get<ffi::AnyBuffer>(i);
       if (!buffer.has_value()) return buffer.error();
-      inputs.push_back(view_of(*buffer, device, "input " + std::to_string(i)));
+      inputs.push_back(view_of(*buffer, device, "input", i));
     }
     std::vector<Array> outputs;
     outputs.reserve(rets.size());
     for (size_t o = 0; o < rets.size(); ++o) {
       ffi::ErrorOr<ffi::Result<ffi::AnyBuffer>> buffer = rets.get<ffi::AnyBuffer>(o);
       if (!buffer.has_value()) return buffer.error();
-      outputs.push_back(view_of(**buffer, device, "output " + std::to_string(o)));
+      outputs.push_back(view_of(**buffer, device, "output", o));
     }
     LaunchOptions options;
     options.device = device;
