@@ -1,5 +1,6 @@
-"""What the framework ops (kjit.torch.op, kjit.jax.op) check alike: the inputs they take as
-Python numbers, the gradients a backward returns, and a backward op matched by names."""
+"""What the framework ops (kjit.torch.op, kjit.jax.op) check alike: the kernel they are made
+of, the inputs they take as Python numbers, the gradients a backward returns, and a backward op
+matched by names."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ GradFunction = Callable[[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]], Seq
 
 # The types a scalar input may be declared as.
 SCALAR_TYPES = (int, float, bool)
+
+
+def check_kernel(prefix: str, kernel: object) -> None:
+    """A clear error unless |kernel| is a kjit kernel (what an op is made of). |prefix| starts
+    errors."""
+    if not all(hasattr(kernel, a) for a in ("bind", "build", "input_names", "output_names")):
+        raise TypeError(f"{prefix}kernel: expected a kjit.Kernel (kjit.metal_kernel, "
+                        f"kjit.cuda_kernel), got {type(kernel).__name__}")
 
 
 def checked_scalars(prefix: str, scalars: Mapping[str, type] | None,

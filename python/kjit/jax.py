@@ -25,7 +25,8 @@ from jax._src import dispatch
 from jax.interpreters import ad, batching, mlir
 
 from . import _kjit
-from ._op_checks import GradFunction, backward_by_name, check_gradient_count, checked_scalars
+from ._op_checks import (GradFunction, backward_by_name, check_gradient_count, check_kernel,
+                         checked_scalars)
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
 
@@ -78,9 +79,7 @@ class KernelOp:
                  vmap_method: str = "sequential",
                  scalars: Mapping[str, type] | None = None,
                  input_output_aliases: Mapping[str, str] | None = None):
-        if not all(hasattr(kernel, a) for a in ("bind", "build", "input_names", "output_names")):
-            raise TypeError(f"[kjit.jax.op] kernel: expected a kjit.Kernel (kjit.metal_kernel, "
-                            f"kjit.cuda_kernel), got {type(kernel).__name__}")
+        check_kernel("[kjit.jax.op] ", kernel)
         self.kernel = kernel
         self._prefix = prefix = f"[kjit.jax.op '{kernel.name}'] "
         self._input_names = list(kernel.input_names)

@@ -21,7 +21,7 @@ import torch
 
 from ._errors import LaunchError
 from . import _kjit
-from ._op_checks import backward_by_name, check_gradient_count, checked_scalars
+from ._op_checks import backward_by_name, check_gradient_count, check_kernel, checked_scalars
 from . import _shape_functions as shape_functions
 from ._shape_functions import ArraySpec
 
@@ -159,9 +159,7 @@ class KernelOp:
                  backward: GradFunction | KernelOp | None = None,
                  scalars: Mapping[str, type] | None = None, mutates: Sequence[str] = ()):
         prefix = f"[kjit.torch.op '{name}'] "
-        if not all(hasattr(kernel, a) for a in ("bind", "build", "input_names", "output_names")):
-            raise TypeError(f"{prefix}kernel: expected a kjit.Kernel (kjit.metal_kernel, "
-                            f"kjit.cuda_kernel), got {type(kernel).__name__}")
+        check_kernel(prefix, kernel)
         namespace, opname = _split_name(prefix, name)
         self.kernel = kernel
         self.name = name
