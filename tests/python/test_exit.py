@@ -49,10 +49,16 @@ raise RuntimeError("the program's own error")
 }
 
 
+def run_program(program: str, timeout: float) -> subprocess.CompletedProcess:
+    """|program| in a fresh interpreter that imports this suite's kjit."""
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=timeout,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+
+
 @pytest.mark.parametrize("program", HELD_AT_EXIT.values(), ids=HELD_AT_EXIT.keys())
 def test_exit_says_nothing_of_objects_still_held(program):
-    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                         timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    run = run_program(program, timeout=300)
     assert run.returncode == 1, run.stderr[-2000:]
     last_line = run.stderr.strip().splitlines()[-1]
     assert last_line == "RuntimeError: the program's own error", run.stderr[-2000:]
@@ -97,9 +103,7 @@ print("exiting", flush=True)
 
 def test_daemon_threads_whose_kernels_end_during_finalization_let_the_process_exit():
     for _ in range(3):
-        run = subprocess.run([sys.executable, "-c", KERNELS_ENDING_DURING_FINALIZATION],
-                             capture_output=True, text=True, timeout=120,
-                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        run = run_program(KERNELS_ENDING_DURING_FINALIZATION, timeout=120)
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stdout == "exiting\n"
         assert run.stderr == "", run.stderr[-2000:]
@@ -129,8 +133,6 @@ held_until_teardown = RunsAKernelWhenCollected()
 
 
 def test_a_kernel_called_while_the_interpreter_finalizes_runs():
-    run = subprocess.run([sys.executable, "-c", KERNEL_IN_A_FINALIZER], capture_output=True,
-                         text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    run = run_program(KERNEL_IN_A_FINALIZER, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout == "[0.0, 2.0, 4.0, 6.0]\n", (run.stdout, run.stderr[-2000:])
