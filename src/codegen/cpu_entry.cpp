@@ -44,9 +44,14 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
                    const std::string& params) {
   std::deque<std::string> texts;
   const bool debug = spec.compile_options.debug;
+  // Loop headers and operations' calls read the body as regions see it; regions read each
+  // operation's result in place of its call.
   const std::vector<Token> edited =
       debug ? debug_view_tokens(spec, call, region_tokens(spec, plan, texts), texts)
             : region_tokens(spec, plan, texts);
+  const std::vector<Token> in_regions =
+      plan.operations ? with_operation_results(edited, plan, texts) : std::vector<Token>();
+  const std::vector<Token>& region_text = plan.operations ? in_regions : edited;
   // Group memory is declared from the body's own tokens.
   const std::vector<Token> own = debug && !plan.group_memory.empty()
                                      ? debug_view_tokens(spec, call, spec.source_tokens, texts)
@@ -99,18 +104,45 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       if (debug) w << "  ::kjit::debug::races::next_stretch();\n";
     }
   };
+  // A loop over the group's threads that runs |text| for each thread still in the kernel.
+  auto each_thread = [&](auto&& text) {
+    w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
+         "unsigned kjit_wi) __attribute__((always_inline)) {\n";
+    if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
+    text();
+    w << "  });\n";
+  };
+  size_t operation = 0;
   for (size_t p = 0; p < plan.pieces.size(); ++p) {
     barriers_before(p);
     const RegionPlan::Piece& piece = plan.pieces[p];
     switch (piece.kind) {
       case RegionPlan::Piece::Kind::Region:
-        w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
-             "unsigned kjit_wi) __attribute__((always_inline)) {\n";
-        if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
-        w << region_locals << "  (void)kjit_wi;\n";
-        user_text(edited, piece.begin, piece.end);
-        w << "  });\n";
+        each_thread([&] {
+          w << region_locals << "  (void)kjit_wi;\n";
+          user_text(region_text, piece.begin, piece.end);
+        });
         break;
+      case RegionPlan::Piece::Kind::Operation: {
+        // The call, made in each lane, gives the lane's operand as the region prelude's
+        // operation type (prelude/mode/regions/), whose combine fills the result slots.
+        const std::string op = "kjit_op" + std::to_string(operation++);
+        w << "  auto " << op
+          << "_operand = [&](const ::kjit::thread_ctx& kjit_thread, unsigned kjit_wi) "
+             "__attribute__((always_inline)) {\n"
+          << region_locals << "  (void)kjit_wi;\n  return\n";
+        user_text(edited, piece.begin, piece.end);
+        w << "  ;\n  };\n"
+          << "  using " << op << "_t = decltype(" << op << "_operand(kjit_group, 0u));\n"
+          << "  " << op << "_t " << op << "_in[1024];\n"
+          << "  " << op << "_t::result " << op << "_out[1024];\n";
+        each_thread([&] {
+          w << "  " << op << "_in[kjit_wi] = " << op << "_operand(kjit_thread, kjit_wi);\n";
+        });
+        w << "  " << op << "_t::combine(" << op << "_in, " << op << "_out, "
+          << (plan.returns ? "kjit_exited" : "nullptr") << ", kjit_group.group_threads());\n";
+        break;
+      }
       case RegionPlan::Piece::Kind::LoopBegin:
         user_text(edited, piece.begin, piece.end);
         w << "  {\n";
@@ -213,7 +245,7 @@ GeneratedSource emit_cpu_source(const KernelSpec& spec, const CallSignature& cal
   g.cpu_mode_reason = mode.reason;
   const IndexVariables vars = index_variables(spec, Target::Cpu);
   Writer w;
-  write_common_part(w, g, spec, Target::Cpu, coroutine, vars, header_defines(vars), helpers);
+  write_common_part(w, g, spec, Target::Cpu, mode.mode, vars, header_defines(vars), helpers);
   const std::string params = kernel_parameters(spec, call, Target::Cpu);
   if (mode.mode == CpuMode::Regions) {
     write_regions(w, spec, call, *mode.regions, vars, g.kernel_name, params);

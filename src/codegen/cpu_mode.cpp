@@ -47,9 +47,9 @@ const char* cpu_mode_name(CpuMode mode) {
     case CpuMode::Loop:
       return "loop";
     case CpuMode::Regions:
-      return "regions";
+      return "region";
     case CpuMode::Coroutine:
-      return "coroutine";
+      return "cooperative";
   }
   return "";
 }
@@ -83,14 +83,22 @@ CpuModeChoice choose_cpu_mode(const KernelSpec& spec, const CallSignature& call)
     choice.reason = "functions of the header wait for other threads";
   } else if (header_names_groups) {
     choice.reason = "the header names cooperative groups, which region planning does not read";
-  } else if ((choice.regions = plan_regions(spec, uniform_names(spec, call), helpers))) {
-    choice.mode = CpuMode::Regions;
-    choice.reason =
-        "the body's only waits are barriers that every thread of a group meets together";
   } else {
-    choice.reason =
-        "region mode cannot split the body: it has SIMD-group or warp operations, barriers its "
-        "threads may reach apart, or code the splitter does not follow";
+    RegionPlanning planning = plan_regions(spec, uniform_names(spec, call), helpers);
+    if ((choice.regions = std::move(planning.plan))) {
+      choice.mode = CpuMode::Regions;
+      const bool barriers = !choice.regions->barriers.empty();
+      const bool operations = choice.regions->operations;
+      choice.reason = std::string("its waits are ") +
+                      (barriers ? "barriers that every thread of a group meets together" : "") +
+                      (barriers && operations ? " and " : "") +
+                      (operations ? "SIMD-group or warp operations that every lane of a "
+                                    "simdgroup meets together"
+                                  : "") +
+                      ": the stretches between them run as loops over the group's threads";
+    } else {
+      choice.reason = "region mode cannot split the body: " + planning.refusal;
+    }
   }
   return choice;
 }

@@ -18,7 +18,7 @@ struct CallSignature;
 
 enum class CpuMode { Loop, Regions, Coroutine };
 
-/// "loop", "regions" or "coroutine".
+/// "loop", "region" or "cooperative", as the documentation names the modes.
 const char* cpu_mode_name(CpuMode mode);
 
 /// A mode, the reason for it, and what generating the body in that mode needs.

@@ -69,7 +69,7 @@ GeneratedSource emit_cuda_source(const KernelSpec& spec, const CallSignature& ca
   GeneratedSource g;
   const IndexVariables vars = index_variables(spec, Target::Cuda);
   Writer w;
-  write_common_part(w, g, spec, Target::Cuda, false, vars, header_defines(vars), helpers);
+  write_common_part(w, g, spec, Target::Cuda, CpuMode::Loop, vars, header_defines(vars), helpers);
   const std::string locals = thread_locals(spec, Target::Cuda, vars, "kjit_thread",
                                            group_index_stores(vars, "kjit_thread"));
   write_kernel_function(w, g, spec, call, Target::Cuda, kernel_parameters(spec, call, Target::Cuda),

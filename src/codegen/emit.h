@@ -89,12 +89,12 @@ void warn_of_unchecked_arrays(const KernelSpec& spec);
 std::string arguments(const std::vector<Param>& layout);
 
 /// The common part of every translation unit, up to the kernel function: the prelude of
-/// |spec|'s dialect on |target| (in cooperative mode when |cooperative|), then the opening of
+/// |spec|'s dialect on |target| (on the CPU, for |cpu_mode|), then the opening of
 /// namespace kjit_user and the user's header, rewritten for |target|, with |header_defines| in
 /// front of it (how the target gives the header the index variables it reads). Sets |g|'s
 /// kernel name and user part.
 void write_common_part(Writer& w, GeneratedSource& g, const KernelSpec& spec, Target target,
-                       bool cooperative, const IndexVariables& vars,
+                       CpuMode cpu_mode, const IndexVariables& vars,
                        const std::string& header_defines, const WaitingHelpers& helpers);
 
 /// The kernel function's parameters, rewritten for |target|.

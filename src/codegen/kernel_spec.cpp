@@ -41,7 +41,7 @@ bool is_prelude_macro(const std::string& n, Dialect dialect) {
     std::array<std::set<std::string, std::less<>>, 2> found;
     for (Dialect d : {Dialect::Metal, Dialect::Cuda}) {
       for (codegen::Target target : {codegen::Target::Cpu, codegen::Target::Cuda}) {
-        const std::string_view text = codegen::prelude_for(d, target, true);
+        const std::string_view text = codegen::prelude_for(d, target, codegen::CpuMode::Coroutine);
         constexpr std::string_view kDefine = "#define ";
         for (size_t at = text.find(kDefine); at != std::string_view::npos;
              at = text.find(kDefine, at + 1)) {

@@ -3,6 +3,7 @@
 
 #include <string_view>
 
+#include "codegen/cpu_mode.h"
 #include "codegen/kernel_spec.h"
 #include "codegen/rewrite.h"
 
@@ -13,8 +14,8 @@ namespace kjit::codegen {
 /// such entry.
 std::string_view prelude_entry(std::string_view name);
 
-/// The prelude a kernel of |dialect| needs on |target|: one entry header per combination;
-/// |cooperative| picks the CPU's cooperative mode (bodies whose threads wait as coroutines).
-std::string_view prelude_for(Dialect dialect, Target target, bool cooperative = false);
+/// The prelude a kernel of |dialect| needs on |target|: one entry header per combination, and on
+/// the CPU per way its threads run (|mode|).
+std::string_view prelude_for(Dialect dialect, Target target, CpuMode mode = CpuMode::Loop);
 
 }  // namespace kjit::codegen

@@ -21,6 +21,21 @@ bool is_group_barrier(std::string_view name, Dialect dialect) {
   return dialect == Dialect::Metal ? name == "threadgroup_barrier" : name == "__syncthreads";
 }
 
+// Whether the waiting call named at |k| is a SIMD-group or warp operation region mode combines
+// in slots (prelude/mode/regions/): Metal's simd_ and quad_ functions and simdgroup_barrier,
+// CUDA's warp functions. Cooperative groups' members and __match_all_sync, which writes through
+// a pointer, are not.
+bool is_lane_operation(const std::vector<Token>& t, size_t k, Dialect dialect) {
+  const std::string_view name = t[k].text;
+  if (is_member_access(prev_significant(t, k))) return false;
+  if (dialect == Dialect::Metal) {
+    return name.substr(0, 5) == "simd_" || name.substr(0, 5) == "quad_" ||
+           name == "simdgroup_barrier";
+  }
+  return name.substr(0, 2) == "__" && name.substr(0, 13) != "__syncthreads" &&
+         name != "__match_all_sync";
+}
+
 // Type words a loop header may use to declare its counter.
 bool is_type_word(std::string_view word) {
   return is_one_of(word, {"const", "auto", "int", "uint", "unsigned", "signed", "short", "ushort",
@@ -50,22 +65,46 @@ class Splitter {
     }
   }
 
-  std::optional<RegionPlan> plan() {
+  RegionPlanning plan() {
     for (size_t k = 0; k < t_.size(); ++k) {
       const Token& tk = t_[k];
       // Macros could hide barriers or declarations; #pragma lines only hint.
       if (tk.kind == TokenKind::Directive) {
         const Token* word = next_significant(t_, k);
-        if (!word || word->text != "pragma") return std::nullopt;
+        if (!word || word->text != "pragma") {
+          return refused(tk.line, "a preprocessor directive could hide a wait");
+        }
       }
-      if (tk.kind == TokenKind::Identifier && tk.text == "goto") return std::nullopt;
+      if (tk.kind == TokenKind::Identifier && tk.text == "goto") {
+        return refused(tk.line, "goto could jump past a wait");
+      }
     }
-    if (!split(0, t_.size(), false)) return std::nullopt;
-    if (!find_declarations() || !find_returns()) return std::nullopt;
-    return std::move(plan_);
+    if (!split(0, t_.size(), 0)) return refused(0, "");
+    for (size_t p = 0; p < plan_.pieces.size(); ++p) {
+      const RegionPlan::Piece::Kind kind = plan_.pieces[p].kind;
+      if (kind == RegionPlan::Piece::Kind::Operation) operations_.push_back(p);
+      if (kind == RegionPlan::Piece::Kind::Region || kind == RegionPlan::Piece::Kind::LoopBegin) {
+        text_order_.push_back(p);
+      }
+    }
+    plan_.operations = !operations_.empty();
+    if (!find_declarations() || !find_returns()) return refused(0, "");
+    return {std::move(plan_), {}};
   }
 
  private:
+  // No plan, for the reason first given (refuse), or else |why| at |line|.
+  RegionPlanning refused(int line, const std::string& why) {
+    if (!why.empty()) refuse(line, why);
+    return {std::nullopt, refusal_};
+  }
+
+  // Notes why the body cannot be split (the first reason given counts) and returns false.
+  bool refuse(int line, const std::string& why) {
+    if (refusal_.empty()) refusal_ = "line " + std::to_string(line) + ": " + why;
+    return false;
+  }
+
   // Whether the token at |k| starts a statement of the level that begins at |begin|.
   bool starts_statement(size_t k, size_t begin) const {
     const size_t p = index_before(t_, k);
@@ -142,54 +181,168 @@ class Splitter {
     return true;
   }
 
-  // Splits the statements [begin, end) of one level (the body, or a loop's body) at its
-  // barriers; false when a wait is not a barrier every thread meets there.
-  bool split(size_t begin, size_t end, bool in_loop) {
-    size_t region = begin;
+  // The first token of the call named at |k|: its qualification (metal::simd_sum) included.
+  size_t call_start(size_t k) const {
+    for (size_t p = index_before(t_, k); p != t_.size() && t_[p].text == "::";
+         p = index_before(t_, k)) {
+      const size_t scope = index_before(t_, p);
+      if (scope == t_.size() || t_[scope].kind != TokenKind::Identifier) return p;
+      k = scope;
+    }
+    return k;
+  }
+
+  // Whether the statement's tokens [statement, call) let every lane that runs the statement
+  // evaluate the call at |call| before anything else the statement does: the call is not an
+  // operand of ?:, && or || (which may skip it), nor after a comma operator or another
+  // declarator (whose value its operands could read), and, in an if, stands in the condition.
+  // Calls of one statement come in order: the scan goes on from where the last one stopped.
+  bool evaluated_first(size_t statement, size_t call, size_t k) {
+    const Token& first = t_[statement];
+    if (first.kind == TokenKind::Identifier && is_statement_keyword(first.text)) {
+      if (first.text != "if") return false;
+      const size_t open = index_after(t_, statement);
+      if (open == t_.size() || t_[open].text != "(" || k > closing(t_, open)) return false;
+    }
+    if (scan_.statement != statement) scan_ = {statement, statement, {}, true};
+    for (; scan_.ok && scan_.at < call; scan_.at = index_after(t_, scan_.at)) {
+      const std::string_view text = t_[scan_.at].text;
+      std::vector<bool>& parens = scan_.call_parens;
+      if (is_one_of(text, {"?", "&&", "||", "and", "or"}) ||
+          (text == "," && (parens.empty() || !parens.back()))) {
+        scan_.ok = false;
+      } else if (is_one_of(text, {"(", "[", "{"})) {
+        const Token* before = prev_significant(t_, scan_.at);
+        parens.push_back(
+            text == "(" && before &&
+            ((before->kind == TokenKind::Identifier && !is_statement_keyword(before->text)) ||
+             is_one_of(before->text, {")", "]", ">"})));
+      } else if (is_one_of(text, {")", "]", "}"}) && !parens.empty()) {
+        parens.pop_back();
+      }
+    }
+    return scan_.ok;
+  }
+
+  // The end of the statement that starts at |k| and holds no braces (a loop's body written
+  // without them): the token after its ';', or t_.size() when it is not such a statement.
+  size_t simple_statement_end(size_t k, size_t end) const {
     int depth = 0;
+    for (size_t j = k; j < end; j = index_after(t_, j)) {
+      const std::string_view text = t_[j].text;
+      if (text == "{" ||
+          (j == k && t_[j].kind == TokenKind::Identifier && is_statement_keyword(t_[j].text))) {
+        return t_.size();
+      }
+      if (is_one_of(text, {"(", "["})) ++depth;
+      if (is_one_of(text, {")", "]"})) --depth;
+      if (depth == 0 && text == ";") return j + 1;
+    }
+    return t_.size();
+  }
+
+  // Splits the statements [begin, end) of one level (the body, or a loop's body, |loops| deep)
+  // at its barriers and SIMD-group or warp operations; false when a wait is not one that
+  // every thread (for an operation, every lane of a simdgroup) meets there.
+  bool split(size_t begin, size_t end, int loops) {
+    size_t region = begin;          // where the open region starts
+    size_t statement = begin;       // where the statement holding the token starts
+    size_t operations_end = begin;  // the end of the last operation's call
+    bool next_starts = true;        // the next token starts a statement
+    int depth = 0, braces = 0;
     for (size_t k = begin; k < end; ++k) {
       const Token& tk = t_[k];
       if (!is_significant(tk)) continue;
+      if (next_starts && depth == 0) statement = k;
+      next_starts = false;
       if (is_one_of(tk.text, {"(", "[", "{"})) ++depth;
       if (is_one_of(tk.text, {")", "]", "}"})) --depth;
+      if (tk.text == "{") ++braces;
+      if (tk.text == "}") --braces;
+      if (depth == 0 && (tk.text == ";" || tk.text == "}")) next_starts = true;
       if (tk.kind != TokenKind::Identifier) continue;
       if (is_waiting_call(t_, k, dialect_, names_)) {
-        if (!is_group_barrier(tk.text, dialect_) || depth != 0 || !starts_statement(k, begin)) {
-          return false;
-        }
         const size_t open = index_after(t_, k);
-        if (open >= end || t_[open].text != "(") return false;
-        const size_t semicolon = index_after(t_, closing(t_, open));
-        if (semicolon >= end || t_[semicolon].text != ";") return false;
-        add_region(region, k, in_loop);
+        if (open >= end || t_[open].text != "(") {
+          return refuse(tk.line, "'" + std::string(tk.text) + "' is not called");
+        }
+        const size_t close = closing(t_, open);
+        if (close >= end) return refuse(tk.line, "unbalanced brackets");
+        if (is_lane_operation(t_, k, dialect_)) {
+          const size_t call = call_start(k);
+          if (k < operations_end) {
+            return refuse(tk.line, "'" + std::string(tk.text) +
+                                       "' is in another SIMD-group operation's operands");
+          }
+          if (braces != 0 || !evaluated_first(statement, call, k)) {
+            return refuse(tk.line, "the lanes of a simdgroup may not all reach '" +
+                                       std::string(tk.text) +
+                                       "' together (it is in a branch, a block, or after ?:, "
+                                       "&&, || or a comma)");
+          }
+          if (statement > region) add_region(region, statement, loops > 0);
+          region = statement;
+          plan_.pieces.push_back({RegionPlan::Piece::Kind::Operation, call, close + 1});
+          in_loop_.push_back(loops > 0);
+          operations_end = close + 1;
+          continue;
+        }
+        if (!is_group_barrier(tk.text, dialect_)) {
+          return refuse(tk.line, "region mode does not split at '" + std::string(tk.text) +
+                                     "' (cooperative groups, barriers with a value, "
+                                     "__match_all_sync)");
+        }
+        if (depth != 0 || !starts_statement(k, begin)) {
+          return refuse(tk.line, "the threads of a group may not all reach '" +
+                                     std::string(tk.text) + "' together");
+        }
+        const size_t semicolon = index_after(t_, close);
+        if (semicolon >= end || t_[semicolon].text != ";") {
+          return refuse(tk.line, "a barrier's value is used");
+        }
+        add_region(region, k, loops > 0);
         plan_.barriers.push_back({plan_.pieces.size(), tk.line});
         region = semicolon + 1;
         k = semicolon;
+        next_starts = true;
         continue;
       }
       if (depth != 0 || (tk.text != "for" && tk.text != "while")) continue;
       const size_t open = index_after(t_, k);
       if (open >= end || t_[open].text != "(") continue;
       const size_t close = closing(t_, open);
-      const size_t brace = index_after(t_, close);
-      if (close >= end || brace >= end || t_[brace].text != "{") continue;
-      const size_t brace_end = closing(t_, brace);
-      if (brace_end >= end || !waits_within(brace, brace_end)) continue;
-      // A loop with barriers: all threads must run it alike, one loop for the group.
-      if (in_loop || !starts_statement(k, begin) || !uniform_header(k, close, brace, brace_end)) {
+      const size_t body = index_after(t_, close);
+      if (close >= end || body >= end) continue;
+      // The loop's body, braced or a single statement.
+      const bool braced = t_[body].text == "{";
+      const size_t body_end = braced ? closing(t_, body) + 1 : simple_statement_end(body, end);
+      if (body_end > end) {
+        if (waits_within(body, end)) {
+          return refuse(tk.line, "a loop with waits whose body the splitter does not follow");
+        }
+        continue;
+      }
+      if (!waits_within(body, body_end)) continue;
+      // A loop with waits: all threads must run it alike, one loop for the group.
+      if (!starts_statement(k, begin) || !uniform_header(k, close, body, body_end)) {
+        return refuse(tk.line,
+                      "a loop with waits whose header the threads of a group may evaluate "
+                      "apart (it must name only uniform values and its own counter)");
+      }
+      add_region(region, k, loops > 0);
+      plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopBegin, k, braced ? body : close + 1});
+      in_loop_.push_back(loops > 0);
+      if (!split(braced ? body + 1 : body, braced ? body_end - 1 : body_end, loops + 1)) {
         return false;
       }
-      add_region(region, k, in_loop);
-      plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopBegin, k, brace});
-      in_loop_.push_back(false);
-      if (!split(brace + 1, brace_end, true)) return false;
-      plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopEnd, brace_end, brace_end + 1});
-      in_loop_.push_back(false);
-      region = brace_end + 1;
-      k = brace_end;
+      plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopEnd, body_end - 1, body_end});
+      in_loop_.push_back(loops > 0);
+      region = body_end;
+      k = body_end - 1;
+      next_starts = true;
     }
-    add_region(region, end, in_loop);
-    return depth == 0;
+    add_region(region, end, loops > 0);
+    return depth == 0 || refuse(0, "unbalanced brackets");
   }
 
   // The declaration starting at token |k| of a region, if the statement is one.
@@ -242,16 +395,18 @@ class Splitter {
     return d;
   }
 
-  // The piece (but a loop's end) that token |k| belongs to, or npos. Pieces follow each other
-  // in the text.
+  // The piece (but a loop's end) that token |k| belongs to, or npos: an operation's call first,
+  // which lies in the region after it, then the pieces that follow each other in the text.
   size_t piece_of(size_t k) const {
     const auto& pieces = plan_.pieces;
-    const auto after = std::upper_bound(pieces.begin(), pieces.end(), k,
-                                        [](size_t at, const auto& p) { return at < p.begin; });
-    if (after == pieces.begin()) return std::string::npos;
-    const RegionPlan::Piece& piece = *(after - 1);
-    if (k >= piece.end || piece.kind == RegionPlan::Piece::Kind::LoopEnd) return std::string::npos;
-    return static_cast<size_t>(after - 1 - pieces.begin());
+    auto last_starting_by = [&](const std::vector<size_t>& order) {
+      const auto after = std::upper_bound(
+          order.begin(), order.end(), k, [&](size_t at, size_t p) { return at < pieces[p].begin; });
+      return after == order.begin() || k >= pieces[*(after - 1)].end ? std::string::npos
+                                                                     : *(after - 1);
+    };
+    const size_t operation = last_starting_by(operations_);
+    return operation != std::string::npos ? operation : last_starting_by(text_order_);
   }
 
   // Whether |name| appears in a piece other than |piece| (members of other objects aside).
@@ -297,7 +452,7 @@ class Splitter {
         if (is_one_of(tk.text, {")", "]", "}"})) --depth;
         if (!top) continue;
         if (declares_group_memory(t_, k, piece.end, dialect_)) {
-          if (in_loop_[p]) return false;
+          if (in_loop_[p]) return refuse(tk.line, "group memory declared in a loop with waits");
           size_t end = k;
           while (t_[end].text != ";") ++end;
           plan_.group_memory.emplace_back(k, end + 1);
@@ -308,7 +463,7 @@ class Splitter {
         const size_t after = index_after(t_, k);
         if (tk.kind == TokenKind::Identifier && after < piece.end && t_[after].text == "<" &&
             !is_statement_keyword(tk.text)) {
-          return false;
+          return refuse(tk.line, "a statement that starts like a templated type");
         }
         // A variable another region uses becomes one slot per thread, named after it.
         std::optional<Declaration> d = declaration_at(k, piece.end);
@@ -316,9 +471,16 @@ class Splitter {
         bool shared = false;
         for (const auto& [name, at] : d->names) shared = shared || used_elsewhere(name, p);
         if (!shared) continue;
-        if (in_loop_[p] || !d->simple) return false;
+        if (!d->simple) {
+          return refuse(tk.line,
+                        "a variable used across a wait is declared with auto, a reference, an "
+                        "array or a constructor call");
+        }
         for (const auto& [name, at] : d->names) {
-          if (declared_elsewhere(name, at)) return false;
+          if (declared_elsewhere(name, at)) {
+            return refuse(tk.line, "'" + std::string(name) +
+                                       "', used across a wait, is declared more than once");
+          }
           plan_.carried.push_back({std::string(name), d->type_begin, d->names.front().second});
         }
       }
@@ -338,7 +500,9 @@ class Splitter {
           continue;
         }
         const size_t next = index_after(t_, k);
-        if (next >= piece.end || t_[next].text != ";") return false;
+        if (next >= piece.end || t_[next].text != ";") {
+          return refuse(t_[k].line, "a return with a value");
+        }
         plan_.returns = true;
       }
     }
@@ -350,16 +514,24 @@ class Splitter {
   const std::unordered_set<std::string_view> uniform_;
   const WaitingHelpers& names_;  // how the body names cooperative groups, for its waiting calls
   RegionPlan plan_;
-  std::vector<bool> in_loop_;  // per piece: a region inside a loop
+  std::string refusal_;             // why the body cannot be split, when it cannot
+  std::vector<size_t> operations_;  // the operation pieces, in order
+  std::vector<size_t> text_order_;  // the regions and loop headers, in order
+  std::vector<bool> in_loop_;       // per piece: a region inside a loop
+  // How far evaluated_first has read the statement of the last operation.
+  struct StatementScan {
+    size_t statement = std::string::npos, at = 0;
+    std::vector<bool> call_parens;  // per open bracket: the parentheses of a call
+    bool ok = true;
+  } scan_;
   std::unordered_map<std::string_view, std::vector<size_t>> occurrences_;  // of each identifier
   std::unordered_map<std::string_view, std::pair<size_t, bool>> pieces_using_;  // used_elsewhere
 };
 
 }  // namespace
 
-std::optional<RegionPlan> plan_regions(const KernelSpec& spec,
-                                       const std::vector<std::string>& uniform,
-                                       const WaitingHelpers& names) {
+RegionPlanning plan_regions(const KernelSpec& spec, const std::vector<std::string>& uniform,
+                            const WaitingHelpers& names) {
   return Splitter(spec, uniform, names).plan();
 }
 
@@ -399,6 +571,23 @@ std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
     }
   }
   return t;
+}
+
+std::vector<Token> with_operation_results(std::vector<Token> tokens, const RegionPlan& plan,
+                                          std::deque<std::string>& texts) {
+  size_t n = 0;
+  for (const RegionPlan::Piece& piece : plan.pieces) {
+    if (piece.kind != RegionPlan::Piece::Kind::Operation) continue;
+    tokens[piece.begin].text =
+        texts.emplace_back("kjit_op" + std::to_string(n++) + "_out[kjit_wi]");
+    for (size_t k = piece.begin + 1; k < piece.end; ++k) {
+      if (is_significant(tokens[k])) {
+        tokens[k].kind = TokenKind::Space;
+        tokens[k].text = {};
+      }
+    }
+  }
+  return tokens;
 }
 
 }  // namespace kjit::codegen

@@ -1,7 +1,10 @@
-// Region mode of the CPU backend, for bodies whose only waits are barriers that every thread of
-// a group reaches together: the body is split at its barriers into regions, and each region runs
-// as one loop over the group's threads (PoCL's work-item loops), instead of every thread being a
-// coroutine that suspends at each barrier.
+// Region mode of the CPU backend, for bodies whose waits are barriers that every thread of a
+// group reaches together and SIMD-group or warp operations that the lanes of a simdgroup reach
+// together: the body is split at them into regions, and each region runs as one loop over the
+// group's threads (PoCL's work-item loops), instead of every thread being a coroutine that
+// suspends at each wait. A SIMD-group operation between two regions reads every lane's operand
+// from a slot array, combines the lanes of each simdgroup there, and the next region reads each
+// lane's result from its slot (the warp-level collapsing of COX and CuPBoP).
 #pragma once
 
 #include <deque>
@@ -15,14 +18,18 @@
 
 namespace kjit::codegen {
 
-/// How a body splits. Barriers may stand as statements of the body itself, or of the braced
-/// body of a for or while loop at the body's top level whose header every thread evaluates
-/// alike (it names only |uniform| names, literals and what it declares).
+/// How a body splits. Barriers may stand as statements of the body itself, or of the body of a
+/// for or while loop whose header every thread evaluates alike (it names only |uniform| names,
+/// literals and what it declares), nested or not. A SIMD-group or warp operation may stand
+/// anywhere such a barrier may, as a call in a statement (or in an if's condition) that every
+/// lane evaluates: not after ?, && or ||, nor in a block of its own.
 struct RegionPlan {
   struct Piece {
-    enum class Kind { Region, LoopBegin, LoopEnd };
+    enum class Kind { Region, LoopBegin, LoopEnd, Operation };
     Kind kind;
-    size_t begin = 0, end = 0;  // tokens: a region's statements, or a loop's header up to its '{'
+    // Tokens: a region's statements, a loop's header up to its body, or an operation's call
+    // (which also lies in the region after it, where its result replaces it).
+    size_t begin = 0, end = 0;
   };
   /// A variable of the body's top level declared in one region and used in another: one per
   /// thread, kept for the whole group.
@@ -39,21 +46,30 @@ struct RegionPlan {
   std::vector<Barrier> barriers;                        // in order
   std::vector<std::pair<size_t, size_t>> group_memory;  // declarations moved to the group's scope
   std::vector<Carried> carried;
-  bool returns = false;  // a thread may leave before the last region
+  bool returns = false;     // a thread may leave before the last region
+  bool operations = false;  // some pieces are SIMD-group or warp operations
 };
 
-/// The plan for |spec|'s body, or nothing when it needs the cooperative mode's coroutines:
-/// SIMD-group or warp operations, waiting helpers, barriers that threads may reach apart, or code
-/// the splitter does not follow. |names| says how the body names cooperative groups
+/// The plan for |spec|'s body, or, when it needs the cooperative mode's coroutines, why:
+/// waiting helpers, barriers or operations that threads may reach apart, or code the splitter
+/// does not follow. |names| says how the body names cooperative groups
 /// (note_cooperative_groups of the body).
-std::optional<RegionPlan> plan_regions(const KernelSpec& spec,
-                                       const std::vector<std::string>& uniform,
-                                       const WaitingHelpers& names);
+struct RegionPlanning {
+  std::optional<RegionPlan> plan;
+  std::string refusal;  // when there is no plan: the first thing that kept the body whole
+};
+RegionPlanning plan_regions(const KernelSpec& spec, const std::vector<std::string>& uniform,
+                            const WaitingHelpers& names);
 
 /// The tokens of the body as a region sees them: group memory declarations and carried
 /// variables' types blanked, carried variables read from their per-thread slots (indexed by
 /// kjit_wi), and return marking the thread as gone (kjit_exited).
 std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
                                  std::deque<std::string>& texts);
+
+/// |tokens| (region_tokens) with the call of each operation of |plan| replaced by its result
+/// slot: kjit_op<N>_out[kjit_wi], N counting the plan's operations from 0.
+std::vector<Token> with_operation_results(std::vector<Token> tokens, const RegionPlan& plan,
+                                          std::deque<std::string>& texts);
 
 }  // namespace kjit::codegen

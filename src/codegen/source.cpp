@@ -340,10 +340,10 @@ std::string thread_locals(const KernelSpec& spec, Target target, const IndexVari
 }
 
 void write_common_part(Writer& w, GeneratedSource& g, const KernelSpec& spec, Target target,
-                       bool cooperative, const IndexVariables& vars,
+                       CpuMode cpu_mode, const IndexVariables& vars,
                        const std::string& header_defines, const WaitingHelpers& helpers) {
   g.kernel_name = kernel_symbol(spec.name);
-  const std::string_view prelude = prelude_for(spec.dialect, target, cooperative);
+  const std::string_view prelude = prelude_for(spec.dialect, target, cpu_mode);
   w.reserve(prelude.size() + 4 * (spec.source.size() + spec.header.size()) + 16384);
   w << prelude;
   g.user_part = w.size();

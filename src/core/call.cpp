@@ -275,6 +275,11 @@ void print_source(const KernelSpec& spec, const Plan& plan, std::span<const Arra
                      codegen::mlx_source(spec, plan.signature, sizes) + "\n```\n" +
                      "Source kjit compiles for `" + spec.name + "` on " + plan.device.str() +
                      ":\n```\n" + plan.source->text.substr(plan.source->user_part) + "```\n";
+  if (plan.device.type == DeviceType::CPU) {
+    text += "On the CPU its threads run in " +
+            std::string(codegen::cpu_mode_name(plan.source->cpu_mode)) +
+            " mode: " + plan.source->cpu_mode_reason + ".\n";
+  }
   if (options.print) {
     options.print(text);
   } else {

@@ -61,7 +61,8 @@ TEST(CpuMode, BarriersEveryThreadMeetsRunAsRegions) {
   EXPECT_EQ(metal.mode, CpuMode::Regions);
   ASSERT_TRUE(metal.regions);
   EXPECT_FALSE(metal.regions->pieces.empty());
-  EXPECT_NE(metal.reason.find("only waits are barriers"), std::string::npos) << metal.reason;
+  EXPECT_NE(metal.reason.find("waits are barriers that every thread"), std::string::npos)
+      << metal.reason;
   const CpuModeChoice cuda =
       choose_cpu_mode(*spec(Dialect::Cuda,
                             "__shared__ float s[64]; s[threadIdx.x] = inp[threadIdx.x];\n"
@@ -70,19 +71,41 @@ TEST(CpuMode, BarriersEveryThreadMeetsRunAsRegions) {
   EXPECT_EQ(cuda.mode, CpuMode::Regions);
 }
 
-TEST(CpuMode, SimdGroupAndWarpOperationsRunAsCoroutines) {
+TEST(CpuMode, SimdGroupAndWarpOperationsEveryLaneMeetsRunAsRegions) {
   const CpuModeChoice metal = choose_cpu_mode(
       *spec(Dialect::Metal,
             "out[thread_position_in_grid.x] = simd_sum(inp[thread_position_in_grid.x]);"),
       float_call());
-  EXPECT_EQ(metal.mode, CpuMode::Coroutine);
-  EXPECT_NE(metal.reason.find("SIMD-group or warp operations"), std::string::npos) << metal.reason;
-  EXPECT_FALSE(metal.regions);
+  EXPECT_EQ(metal.mode, CpuMode::Regions);
+  ASSERT_TRUE(metal.regions);
+  EXPECT_TRUE(metal.regions->operations);
+  EXPECT_NE(metal.reason.find("SIMD-group or warp operations that every lane"), std::string::npos)
+      << metal.reason;
+  EXPECT_EQ(metal.reason.find("barriers"), std::string::npos) << metal.reason;
   const CpuModeChoice cuda = choose_cpu_mode(
       *spec(Dialect::Cuda,
             "out[threadIdx.x] = __shfl_down_sync(0xffffffffu, inp[threadIdx.x], 1);"),
       float_call());
-  EXPECT_EQ(cuda.mode, CpuMode::Coroutine);
+  EXPECT_EQ(cuda.mode, CpuMode::Regions);
+}
+
+TEST(CpuMode, OperationsLanesMayReachApartRunAsCoroutinesAndSayWhere) {
+  const CpuModeChoice metal = choose_cpu_mode(*spec(Dialect::Metal,
+                                                    "uint i = thread_position_in_grid.x;\n"
+                                                    "if (inp[i] > 0) out[i] = simd_sum(inp[i]);"),
+                                              float_call());
+  EXPECT_EQ(metal.mode, CpuMode::Coroutine);
+  EXPECT_FALSE(metal.regions);
+  EXPECT_NE(metal.reason.find("line 2: the lanes of a simdgroup may not all reach 'simd_sum'"),
+            std::string::npos)
+      << metal.reason;
+  const CpuModeChoice tile =
+      choose_cpu_mode(*spec(Dialect::Cuda,
+                            "auto tile = cg::tiled_partition<32>(cg::this_thread_block());\n"
+                            "out[threadIdx.x] = tile.shfl_down(inp[threadIdx.x], 1);"),
+                      float_call());
+  EXPECT_EQ(tile.mode, CpuMode::Coroutine);
+  EXPECT_NE(tile.reason.find("does not split at 'shfl_down'"), std::string::npos) << tile.reason;
 }
 
 TEST(CpuMode, SimdGroupMatricesRunAsCoroutines) {
@@ -146,8 +169,8 @@ TEST(CpuMode, GenerateWritesTheBodyInTheModeItIsGiven) {
 
 TEST(CpuMode, NamesOfTheModes) {
   EXPECT_STREQ(cpu_mode_name(CpuMode::Loop), "loop");
-  EXPECT_STREQ(cpu_mode_name(CpuMode::Regions), "regions");
-  EXPECT_STREQ(cpu_mode_name(CpuMode::Coroutine), "coroutine");
+  EXPECT_STREQ(cpu_mode_name(CpuMode::Regions), "region");
+  EXPECT_STREQ(cpu_mode_name(CpuMode::Coroutine), "cooperative");
 }
 
 }  // namespace

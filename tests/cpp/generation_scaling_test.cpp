@@ -55,7 +55,8 @@ const std::vector<Case>& cases() {
        }},
       {"comment lines in a coroutine", Dialect::Metal, CpuMode::Coroutine,
        [](size_t n) {
-         return kMetalIndex + repeat("/* a comment */\n", n) + "out[i] = simd_sum(inp[i]);\n";
+         return kMetalIndex + repeat("/* a comment */\n", n) +
+                "if (i < 4) out[i] = simd_sum(inp[i]);\n";
        }},
       {"comment lines in CUDA", Dialect::Cuda, CpuMode::Regions,
        [](size_t n) {
@@ -72,12 +73,12 @@ const std::vector<Case>& cases() {
          return kMetalIndex + std::string("float x = inp[i];\n") + kMetalBarrier +
                 repeat("x = x * 0.5 + 1.0;\n", n) + "out[i] = x;\n";
        }},
-      {"one long line", Dialect::Metal, CpuMode::Coroutine,
+      {"one long line", Dialect::Metal, CpuMode::Regions,
        [](size_t n) {
          return kMetalIndex + std::string("float x = inp[i]") + repeat(" + inp[i] * 2.0", n) +
                 ";\nout[i] = simd_sum(x);\n";
        }},
-      {"nested parentheses", Dialect::Metal, CpuMode::Coroutine,
+      {"nested parentheses", Dialect::Metal, CpuMode::Regions,
        [](size_t n) {
          return kMetalIndex + std::string("out[i] = simd_sum") + repeat("(", n) + "inp[i]" +
                 repeat(")", n) + ";\n";
@@ -87,7 +88,7 @@ const std::vector<Case>& cases() {
          return kMetalIndex + std::string(kMetalBarrier) + repeat("{", n) + "out[i] = inp[i];" +
                 repeat("}", n) + "\n";
        }},
-      {"nested calls", Dialect::Cuda, CpuMode::Coroutine,
+      {"nested calls", Dialect::Cuda, CpuMode::Regions,
        [](size_t n) {
          return "out[0] = __shfl_sync(0xffffffffu, " + repeat("max(", n) + "inp[0]" +
                 repeat(", 1.0f)", n) + ", 0);\n";
@@ -114,10 +115,16 @@ const std::vector<Case>& cases() {
                 repeat(std::string("x = x + 1.0;\n") + kMetalBarrier, n) + "out[i] = x;\n";
        },
        no_text, 5000},
-      {"barriers in a coroutine", Dialect::Cuda, CpuMode::Coroutine,
+      {"warp operations", Dialect::Cuda, CpuMode::Regions,
        [](size_t n) {
          return "float x = inp[0];\n" + repeat("x = __shfl_sync(0xffffffffu, x, 0);\n", n) +
                 "out[0] = x;\n";
+       },
+       no_text, 5000},
+      {"barriers in a coroutine", Dialect::Cuda, CpuMode::Coroutine,
+       [](size_t n) {
+         return "float x = inp[0];\n" +
+                repeat("if (x > 0) x = __shfl_sync(0xffffffffu, x, 0);\n", n) + "out[0] = x;\n";
        },
        no_text, 5000},
       {"variables carried across a barrier", Dialect::Metal, CpuMode::Regions,

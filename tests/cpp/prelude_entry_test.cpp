@@ -62,9 +62,11 @@ TEST(PreludeEntry, NvrtcRejectsAnEntryThatIsMissing) {
 TEST(PreludeEntry, EmbeddedTextsHaveTheirIncludesExpanded) {
   for (Dialect dialect : {Dialect::Metal, Dialect::Cuda}) {
     for (codegen::Target target : {codegen::Target::Cpu, codegen::Target::Cuda}) {
-      for (bool cooperative : {false, true}) {
-        if (target == codegen::Target::Cuda && cooperative) continue;
-        const std::string_view text = codegen::prelude_for(dialect, target, cooperative);
+      for (codegen::CpuMode mode :
+           {codegen::CpuMode::Loop, codegen::CpuMode::Regions, codegen::CpuMode::Coroutine}) {
+        if (target == codegen::Target::Cuda && mode != codegen::CpuMode::Loop) continue;
+        const bool cooperative = mode == codegen::CpuMode::Coroutine;
+        const std::string_view text = codegen::prelude_for(dialect, target, mode);
         EXPECT_GT(text.size(), 10000u);
         EXPECT_EQ(text.find("#include \""), std::string_view::npos);
         EXPECT_EQ(text.find("#pragma once"), std::string_view::npos);

@@ -438,7 +438,7 @@ TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
     if (t == 0) out[0] = partial[0] + u;
   )")
                   .make();
-  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec));
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec)).plan;
   ASSERT_TRUE(plan);
   using K = RegionPlan::Piece::Kind;
   EXPECT_EQ(kinds(*plan),
@@ -472,7 +472,7 @@ TEST(Regions, KnowWhereEachBarrierStands) {
     }
   )")
                   .make();
-  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec));
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec)).plan;
   ASSERT_TRUE(plan);
   using K = RegionPlan::Piece::Kind;
   ASSERT_EQ(kinds(*plan), (std::vector<K>{K::Region, K::LoopBegin, K::Region, K::LoopEnd}));
@@ -496,7 +496,7 @@ TEST(Regions, AThreadThatReturnsLeavesTheLaterRegions) {
     out[0] = twice(inp[0]);
   )")
                   .make();
-  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec));
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec)).plan;
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->returns);
   std::deque<std::string> texts;
@@ -513,20 +513,25 @@ TEST(Regions, WaitsThreadsMayReachApartNeedCoroutines) {
            // A loop whose header differs between threads.
            "for (uint k = thread_index_in_threadgroup; k < 4; ++k) {\n"
            "  threadgroup_barrier(mem_flags::mem_none);\n}",
-           // A loop inside a loop with barriers.
-           "for (uint a = 0; a < 2; ++a) {\n  for (uint b = 0; b < 2; ++b) {\n"
-           "    threadgroup_barrier(mem_flags::mem_none);\n  }\n}",
-           // A SIMD-group operation.
-           "out[0] = simd_sum(inp[0]);\nthreadgroup_barrier(mem_flags::mem_none);",
-           // A variable of a loop's body that a later region of the loop uses.
-           "for (uint a = 0; a < 2; ++a) {\n  float v = inp[a];\n"
-           "  threadgroup_barrier(mem_flags::mem_none);\n  out[a] = v;\n}",
+           // A SIMD-group operation in a branch, braced or not, or in an else.
+           "if (thread_index_in_threadgroup < 4) { out[0] = simd_sum(inp[0]); }",
+           "if (thread_index_in_threadgroup < 4) out[0] = simd_sum(inp[0]);",
+           "if (inp[0] > 0) {} else out[0] = simd_sum(inp[0]);",
+           // ... after an operator that may skip it, or after a comma operator.
+           "out[0] = inp[0] > 0 ? simd_sum(inp[0]) : 0;",
+           "out[0] = inp[0] > 0 && simd_any(inp[0] > 1);",
+           "float a = inp[0], b = simd_sum(a);\nout[0] = b;",
+           // ... in another's operands, or in a loop that threads may run apart.
+           "out[0] = simd_sum(simd_shuffle(inp[0], 3));",
+           "for (uint k = thread_index_in_threadgroup; k < 4; ++k) out[k] = simd_sum(inp[k]);",
            // A shared variable declared again inside.
            "const uint t = 3;\nthreadgroup_barrier(mem_flags::mem_none);\n"
            "{ float t; t = 2; out[0] = t; }\nout[1] = t;",
        }) {
     auto spec = Spec().source(body).make();
-    EXPECT_FALSE(plan_regions(*spec, kUniform, body_names(*spec))) << body;
+    const RegionPlanning planning = plan_regions(*spec, kUniform, body_names(*spec));
+    EXPECT_FALSE(planning.plan) << body;
+    EXPECT_EQ(planning.refusal.substr(0, 5), "line ") << body;
   }
 }
 

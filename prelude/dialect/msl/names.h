@@ -204,11 +204,13 @@ using quad_vote = group_vote<unsigned short>;
   KJIT_SHUFFLE_AND_FILL(prefix##_shuffle_and_fill_down, false, W)
 
 // The barriers and SIMD-group operations, which each target defines
-// (dialect/msl/on_cuda/simdgroup.h on the GPU, mode/coop/msl.h in the CPU's cooperative mode), for
-// its using-declaration.
-#define KJIT_MSL_SIMD_NAMES                                                                       \
-  metal::threadgroup_barrier, metal::simdgroup_barrier, metal::simd_sum, metal::simd_product,     \
-      metal::simd_max, metal::simd_min, metal::simd_and, metal::simd_or, metal::simd_xor,         \
+// (dialect/msl/on_cuda/simdgroup.h on the GPU, mode/coop/msl.h in the CPU's cooperative mode,
+// mode/regions/msl.h in its region mode, which splits the body at barriers and so needs no
+// threadgroup_barrier), for its using-declaration.
+#define KJIT_MSL_SIMD_NAMES metal::threadgroup_barrier, KJIT_MSL_LANE_OP_NAMES
+#define KJIT_MSL_LANE_OP_NAMES                                                                    \
+  metal::simdgroup_barrier, metal::simd_sum, metal::simd_product, metal::simd_max,                \
+      metal::simd_min, metal::simd_and, metal::simd_or, metal::simd_xor,                          \
       metal::simd_prefix_inclusive_sum, metal::simd_prefix_exclusive_sum,                         \
       metal::simd_prefix_inclusive_product, metal::simd_prefix_exclusive_product,                 \
       metal::simd_shuffle, metal::simd_broadcast, metal::simd_broadcast_first,                    \
