@@ -1,7 +1,8 @@
 // Which lane a shuffle reads: lane |id| of a simdgroup split into segments of |w| consecutive
 // lanes (w a power of two: the simdgroup, a quad, a CUDA shuffle width or tile). A source
 // outside the lane's segment gives |id| itself, so the lane keeps its own value (CUDA's rule and
-// Metal's); rotations wrap around within the segment.
+// Metal's); rotations wrap around within the segment. Remainders by w are taken as masks: a
+// division per lane would cost more than the rest of a shuffle.
 #pragma once
 
 namespace kjit::lanes {
@@ -15,13 +16,13 @@ KJIT_INLINE unsigned segment_width(int width, unsigned whole) {
 }
 
 KJIT_INLINE unsigned from_lane(unsigned id, unsigned src, unsigned w) {
-  return (id & ~(w - 1)) + src % w;
+  return (id & ~(w - 1)) + (src & (w - 1));
 }
 KJIT_INLINE unsigned from_below(unsigned id, unsigned d, unsigned w) {
-  return id % w >= d ? id - d : id;
+  return (id & (w - 1)) >= d ? id - d : id;
 }
 KJIT_INLINE unsigned from_above(unsigned id, unsigned d, unsigned w) {
-  return id % w + d < w ? id + d : id;
+  return (id & (w - 1)) + d < w ? id + d : id;
 }
 KJIT_INLINE unsigned from_xor(unsigned id, unsigned mask, unsigned w) {
   const unsigned src = id ^ mask;
@@ -33,16 +34,16 @@ KJIT_INLINE unsigned from_xor_in_segment(unsigned id, unsigned mask, unsigned w)
   return src >= base && src < base + w ? src : id;
 }
 KJIT_INLINE unsigned rotated_up(unsigned id, unsigned d, unsigned w) {
-  return (id & ~(w - 1)) + (id % w + w - d % w) % w;
+  return (id & ~(w - 1)) + (((id & (w - 1)) + w - (d & (w - 1))) & (w - 1));
 }
 KJIT_INLINE unsigned rotated_down(unsigned id, unsigned d, unsigned w) {
-  return (id & ~(w - 1)) + (id % w + d) % w;
+  return (id & ~(w - 1)) + (((id & (w - 1)) + d) & (w - 1));
 }
 
 // Shuffle-and-fill: whether lane |id| reads data (true), or fill, |d| lanes up (below it) or
 // down (above it) in its segment of |w| lanes, the read staying within the segment.
 KJIT_INLINE bool reads_within(unsigned id, unsigned d, unsigned w, bool up) {
-  const unsigned k = id % w;
+  const unsigned k = id & (w - 1);
   return up ? k >= d : k + d < w;
 }
 
@@ -62,6 +63,16 @@ KJIT_INLINE void butterfly(T* values, bool* present, unsigned n, Op op) {
       present[j] = present[high] = true;
     }
   }
+}
+
+// The same reduction when all |N| lanes are present: halving the lanes at each step gives each
+// slot of the lower half what the butterfly gives it, in loops the compiler vectorises.
+template <unsigned N, class T, class Op>
+KJIT_INLINE T halving(T* values, Op op) {
+  for (unsigned step = N / 2; step > 0; step /= 2) {
+    for (unsigned j = 0; j < step; ++j) values[j] = op(values[j], values[j + step]);
+  }
+  return values[0];
 }
 
 }  // namespace kjit::lanes

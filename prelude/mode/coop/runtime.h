@@ -367,12 +367,20 @@ void combine_votes(lane** lanes, const unsigned* ids, int n, Publish publish) {
     for (int i = first; i < end; ++i) publish(lanes[i], yes, present);
   });
 }
+// The segment's reduction in a butterfly's order (lanes::butterfly), as the GPU's shuffles
+// compute it and region mode does (mode/regions/lane_ops.h).
 template <class T, class Op>
 void combine_reduce(lane** lanes, const unsigned* ids, int n) {
   for_each_segment(lanes, ids, n, [&](int first, int end) {
-    T acc = operand<T>(lanes[first]);
-    for (int i = first + 1; i < end; ++i) acc = Op{}(acc, operand<T>(lanes[i]));
-    for (int i = first; i < end; ++i) set_result(lanes[i], acc);
+    const unsigned w = lanes[0]->request.width;
+    T values[32];
+    bool present[32] = {};
+    for (int i = first; i < end; ++i) {
+      values[ids[i] % w] = operand<T>(lanes[i]);
+      present[ids[i] % w] = true;
+    }
+    ::kjit::lanes::butterfly(values, present, w, Op{});
+    for (int i = first; i < end; ++i) set_result(lanes[i], values[ids[i] % w]);
   });
 }
 // A lane's operand of a reduction whose operation travels with it (cg::reduce's, which may

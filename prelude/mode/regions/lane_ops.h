@@ -20,19 +20,31 @@ KJIT_INLINE void for_each_segment(unsigned n, unsigned width, const bool* exited
   }
 }
 
-// A reduction over each segment of W lanes (W = 32: a simdgroup, 4: a quad), in lane order.
+// A reduction over each segment of W lanes (W = 32: a simdgroup, 4: a quad), in a butterfly's
+// order (lanes::butterfly), as cooperative mode and the GPU's shuffles combine them.
 template <class T, class Op, unsigned W>
 struct reduction {
   T x;
   using result = T;
-  static void combine(const reduction* in, T* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const reduction* in, T* out, const bool* exited, unsigned n) {
     for_each_segment(n, W, exited, [&](unsigned first, unsigned end, auto present) {
-      bool any = false;
-      T acc{};
-      for (unsigned i = first; i < end; ++i) {
-        if (!present(i)) continue;
-        acc = any ? Op{}(acc, in[i].x) : in[i].x;
-        any = true;
+      T values[W];
+      bool here[W];
+      bool whole = end - first == W;
+      for (unsigned j = 0; j < W; ++j) {
+        here[j] = first + j < end && present(first + j);
+        whole = whole && here[j];
+        if (here[j]) values[j] = in[first + j].x;
+      }
+      T acc;
+      if (whole) {
+        acc = lanes::halving<W>(values, Op{});
+      } else {
+        lanes::butterfly(values, here, W, Op{});
+        unsigned from = 0;
+        while (from < W && !here[from]) ++from;
+        if (from == W) return;
+        acc = values[from];
       }
       for (unsigned i = first; i < end; ++i) out[i] = acc;
     });
@@ -44,7 +56,7 @@ template <class T, class Op, bool Inclusive, unsigned W>
 struct scan {
   T x;
   using result = T;
-  static void combine(const scan* in, T* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const scan* in, T* out, const bool* exited, unsigned n) {
     for_each_segment(n, W, exited, [&](unsigned first, unsigned end, auto present) {
       T acc = Op::template identity<T>();
       for (unsigned i = first; i < end; ++i) {
@@ -64,8 +76,22 @@ struct shuffle {
   T x;
   unsigned arg, width;
   using result = T;
-  static void combine(const shuffle* in, T* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const shuffle* in, T* out, const bool* exited, unsigned n) {
     for_each_segment(n, 32, exited, [&](unsigned first, unsigned end, auto present) {
+      // A whole simdgroup reading with one argument (a butterfly's step): one loop over the
+      // lanes' values that the compiler vectorises.
+      bool whole = end - first == 32;
+      for (unsigned i = first; whole && i < end; ++i) whole = present(i);
+      for (unsigned i = first; whole && i < end; ++i) {
+        whole = in[i].arg == in[first].arg && in[i].width == in[first].width;
+      }
+      if (whole) {
+        T values[32];
+        for (unsigned j = 0; j < 32; ++j) values[j] = in[first + j].x;
+        const unsigned arg = in[first].arg, width = in[first].width;
+        for (unsigned j = 0; j < 32; ++j) out[first + j] = values[Source(j, arg, width)];
+        return;
+      }
       for (unsigned i = first; i < end; ++i) {
         const unsigned src = first + Source(i - first, in[i].arg, in[i].width);
         out[i] = src < end && present(src) ? in[src].x : in[i].x;
@@ -82,7 +108,8 @@ struct shuffle_and_fill {
   T x, fill;
   unsigned arg, width;
   using result = T;
-  static void combine(const shuffle_and_fill* in, T* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const shuffle_and_fill* in, T* out, const bool* exited,
+                                  unsigned n) {
     for_each_segment(n, 32, exited, [&](unsigned first, unsigned end, auto present) {
       for (unsigned i = first; i < end; ++i) {
         const unsigned id = i - first, d = in[i].arg, w = in[i].width;
@@ -101,7 +128,8 @@ template <class T, unsigned W>
 struct broadcast_first {
   T x;
   using result = T;
-  static void combine(const broadcast_first* in, T* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const broadcast_first* in, T* out, const bool* exited,
+                                  unsigned n) {
     for_each_segment(n, W, exited, [&](unsigned first, unsigned end, auto present) {
       unsigned from = first;
       while (from < end && !present(from)) ++from;
@@ -114,7 +142,7 @@ struct broadcast_first {
 template <unsigned W>
 struct is_first {
   using result = bool;
-  static void combine(const is_first*, bool* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const is_first*, bool* out, const bool* exited, unsigned n) {
     for_each_segment(n, W, exited, [&](unsigned first, unsigned end, auto present) {
       bool found = false;
       for (unsigned i = first; i < end; ++i) {
@@ -131,7 +159,7 @@ template <class Result, class Publish, unsigned W>
 struct vote {
   bool x;
   using result = Result;
-  static void combine(const vote* in, Result* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const vote* in, Result* out, const bool* exited, unsigned n) {
     for_each_segment(n, W, exited, [&](unsigned first, unsigned end, auto present) {
       unsigned yes = 0, here = 0;
       for (unsigned i = first; i < end; ++i) {
@@ -149,7 +177,8 @@ template <class T>
 struct match_any {
   T x;
   using result = unsigned;
-  static void combine(const match_any* in, unsigned* out, const bool* exited, unsigned n) {
+  KJIT_INLINE static void combine(const match_any* in, unsigned* out, const bool* exited,
+                                  unsigned n) {
     for_each_segment(n, 32, exited, [&](unsigned first, unsigned end, auto present) {
       for (unsigned i = first; i < end; ++i) {
         unsigned same = 0;
@@ -168,7 +197,7 @@ struct match_any {
 // itself orders what the lanes did before it and after it.
 struct meet {
   using result = int;
-  static void combine(const meet*, int*, const bool*, unsigned) {}
+  KJIT_INLINE static void combine(const meet*, int*, const bool*, unsigned) {}
 };
 
 }  // namespace kjit::lane_ops
