@@ -27,17 +27,27 @@ KJIT_INLINE thread_ctx launch_ctx(const kjit_cpu_launch* L) {
 // Calls body(t, i) for each thread of the group |group| has entered: its context and its index
 // in the group (x fastest, as thread_index_in_threadgroup counts). The loops run over grid
 // positions, so that thread_position_in_grid.x is the induction variable itself: indexing with
-// it is contiguous and the x loop vectorises.
+// it is contiguous and the x loop vectorises. A group of one row (the most common shape) is one
+// loop whose counter is the index itself; a taller one counts the index from each row's start,
+// 64 bits wide, so that slots indexed by it are contiguous along the row.
 template <class Body>
 KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
   thread_ctx t = group;
+  if (t.group_size.y == 1 && t.group_size.z == 1) {
+    const unsigned n = t.group_size.x;
+    for (unsigned i = 0; i < n; ++i) {
+      t.global_id = uint3(t.origin.x + i, t.origin.y, t.origin.z);
+      body(t, i);
+    }
+    return;
+  }
   const uint3 stop = t.origin + t.group_size;
-  unsigned i = 0;
+  unsigned long row = 0;
   for (unsigned z = t.origin.z; z < stop.z; ++z)
-    for (unsigned y = t.origin.y; y < stop.y; ++y)
+    for (unsigned y = t.origin.y; y < stop.y; ++y, row += t.group_size.x)
       for (unsigned x = t.origin.x; x < stop.x; ++x) {
         t.global_id = uint3(x, y, z);
-        body(t, i++);
+        body(t, row + (x - t.origin.x));
       }
 }
 
