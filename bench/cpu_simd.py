@@ -30,8 +30,8 @@ RMS_NORM = """
     threadgroup float partial[8];
     const uint row = threadgroup_position_in_grid.x, t = thread_index_in_threadgroup;
     float acc = 0.0f;
-    for (uint i = t; i < 1024; i += 256) {
-        const float v = inp[row * 1024 + i];
+    for (uint i = 0; i < 1024; i += 256) {
+        const float v = inp[row * 1024 + i + t];
         acc += v * v;
     }
     acc = simd_sum(acc);
@@ -40,7 +40,9 @@ RMS_NORM = """
     float total = 0.0f;
     for (uint s = 0; s < 8; ++s) total += partial[s];
     const float scale = metal::rsqrt(total / 1024.0f + 1e-5f);
-    for (uint i = t; i < 1024; i += 256) out[row * 1024 + i] = inp[row * 1024 + i] * scale * w[i];
+    for (uint i = 0; i < 1024; i += 256) {
+        out[row * 1024 + i + t] = inp[row * 1024 + i + t] * scale * w[i + t];
+    }
 """
 
 LAYER_NORM = """
@@ -48,8 +50,8 @@ LAYER_NORM = """
     threadgroup float squares[8];
     const uint row = threadgroup_position_in_grid.x, t = thread_index_in_threadgroup;
     float s = 0.0f, q = 0.0f;
-    for (uint i = t; i < 1024; i += 256) {
-        const float v = inp[row * 1024 + i];
+    for (uint i = 0; i < 1024; i += 256) {
+        const float v = inp[row * 1024 + i + t];
         s += v;
         q += v * v;
     }
@@ -67,8 +69,9 @@ LAYER_NORM = """
     }
     const float mean = total / 1024.0f;
     const float inv = metal::rsqrt(total_sq / 1024.0f - mean * mean + 1e-5f);
-    for (uint i = t; i < 1024; i += 256) {
-        out[row * 1024 + i] = (inp[row * 1024 + i] - mean) * inv * w[i] + b[i];
+    for (uint i = 0; i < 1024; i += 256) {
+        const uint c = i + t;
+        out[row * 1024 + c] = (inp[row * 1024 + c] - mean) * inv * w[c] + b[c];
     }
 """
 
@@ -94,7 +97,8 @@ ROW_SOFTMAX_THREAD_PER_ROW = """
 Q4_MATVEC = """
     const uint row = thread_position_in_grid.y, lane = thread_index_in_simdgroup;
     float acc = 0.0f;
-    for (uint k = lane; k < 512; k += 32) {
+    for (uint k0 = 0; k0 < 512; k0 += 32) {
+        const uint k = k0 + lane;
         const uint word = wq[row * 512 + k];
         float part = 0.0f;
         for (uint j = 0; j < 8; ++j) {
@@ -124,7 +128,8 @@ ARGMAX = """
     const uint row = thread_position_in_grid.y, lane = thread_index_in_simdgroup;
     float best = -INFINITY;
     uint at = 0;
-    for (uint k = lane; k < 1024; k += 32) {
+    for (uint k0 = 0; k0 < 1024; k0 += 32) {
+        const uint k = k0 + lane;
         const float v = inp[row * 1024 + k];
         if (v > best) {
             best = v;
@@ -146,7 +151,7 @@ ARGMAX = """
 WARP_SUM = """
     const unsigned row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     float s = 0.0f;
-    for (unsigned k = lane; k < 1024; k += 32) s += inp[row * 1024 + k];
+    for (unsigned k = 0; k < 1024; k += 32) s += inp[row * 1024 + k + lane];
     for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
     if (lane == 0) out[row] = s;
 """

@@ -1,6 +1,7 @@
 // The CPU's emitter: the body as a loop over a group's threads, as regions between barriers,
 // or as coroutines (codegen/cpu_mode.h), and the entry point the CPU backend calls with a range
 // of groups.
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
@@ -52,10 +53,18 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   const std::vector<Token> in_regions =
       plan.operations ? with_operation_results(edited, plan, texts) : std::vector<Token>();
   const std::vector<Token>& region_text = plan.operations ? in_regions : edited;
-  // Group memory is declared from the body's own tokens.
-  const std::vector<Token> own = debug && !plan.group_memory.empty()
-                                     ? debug_view_tokens(spec, call, spec.source_tokens, texts)
-                                     : std::vector<Token>();
+  // Group memory is declared from the body's own tokens, as locals of the function that runs a
+  // whole group (a worker's thread_local in the other modes): no pointer the compiler cannot
+  // see through reaches them, and their loops vectorise. Dynamic group memory stays the launch's.
+  std::vector<Token> own = debug && !plan.group_memory.empty()
+                               ? debug_view_tokens(spec, call, spec.source_tokens, texts)
+                               : spec.source_tokens;
+  for (const auto& [begin, end] : plan.group_memory) {
+    if (is_one_of(own[begin].text, {"threadgroup", "__shared__"})) {
+      own[begin].kind = TokenKind::Space;
+      own[begin].text = {};
+    }
+  }
   // Tokens [begin, end) of |tokens|, the body's own or as regions see them.
   auto user_text = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
     w << "#line " << std::to_string(tokens[begin].line) << " \"" << kSourceFile << "\"\n";
@@ -73,9 +82,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   // Text outside the regions that indexes an array reports the group's first thread.
   if (debug) w << "  const ::kjit::thread_ctx& kjit_thread = kjit_group;\n";
   warn_of_unchecked_arrays(spec);
-  for (const auto& [begin, end] : plan.group_memory) {
-    user_text(debug ? own : spec.source_tokens, begin, end);
-  }
+  for (const auto& [begin, end] : plan.group_memory) user_text(own, begin, end);
   for (const RegionPlan::Carried& c : plan.carried) {
     std::string type;
     for (size_t k = c.type_begin; k < c.type_end; ++k) {
@@ -104,10 +111,18 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       if (debug) w << "  ::kjit::debug::races::next_stretch();\n";
     }
   };
+  // The recomputed declarations piece |p| declares again, then its text.
+  auto declare_again = [&](size_t p) {
+    for (const RegionPlan::Recomputed& r : plan.recomputed) {
+      if (std::binary_search(r.pieces.begin(), r.pieces.end(), p)) {
+        user_text(edited, r.begin, r.end);
+      }
+    }
+  };
   // A loop over the group's threads that runs |text| for each thread still in the kernel.
   auto each_thread = [&](auto&& text) {
     w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
-         "unsigned kjit_wi) __attribute__((always_inline)) {\n";
+         "unsigned long kjit_wi) __attribute__((always_inline)) {\n";
     if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
     text();
     w << "  });\n";
@@ -120,6 +135,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       case RegionPlan::Piece::Kind::Region:
         each_thread([&] {
           w << region_locals << "  (void)kjit_wi;\n";
+          declare_again(p);
           user_text(region_text, piece.begin, piece.end);
         });
         break;
@@ -128,9 +144,11 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
         // operation type (prelude/mode/regions/), whose combine fills the result slots.
         const std::string op = "kjit_op" + std::to_string(operation++);
         w << "  auto " << op
-          << "_operand = [&](const ::kjit::thread_ctx& kjit_thread, unsigned kjit_wi) "
+          << "_operand = [&](const ::kjit::thread_ctx& kjit_thread, unsigned long kjit_wi) "
              "__attribute__((always_inline)) {\n"
-          << region_locals << "  (void)kjit_wi;\n  return\n";
+          << region_locals << "  (void)kjit_wi;\n";
+        declare_again(p);
+        w << "  return\n";
         user_text(edited, piece.begin, piece.end);
         w << "  ;\n  };\n"
           << "  using " << op << "_t = decltype(" << op << "_operand(kjit_group, 0u));\n"

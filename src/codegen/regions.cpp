@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/emit.h"
 #include "codegen/group_memory.h"
 #include "codegen/rewrite.h"
 #include "codegen/token_scan.h"
@@ -55,11 +56,17 @@ struct Declaration {
 class Splitter {
  public:
   Splitter(const KernelSpec& spec, const std::vector<std::string>& uniform,
-           const WaitingHelpers& names)
-      : t_(spec.source_tokens),
+           const WaitingHelpers& names, bool interchange)
+      : interchange_(interchange),
+        t_(spec.source_tokens),
         dialect_(spec.dialect),
         uniform_(uniform.begin(), uniform.end()),
         names_(names) {
+    // What each region computes again for its thread: the index variables the body reads.
+    for (const std::string& a : spec.attributes) thread_names_.insert(a);
+    if (dialect_ == Dialect::Cuda) {
+      for (const CudaBuiltin& b : kCudaBuiltins) thread_names_.insert(b.name);
+    }
     for (size_t k = 0; k < t_.size(); ++k) {
       if (t_[k].kind == TokenKind::Identifier) occurrences_[t_[k].text].push_back(k);
     }
@@ -181,6 +188,18 @@ class Splitter {
     return true;
   }
 
+  // Whether [begin, end) may leave a loop's iteration or the kernel early: break, continue,
+  // return or goto anywhere in it (which would leave the group's loop, not the thread's).
+  bool leaves_early(size_t begin, size_t end) const {
+    for (size_t k = begin; k < end; ++k) {
+      if (t_[k].kind == TokenKind::Identifier &&
+          is_one_of(t_[k].text, {"break", "continue", "return", "goto"})) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // The first token of the call named at |k|: its qualification (metal::simd_sum) included.
   size_t call_start(size_t k) const {
     for (size_t p = index_before(t_, k); p != t_.size() && t_[p].text == "::";
@@ -241,10 +260,11 @@ class Splitter {
     return t_.size();
   }
 
-  // Splits the statements [begin, end) of one level (the body, or a loop's body, |loops| deep)
-  // at its barriers and SIMD-group or warp operations; false when a wait is not one that
-  // every thread (for an operation, every lane of a simdgroup) meets there.
-  bool split(size_t begin, size_t end, int loops) {
+  // Splits the statements [begin, end) of one level (the body, or a loop's body, |loops| deep,
+  // |interchanged| inside a loop made the group's that does not wait) at its barriers and
+  // SIMD-group or warp operations; false when a wait is not one that every thread (for an
+  // operation, every lane of a simdgroup) meets there.
+  bool split(size_t begin, size_t end, int loops, bool interchanged = false) {
     size_t region = begin;          // where the open region starts
     size_t statement = begin;       // where the statement holding the token starts
     size_t operations_end = begin;  // the end of the last operation's call
@@ -322,17 +342,28 @@ class Splitter {
         }
         continue;
       }
-      if (!waits_within(body, body_end)) continue;
-      // A loop with waits: all threads must run it alike, one loop for the group.
-      if (!starts_statement(k, begin) || !uniform_header(k, close, body, body_end)) {
-        return refuse(tk.line,
-                      "a loop with waits whose header the threads of a group may evaluate "
-                      "apart (it must name only uniform values and its own counter)");
+      const bool uniform = starts_statement(k, begin) && uniform_header(k, close, body, body_end);
+      if (waits_within(body, body_end)) {
+        // A loop with waits: all threads must run it alike, one loop for the group.
+        if (!uniform) {
+          return refuse(tk.line,
+                        "a loop with waits whose header the threads of a group may evaluate "
+                        "apart (it must name only uniform values and its own counter)");
+        }
+      } else if (!interchange_ || interchanged || !uniform || leaves_early(body, body_end)) {
+        continue;
       }
+      // A loop that does not wait but that every thread runs alike is one loop for the group
+      // too, with the loop over the threads inside: their iterations run side by side, which
+      // lets that loop vectorise (threads that do not wait for each other may run in any
+      // interleaving; each thread's own iterations keep their order).
       add_region(region, k, loops > 0);
       plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopBegin, k, braced ? body : close + 1});
       in_loop_.push_back(loops > 0);
-      if (!split(braced ? body + 1 : body, braced ? body_end - 1 : body_end, loops + 1)) {
+      // Loops inside one that does not wait stay the threads' own: the compiler unrolls the
+      // short ones, and the loop over the threads around them still vectorises.
+      if (!split(braced ? body + 1 : body, braced ? body_end - 1 : body_end, loops + 1,
+                 interchanged || !waits_within(body, body_end))) {
         return false;
       }
       plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopEnd, body_end - 1, body_end});
@@ -481,11 +512,87 @@ class Splitter {
             return refuse(tk.line, "'" + std::string(name) +
                                        "', used across a wait, is declared more than once");
           }
+        }
+        size_t semicolon = k;
+        while (t_[semicolon].text != ";") semicolon = index_after(t_, semicolon);
+        if (std::vector<size_t> uses; recomputable(*d, semicolon, uses)) {
+          add_recomputed(*d, semicolon + 1, p, uses);
+          k = semicolon;
+          continue;
+        }
+        for (const auto& [name, at] : d->names) {
           plan_.carried.push_back({std::string(name), d->type_begin, d->names.front().second});
         }
       }
     }
     return true;
+  }
+
+  // Whether the const declaration |d|, up to its ';' at |semicolon|, computes its values from
+  // what every piece computes again for its thread: uniform names, the index variables, earlier
+  // such variables, literals and arithmetic (no memory, no calls but casts to a type word).
+  bool recomputable(const Declaration& d, size_t semicolon, std::vector<size_t>& uses) const {
+    bool constant = false;
+    for (size_t k = d.type_begin; k < d.names.front().second; ++k) {
+      constant = constant || is_one_of(t_[k].text, {"const", "constexpr"});
+    }
+    if (!constant) return false;
+    for (size_t k = d.names.front().second; k < semicolon; k = index_after(t_, k)) {
+      const Token& tk = t_[k];
+      if (tk.kind == TokenKind::Number) continue;
+      if (tk.kind == TokenKind::Identifier) {
+        const size_t next = index_after(t_, k);
+        const bool called = next < semicolon && t_[next].text == "(";
+        if (is_type_word(tk.text) || is_one_of(tk.text, {"true", "false"})) continue;
+        if (called) return false;
+        const Token* before = prev_significant(t_, k);
+        if (const auto found = recomputed_names_.find(tk.text); found != recomputed_names_.end()) {
+          uses.push_back(found->second);
+          continue;
+        }
+        if (is_member_access(before) || uniform_.count(tk.text) || thread_names_.count(tk.text)) {
+          continue;
+        }
+        bool own = false;
+        for (const auto& [name, at] : d.names) own = own || (name == tk.text && at <= k);
+        if (own) continue;
+        return false;
+      }
+      if (tk.kind != TokenKind::Punct ||
+          is_one_of(tk.text, {"[", "]", "->", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=",
+                              "^=", "<<=", ">>=", "{", "}"})) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A recomputed declaration [d.type_begin, end) of piece |declared_in|, which reads the
+  // recomputed declarations |uses|: every later piece that names one of its variables declares
+  // it again, and those it reads.
+  void add_recomputed(const Declaration& d, size_t end, size_t declared_in,
+                      const std::vector<size_t>& uses) {
+    const size_t index = plan_.recomputed.size();
+    plan_.recomputed.push_back({d.type_begin, end, {}});
+    recomputed_uses_.push_back(uses);
+    for (const auto& [name, at] : d.names) {
+      recomputed_names_.emplace(name, index);
+      for (size_t k : occurrences(name)) {
+        const size_t p = piece_of(k);
+        if (p != std::string::npos && p != declared_in && k >= end &&
+            !is_member_access(prev_significant(t_, k))) {
+          declare_again(index, p);
+        }
+      }
+    }
+  }
+
+  // Piece |p| declares recomputed declaration |index| again, and those it reads.
+  void declare_again(size_t index, size_t p) {
+    std::vector<size_t>& pieces = plan_.recomputed[index].pieces;
+    if (std::find(pieces.begin(), pieces.end(), p) != pieces.end()) return;
+    pieces.insert(std::upper_bound(pieces.begin(), pieces.end(), p), p);
+    for (size_t used : recomputed_uses_[index]) declare_again(used, p);
   }
 
   // A return leaves one thread: later regions skip it. Only a plain "return;" can occur in a
@@ -509,6 +616,8 @@ class Splitter {
     return true;
   }
 
+  // Whether loops that do not wait but that every thread runs alike become loops of the group.
+  const bool interchange_;
   const Tokens& t_;
   Dialect dialect_;
   const std::unordered_set<std::string_view> uniform_;
@@ -518,6 +627,10 @@ class Splitter {
   std::vector<size_t> operations_;  // the operation pieces, in order
   std::vector<size_t> text_order_;  // the regions and loop headers, in order
   std::vector<bool> in_loop_;       // per piece: a region inside a loop
+  std::unordered_set<std::string_view> thread_names_;  // the index variables a body reads
+  // The variables of plan_.recomputed, with their declaration's index, and what each reads.
+  std::unordered_map<std::string_view, size_t> recomputed_names_;
+  std::vector<std::vector<size_t>> recomputed_uses_;
   // How far evaluated_first has read the statement of the last operation.
   struct StatementScan {
     size_t statement = std::string::npos, at = 0;
@@ -532,7 +645,10 @@ class Splitter {
 
 RegionPlanning plan_regions(const KernelSpec& spec, const std::vector<std::string>& uniform,
                             const WaitingHelpers& names) {
-  return Splitter(spec, uniform, names).plan();
+  // Loops of the group over loops of the threads need more of the body's variables in slots;
+  // a body whose variables cannot all be slots splits at its waits alone.
+  RegionPlanning planning = Splitter(spec, uniform, names, true).plan();
+  return planning.plan ? std::move(planning) : Splitter(spec, uniform, names, false).plan();
 }
 
 std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,

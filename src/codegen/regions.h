@@ -46,8 +46,17 @@ struct RegionPlan {
   std::vector<Barrier> barriers;                        // in order
   std::vector<std::pair<size_t, size_t>> group_memory;  // declarations moved to the group's scope
   std::vector<Carried> carried;
-  bool returns = false;     // a thread may leave before the last region
-  bool operations = false;  // some pieces are SIMD-group or warp operations
+  /// A const declaration that regions use across a wait and can compute again for their thread
+  /// (from the index variables and uniform values, "const uint t = thread_index_in_threadgroup"):
+  /// each piece that uses it declares it again rather than reading a slot, so that indexing
+  /// with it stays contiguous and the loops vectorise.
+  struct Recomputed {
+    size_t begin = 0, end = 0;   // tokens: the whole declaration, its ';' included
+    std::vector<size_t> pieces;  // the pieces that declare it again, in order
+  };
+  std::vector<Recomputed> recomputed;  // in the text's order
+  bool returns = false;                // a thread may leave before the last region
+  bool operations = false;             // some pieces are SIMD-group or warp operations
 };
 
 /// The plan for |spec|'s body, or, when it needs the cooperative mode's coroutines, why:

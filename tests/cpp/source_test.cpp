@@ -428,7 +428,7 @@ TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
   auto spec = Spec()
                   .source(R"(
     threadgroup float partial[64];
-    const uint t = thread_index_in_threadgroup, u = t + 1;
+    uint t = thread_index_in_threadgroup, u = t + 1;
     partial[t] = inp[thread_position_in_grid.x];
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint s = threads_per_threadgroup.x / 2; s > 0; s /= 2) {
@@ -457,6 +457,62 @@ TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
                        "kjit_carried_u[kjit_wi] = kjit_carried_t[kjit_wi] + 1;"))
       << text;
   EXPECT_FALSE(contains(text, "threadgroup float")) << text;
+}
+
+TEST(Regions, ConstVariablesOfTheIndexVariablesAreDeclaredAgainNotCarried) {
+  auto spec = Spec()
+                  .source(R"(
+    threadgroup float partial[64];
+    const uint t = thread_index_in_threadgroup, u = t + 1;
+    const uint v = u * 2;
+    const float x = inp[t];
+    partial[t] = x;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[v] = partial[63 - t] + x;
+  )")
+                  .make();
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec)).plan;
+  ASSERT_TRUE(plan);
+  // x reads memory: carried. t and u, and v, which reads u: declared again where used.
+  ASSERT_EQ(plan->carried.size(), 1u);
+  EXPECT_EQ(plan->carried[0].name, "x");
+  ASSERT_EQ(plan->recomputed.size(), 2u);
+  // The second region uses t and v; v needs u, declared with t.
+  EXPECT_EQ(plan->recomputed[0].pieces, std::vector<size_t>{1});
+  EXPECT_EQ(plan->recomputed[1].pieces, std::vector<size_t>{1});
+}
+
+TEST(Regions, SplitAtSimdGroupOperationsAndRunUniformLoopsAsTheGroups) {
+  auto spec = Spec()
+                  .source(R"(
+    const uint lane = thread_index_in_simdgroup;
+    float acc = 0.0f;
+    for (uint k = 0; k < 4; ++k) acc += inp[k * 32 + lane];
+    float s = simd_sum(acc);
+    for (ushort d = 16; d > 0; d /= 2) s += simd_shuffle_down(s, d);
+    out[lane] = s;
+  )")
+                  .make();
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec)).plan;
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->operations);
+  EXPECT_TRUE(plan->barriers.empty());
+  using K = RegionPlan::Piece::Kind;
+  // The loop without waits is the group's too, so that the loop over its threads vectorises.
+  EXPECT_EQ(kinds(*plan),
+            (std::vector<K>{K::Region, K::LoopBegin, K::Region, K::LoopEnd, K::Operation, K::Region,
+                            K::LoopBegin, K::Operation, K::Region, K::LoopEnd, K::Region}));
+  ASSERT_EQ(plan->carried.size(), 2u);
+  EXPECT_EQ(plan->carried[0].name, "acc");
+  EXPECT_EQ(plan->carried[1].name, "s");
+  EXPECT_EQ(plan->recomputed.size(), 1u);
+  std::deque<std::string> texts;
+  std::string text;
+  for (const Token& t : with_operation_results(region_tokens(*spec, *plan, texts), *plan, texts)) {
+    text += t.text;
+  }
+  EXPECT_TRUE(contains(text, "kjit_carried_s[kjit_wi] = kjit_op0_out[kjit_wi];")) << text;
+  EXPECT_TRUE(contains(text, "kjit_carried_s[kjit_wi] += kjit_op1_out[kjit_wi]")) << text;
 }
 
 TEST(Regions, KnowWhereEachBarrierStands) {
