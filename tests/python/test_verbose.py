@@ -79,8 +79,12 @@ def sections(printed: str) -> tuple[str, str]:
     mlx = re.fullmatch(r"Generated source code for `\w+` \(as MLX generates it\):\n```\n"
                        r"(.*)\n```\n(Source kjit compiles .*)", printed, re.S)
     assert mlx, printed
-    compiled = re.fullmatch(KJIT_HEADING.pattern + r"(.*)```\n", mlx.group(2), re.S)
+    # On the CPU, a last line says how the kernel's threads run there.
+    compiled = re.fullmatch(KJIT_HEADING.pattern + r"(.*)```\n"
+                            r"(On the CPU its threads run in \w+ mode: [^\n]+\.\n)?",
+                            mlx.group(2), re.S)
     assert compiled, mlx.group(2)
+    assert (compiled.group(4) is not None) == (compiled.group(2) == "cpu"), mlx.group(2)
     return mlx.group(1), compiled.group(3)
 
 
@@ -98,6 +102,9 @@ def test_myexp_prints_the_proposals_listing_then_the_compiled_source(capsys, dev
     on = "cpu" if device == "cpu" else "cuda:0"
     assert KJIT_HEADING.search(printed).groups() == ("myexp", on)
     mlx, compiled = sections(printed)
+    if device == "cpu":
+        assert printed.endswith("On the CPU its threads run in loop mode: the body waits for no "
+                                "other thread: a group's threads run as one loop.\n"), printed
     assert mlx == re.sub(r"custom_kernel_myexp\w*", MLX_MYEXP_NAME, PROPOSAL_LISTING)
     # The compiled source: kjit's function of the body, with the body's own lines.
     assert "namespace kjit_user" in compiled and "custom_kernel_myexp(" in compiled
