@@ -28,6 +28,12 @@ SUM_WITH_EARLY_EXIT = """
 """
 
 
+@pytest.fixture(autouse=True)
+def region_mode_on(monkeypatch):
+    """These tests are of region mode: whatever KJIT_CPU_REGIONS says for the rest of the run."""
+    monkeypatch.delenv("KJIT_CPU_REGIONS", raising=False)
+
+
 def generated_source(kernel, **kw) -> str:
     """The source kjit generates for this call (verbose=True), with the call's outputs."""
     printed = io.StringIO()
