@@ -6,6 +6,14 @@
 #define KJIT_INLINE inline __attribute__((always_inline))
 #define KJIT_MATHF(name) __builtin_##name##f
 #define KJIT_MATH(name) __builtin_##name
+// Before a loop over a group's threads: its iterations are threads, which do not order their
+// memory accesses between waits (two threads touching one element, one writing, is a race on a
+// GPU), so the compiler may run them side by side without checking that their accesses overlap.
+#ifdef __clang__
+#define KJIT_THREADS_LOOP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define KJIT_THREADS_LOOP _Pragma("GCC ivdep")
+#endif
 
 typedef __INT8_TYPE__ int8_t;
 typedef __INT16_TYPE__ int16_t;

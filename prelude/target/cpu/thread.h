@@ -35,6 +35,7 @@ KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
   thread_ctx t = group;
   if (t.group_size.y == 1 && t.group_size.z == 1) {
     const unsigned n = t.group_size.x;
+    KJIT_THREADS_LOOP
     for (unsigned i = 0; i < n; ++i) {
       t.global_id = uint3(t.origin.x + i, t.origin.y, t.origin.z);
       body(t, i);
@@ -45,6 +46,7 @@ KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
   unsigned long row = 0;
   for (unsigned z = t.origin.z; z < stop.z; ++z)
     for (unsigned y = t.origin.y; y < stop.y; ++y, row += t.group_size.x)
+      KJIT_THREADS_LOOP
       for (unsigned x = t.origin.x; x < stop.x; ++x) {
         t.global_id = uint3(x, y, z);
         body(t, row + (x - t.origin.x));
