@@ -236,7 +236,8 @@ void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& sp
       break;
     case CpuMode::Regions:
       w << "  ::kjit::run_whole_groups(kjit_launch, kjit_first, kjit_end,\n"
-           "      [=](const ::kjit::thread_ctx& kjit_group) {\n        "
+           "      [=](const ::kjit::thread_ctx& kjit_group) __attribute__((always_inline)) {\n"
+           "        "
         << g.kernel_name << "(" << args << "kjit_group);\n      }" << checks << ");\n}\n\n";
       break;
     case CpuMode::Loop:

@@ -1,7 +1,7 @@
-// Loop-mode kernels vectorise on AVX2 as on AVX-512: the generated translation unit of a few
-// math bodies, compiled to assembly with the options kjit compiles kernels with for
-// -march=haswell and -march=skylake-avx512, does its math in packed instructions on ymm or zmm
-// registers in the entry point.
+// Loop-mode kernels vectorise on AVX2 as on AVX-512, and so do the loops of region mode: the
+// generated translation unit of a few bodies, compiled to assembly with the options kjit
+// compiles kernels with for -march=haswell and -march=skylake-avx512, does its math in packed
+// instructions on ymm or zmm registers in the entry point.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -26,8 +26,10 @@ using codegen::CallSignature;
 using codegen::GeneratedSource;
 
 // The assembly of the entry point of |body|'s translation unit (one float32 input and output,
-// T = float), in loop mode, compiled for -march=|arch| in |mode|.
-std::string entry_assembly(const std::string& body, MathMode mode, const std::string& arch) {
+// T = float), in the CPU mode |expected| (the one kjit chooses for it), compiled for
+// -march=|arch| in |mode|.
+std::string entry_assembly(const std::string& body, MathMode mode, const std::string& arch,
+                           codegen::CpuMode expected = codegen::CpuMode::Loop) {
   CompileOptions options;
   options.math_mode = mode;
   auto spec = make_spec(Dialect::Metal, "vector_probe", {"inp"}, {"out"}, body, "",
@@ -35,7 +37,7 @@ std::string entry_assembly(const std::string& body, MathMode mode, const std::st
                         /*shared_memory=*/0, options);
   const CallSignature call{{{Dtype::Float32, 1}}, {Dtype::Float32}, {{"T", Dtype::Float32}}};
   const codegen::CpuModeChoice choice = codegen::choose_cpu_mode(*spec, call);
-  EXPECT_EQ(choice.mode, codegen::CpuMode::Loop) << choice.reason;
+  EXPECT_EQ(choice.mode, expected) << choice.reason;
   const GeneratedSource generated = codegen::generate(*spec, call, choice);
   cpu::BuildDirectory dir("kjit_kernel.cpp", generated.text);
   std::vector<std::string> argv = {cpu::host_compiler().path};
@@ -111,6 +113,33 @@ TEST_P(VectorCode, ExpVectorisesInEveryMathMode) {
     EXPECT_GE(packed_count(assembly, kBodies[0].mnemonic), kBodies[0].at_least)
         << "mode " << static_cast<int>(mode) << " for " << GetParam();
   }
+}
+
+// Region mode's loops over a group's threads vectorise: the exp before a SIMD-group
+// reduction and the division after it, and a step of a tree reduction in group memory between
+// barriers (whose reads and writes of one array need no overlap check: threads do not order
+// them).
+TEST_P(VectorCode, RegionLoopsVectorise) {
+  const std::string softmax_like =
+      "const uint i = thread_position_in_grid.x;\n"
+      "const float e = metal::exp(inp[i]);\n"
+      "out[i] = e / simd_sum(e);\n";
+  std::string assembly =
+      entry_assembly(softmax_like, MathMode::Safe, GetParam(), codegen::CpuMode::Regions);
+  EXPECT_GE(packed_count(assembly, kBodies[0].mnemonic), kBodies[0].at_least) << assembly;
+  EXPECT_GE(packed_count(assembly, "vdivps"), 1) << assembly;
+  const std::string tree_step =
+      "threadgroup float partial[256];\n"
+      "const uint t = thread_index_in_threadgroup;\n"
+      "partial[t] = inp[thread_position_in_grid.x];\n"
+      "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "for (uint s = 128; s > 0; s /= 2) {\n"
+      "  if (t < s) partial[t] += partial[t + s];\n"
+      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "}\n"
+      "if (t == 0) out[threadgroup_position_in_grid.x] = partial[0];\n";
+  assembly = entry_assembly(tree_step, MathMode::Safe, GetParam(), codegen::CpuMode::Regions);
+  EXPECT_GE(packed_count(assembly, "vaddps"), 1) << assembly;
 }
 
 // The 256-bit target uses no 512-bit register: the -march value reached the compiler.
