@@ -70,7 +70,12 @@ class Lexer {
       return TokenKind::Space;
     }
     if (c == '/' && at(i_ + 1) == '/') {
-      while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+      // A backslash at the end of the line continues the comment on the next one (the
+      // compiler splices lines before it sees comments).
+      while (i_ < s_.size() &&
+             (s_[i_] != '\n' || at(i_ - 1) == '\\' || (at(i_ - 1) == '\r' && at(i_ - 2) == '\\'))) {
+        ++i_;
+      }
       return TokenKind::Comment;
     }
     if (c == '/' && at(i_ + 1) == '*') {

@@ -417,6 +417,21 @@ void check_braces_pair_up(const std::vector<Token>& tokens, Dialect dialect, Tex
   auto is_brace = [](const Token& t) {
     return t.kind == TokenKind::Punct && (t.text == "{" || t.text == "}");
   };
+  // A line continuation between two tokens that would join ("%\<newline>>" is "%>", a brace)
+  // makes the compiler see other tokens than these.
+  for (size_t i = 1; i + 1 < tokens.size(); ++i) {
+    const Token &before = tokens[i - 1], &t = tokens[i], &after = tokens[i + 1];
+    auto word = [](const Token& w) {
+      return w.kind == TokenKind::Identifier || w.kind == TokenKind::Number;
+    };
+    if (t.kind == TokenKind::Space && !t.in_directive && (t.text == "\\\n" || t.text == "\\\r\n") &&
+        ((before.kind == TokenKind::Punct && after.kind == TokenKind::Punct) ||
+         (word(before) && word(after)))) {
+      throw ValueError(about(after, dialect, origin) +
+                       " follows a line continuation that joins it to the token before it: "
+                       "write them on one line.");
+    }
+  }
   // Braces in macros, or in branches of #if, pair up only once preprocessed.
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i].in_directive && is_brace(tokens[i])) return;

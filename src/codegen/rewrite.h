@@ -23,8 +23,9 @@ enum class TextOrigin { Source, Header };
 void check_supported(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
 /// Throws kjit::ValueError when the braces of |tokens| do not pair up: a '}' that closes what
-/// the text did not open would end kjit's own function around it. (Texts whose macros hold
-/// braces, or with #if, are left to the compiler.)
+/// the text did not open would end kjit's own function around it (texts whose macros hold
+/// braces, or with #if, are left to the compiler), or when a line continuation joins two tokens
+/// outside a directive (the compiler would see another token than the checks do).
 void check_braces_pair_up(const std::vector<Token>& tokens, Dialect dialect, TextOrigin origin);
 
 /// The functions of a header that wait for other threads: they call barriers, SIMD-group or warp

@@ -70,6 +70,23 @@ TEST(Lexer, RoundTripsTrickyText) {
   }
 }
 
+// As the compiler splices lines before it sees comments, a backslash at the end of a // comment
+// makes the next line part of it; lines after keep their numbers.
+TEST(Lexer, ALineCommentEndingInABackslashGoesOnToTheNextLine) {
+  for (const char* newline : {"\n", "\r\n"}) {
+    const std::string text = std::string("a = 1; // note \\") + newline + "b = 2; }" + newline +
+                             "c = 3;";
+    const std::vector<Token> t = lex(text);
+    EXPECT_EQ(concat(t), text);
+    EXPECT_FALSE(has_identifier(t, "b"));
+    EXPECT_EQ(find_token(t, "}"), nullptr);
+    ASSERT_NE(find_token(t, "c"), nullptr);
+    EXPECT_EQ(find_token(t, "c")->line, 3);
+  }
+  // A backslash before the end of the line does not continue it.
+  EXPECT_TRUE(has_identifier(lex("// a \\ b\nc = 1;"), "c"));
+}
+
 TEST(Lexer, RawStringsWithDelimiters) {
   // Neither )" nor )x" closes a raw string delimited by xy.
   const std::string raw = "R\"xy(a )\" b)x\" c)xy\"";

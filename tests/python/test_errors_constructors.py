@@ -85,6 +85,13 @@ CONSTRUCTION_ERRORS = [
      ValueError, r"'\}' \(source line 1\) closes a brace the text did not open"),
     ("header-never-closed-digraph", "metal", dict(header="namespace q <%\n"), ValueError,
      r"'\{' \(header line 1\) is never closed"),
+    # line continuations are spliced as the compiler splices them
+    ("source-closes-the-function-through-a-continuation", "cuda",
+     dict(source="o[0] = a[0];\n%\\\n>\nint evil() { return 1; }\nvoid more() <%"), ValueError,
+     r"'>' \(source line 3\) follows a line continuation that joins it to the token before it"),
+    ("comment-continued-hides-a-brace", "metal",
+     dict(source="o[0] = a[0]; // note \\\n}\nvoid f() {"), ValueError,
+     r"'\{' \(source line 3\) is never closed"),
     # flags
     ("ensure-row-contiguous-int", "metal", dict(ensure_row_contiguous=1), TypeError,
      r"ensure_row_contiguous: expected a bool"),

@@ -205,3 +205,16 @@ def test_digraph_braces_are_braces(device, rng):
                threadgroup=(32, 1, 1), device=device)
     expected = np.repeat([2 * x[:32].sum(), 2 * x[32:].sum()], 32)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_a_line_comment_ending_in_a_backslash_comments_out_the_next_line(rng):
+    # As in C++: the compiler splices the lines before it sees the comment.
+    kernel = kjit.metal_kernel(name="continued_comment", input_names=["inp"],
+                               output_names=["out"], source=(
+                                   "uint i = thread_position_in_grid.x;\n"
+                                   "out[i] = inp[i]; // doubled below? \\\n"
+                                   "out[i] = 2 * inp[i];\n"))
+    x = rng.standard_normal(64).astype(np.float32)
+    (out,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                    grid=(64, 1, 1), threadgroup=(32, 1, 1))
+    np.testing.assert_array_equal(out, x)
