@@ -75,7 +75,22 @@ float64: Dtype = Dtype.float64
 complex64: Dtype = Dtype.complex64
 
 class Array:
-    """An n-dimensional array on a device, owning or borrowing memory."""
+    """
+    An n-dimensional array on a device, owning or borrowing memory.
+
+    Made by kjit.array (a view of another library's array), kjit.empty or kjit.zeros, and
+    returned by kernel calls given kjit.Array inputs. Read it with numpy() or np.asarray
+    (CPU arrays), pass it to any DLPack consumer (torch.from_dlpack, jax.dlpack), or move it
+    with to(device).
+
+    Attributes: shape and strides (tuples of ints; strides in elements), dtype (a
+    kjit.Dtype), ndim, size (elements), nbytes, device ('cpu' or 'cuda:N').
+
+    Example:
+        >>> a = kjit.zeros((2, 3), kjit.float32)
+        >>> a.shape, a.dtype, a.device
+        ((2, 3), kjit.float32, 'cpu')
+    """
 
     @property
     def shape(self, /) -> tuple[int, ...]: ...
@@ -115,21 +130,80 @@ class Array:
 
 def array(obj: object, device: str | None = None, dtype: object | None = None) -> Array:
     """
-    A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar), or
-    with a dtype other than obj's, a new array converted as NumPy's astype converts.
+    A kjit.Array viewing obj's memory, or a new one converted from it.
+
+    Parameters:
+        obj: a NumPy array, any DLPack producer (torch, JAX, CuPy, MLX arrays) or a Python
+            scalar. Its memory is shared, not copied, and kept alive by the result.
+        device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; the array is copied
+            there when it lives elsewhere. None keeps obj's device.
+        dtype (default None): a kjit dtype, NumPy dtype or name ('float16'...); a new array
+            converted as NumPy's astype converts. None keeps obj's dtype.
+
+    Raises TypeError for an object that is no array (or of a dtype kjit does not know,
+    such as datetime64), ValueError for an unknown device.
+
+    Example:
+        >>> a = kjit.array(np.arange(4, dtype=np.float32))
+        >>> kjit.array(a, dtype='float16').dtype
+        kjit.float16
     """
 
 def empty(shape: Sequence[int], dtype: object = float32, device: str | None = None) -> Array:
-    """A new uninitialised row-contiguous array."""
+    """
+    A new row-contiguous array whose elements are not set.
+
+    Parameters:
+        shape (sequence of ints): the extent of each dimension, each >= 0.
+        dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.
+        device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is
+            kjit.default_device().
+
+    Raises ValueError for a negative extent or an unknown device, TypeError for
+    a shape that is no sequence of ints.
+
+    Example:
+        >>> kjit.empty((4,), 'int32', device='cpu').shape
+        (4,)
+    """
 
 def zeros(shape: Sequence[int], dtype: object = float32, device: str | None = None) -> Array:
-    """A new zero-filled row-contiguous array."""
+    """
+    A new row-contiguous array of zeros.
+
+    Parameters:
+        shape (sequence of ints): the extent of each dimension, each >= 0.
+        dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.
+        device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is
+            kjit.default_device().
+
+    Raises ValueError for a negative extent or an unknown device, TypeError for
+    a shape that is no sequence of ints.
+
+    Example:
+        >>> kjit.zeros((2, 2), device='cpu').numpy().sum()
+        np.float32(0.0)
+    """
 
 def devices() -> list[str]:
-    """The devices that can run kernels now."""
+    """
+    The devices that can run kernels now: 'cpu' first, then 'cuda:0', 'cuda:1'... for each
+    GPU whose driver works (`python -m kjit doctor` says why one does not).
+
+    Example:
+        >>> kjit.devices()[0]
+        'cpu'
+    """
 
 def default_device() -> str:
-    """The GPU when one works, else 'cpu'."""
+    """
+    The device kernels and new arrays use when none is named: 'cuda:0' when a GPU works,
+    else 'cpu'.
+
+    Example:
+        >>> kjit.default_device() in kjit.devices()
+        True
+    """
 
 def cache_info() -> dict[str, object]:
     """
@@ -156,7 +230,14 @@ def add_library_search_dir(dir: str) -> None:
 
 def clear_cache() -> None:
     """
-    Empties the CPU's in-memory cache and deletes disk entries (modules loaded on a GPU stay loaded).
+    Empties the compile caches: the CPU's in-memory cache of loaded programs, and the
+    entries of the disk cache (KJIT_CACHE_DIR). Modules loaded on a GPU stay loaded.
+    Kernels made before still run: they are compiled again when next called.
+
+    Example:
+        >>> kjit.clear_cache()
+        >>> kjit.cache_info()['memory_entries']
+        0
     """
 
 def version() -> str:

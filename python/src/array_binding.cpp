@@ -73,7 +73,19 @@ void init_array(nb::module_& m) {
   dtype.def("__str__", [](Dtype d) { return std::string(dtype_name(d)); });
   dtype.def("__repr__", [](Dtype d) { return "kjit." + std::string(dtype_name(d)); });
 
-  nb::class_<Array>(m, "Array", "An n-dimensional array on a device, owning or borrowing memory.")
+  nb::class_<Array>(
+      m, "Array",
+      "An n-dimensional array on a device, owning or borrowing memory.\n\n"
+      "Made by kjit.array (a view of another library's array), kjit.empty or kjit.zeros, and\n"
+      "returned by kernel calls given kjit.Array inputs. Read it with numpy() or np.asarray\n"
+      "(CPU arrays), pass it to any DLPack consumer (torch.from_dlpack, jax.dlpack), or move it\n"
+      "with to(device).\n\n"
+      "Attributes: shape and strides (tuples of ints; strides in elements), dtype (a\n"
+      "kjit.Dtype), ndim, size (elements), nbytes, device ('cpu' or 'cuda:N').\n\n"
+      "Example:\n"
+      "    >>> a = kjit.zeros((2, 3), kjit.float32)\n"
+      "    >>> a.shape, a.dtype, a.device\n"
+      "    ((2, 3), kjit.float32, 'cpu')")
       .def_prop_ro("shape", &shape_tuple,
                    nb::for_getter(nb::sig("def shape(self, /) -> tuple[int, ...]")))
       .def_prop_ro(
@@ -149,8 +161,20 @@ void init_array(nb::module_& m) {
         return target ? a.to(*target) : a;
       },
       nb::sig(array_signature().python()),
-      "A kjit.Array viewing obj's memory (NumPy, any DLPack producer, or a Python scalar), or\n"
-      "with a dtype other than obj's, a new array converted as NumPy's astype converts.");
+      "A kjit.Array viewing obj's memory, or a new one converted from it.\n\n"
+      "Parameters:\n"
+      "    obj: a NumPy array, any DLPack producer (torch, JAX, CuPy, MLX arrays) or a Python\n"
+      "        scalar. Its memory is shared, not copied, and kept alive by the result.\n"
+      "    device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; the array is copied\n"
+      "        there when it lives elsewhere. None keeps obj's device.\n"
+      "    dtype (default None): a kjit dtype, NumPy dtype or name ('float16'...); a new array\n"
+      "        converted as NumPy's astype converts. None keeps obj's dtype.\n\n"
+      "Raises TypeError for an object that is no array (or of a dtype kjit does not know,\n"
+      "such as datetime64), ValueError for an unknown device.\n\n"
+      "Example:\n"
+      "    >>> a = kjit.array(np.arange(4, dtype=np.float32))\n"
+      "    >>> kjit.array(a, dtype='float16').dtype\n"
+      "    kjit.float16");
   // kjit.empty and kjit.zeros: a new row-contiguous array from make (Array::empty or zeros).
   auto def_new_array = [&m](const char* name, Array (*make)(const Shape&, Dtype, Device),
                             const char* doc) {
@@ -164,8 +188,30 @@ void init_array(nb::module_& m) {
         },
         nb::sig(signature.python()), doc);
   };
-  def_new_array("empty", &Array::empty, "A new uninitialised row-contiguous array.");
-  def_new_array("zeros", &Array::zeros, "A new zero-filled row-contiguous array.");
+  def_new_array("empty", &Array::empty,
+                "A new row-contiguous array whose elements are not set.\n\n"
+                "Parameters:\n"
+                "    shape (sequence of ints): the extent of each dimension, each >= 0.\n"
+                "    dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.\n"
+                "    device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is\n"
+                "        kjit.default_device().\n\n"
+                "Raises ValueError for a negative extent or an unknown device, TypeError for\n"
+                "a shape that is no sequence of ints.\n\n"
+                "Example:\n"
+                "    >>> kjit.empty((4,), 'int32', device='cpu').shape\n"
+                "    (4,)");
+  def_new_array("zeros", &Array::zeros,
+                "A new row-contiguous array of zeros.\n\n"
+                "Parameters:\n"
+                "    shape (sequence of ints): the extent of each dimension, each >= 0.\n"
+                "    dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.\n"
+                "    device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is\n"
+                "        kjit.default_device().\n\n"
+                "Raises ValueError for a negative extent or an unknown device, TypeError for\n"
+                "a shape that is no sequence of ints.\n\n"
+                "Example:\n"
+                "    >>> kjit.zeros((2, 2), device='cpu').numpy().sum()\n"
+                "    np.float32(0.0)");
   m.def(
       "devices",
       [] {
@@ -173,10 +219,18 @@ void init_array(nb::module_& m) {
         for (const Device& d : devices()) out.push_back(d.str());
         return out;
       },
-      "The devices that can run kernels now.");
+      "The devices that can run kernels now: 'cpu' first, then 'cuda:0', 'cuda:1'... for each\n"
+      "GPU whose driver works (`python -m kjit doctor` says why one does not).\n\n"
+      "Example:\n"
+      "    >>> kjit.devices()[0]\n"
+      "    'cpu'");
   m.def(
       "default_device", [] { return default_device().str(); },
-      "The GPU when one works, else 'cpu'.");
+      "The device kernels and new arrays use when none is named: 'cuda:0' when a GPU works,\n"
+      "else 'cpu'.\n\n"
+      "Example:\n"
+      "    >>> kjit.default_device() in kjit.devices()\n"
+      "    True");
 }
 
 }  // namespace kjit::python

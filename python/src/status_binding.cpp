@@ -85,8 +85,13 @@ void init_status(nb::module_& m) {
       [](const std::string& dir) { backend_for(DeviceType::CUDA).add_library_search_dir(dir); },
       "dir"_a, "Adds a directory to search for CUDA libraries (NVRTC) before /usr/local/cuda.");
   m.def("clear_cache", &clear_cache,
-        "Empties the CPU's in-memory cache and deletes disk entries (modules loaded on a GPU stay "
-        "loaded).");
+        "Empties the compile caches: the CPU's in-memory cache of loaded programs, and the\n"
+        "entries of the disk cache (KJIT_CACHE_DIR). Modules loaded on a GPU stay loaded.\n"
+        "Kernels made before still run: they are compiled again when next called.\n\n"
+        "Example:\n"
+        "    >>> kjit.clear_cache()\n"
+        "    >>> kjit.cache_info()['memory_entries']\n"
+        "    0");
   m.def(
       "version", [] { return std::string(version()); }, "The library version.");
 }

@@ -6,6 +6,8 @@ import ast
 import inspect
 import pydoc
 
+import pytest
+
 import kjit
 from test_signatures import FUNCTIONS
 
@@ -57,3 +59,20 @@ def test_bind_and_build_help_show_an_example():
     text = pydoc.render_doc(kjit.Kernel.build, renderer=pydoc.plaintext)
     for name, _ in stub_parameters("Kernel.build")[1:]:
         assert f"    {name} (" in text, name
+
+
+@pytest.mark.parametrize("name,parameters", [
+    ("array", ["obj", "device", "dtype"]),
+    ("empty", ["shape", "dtype", "device"]),
+    ("zeros", ["shape", "dtype", "device"]),
+])
+def test_array_makers_help_explains_each_parameter(name, parameters):
+    doc = getattr(kjit, name).__doc__
+    assert "Parameters:" in doc and "Example:" in doc and "Raises" in doc, doc
+    for p in parameters:
+        assert f"\n    {p} " in doc or f"\n    {p}:" in doc, (p, doc)
+
+
+@pytest.mark.parametrize("name", ["Array", "devices", "default_device", "clear_cache"])
+def test_the_other_public_names_show_an_example(name):
+    assert "Example:" in getattr(kjit, name).__doc__
