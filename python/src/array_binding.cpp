@@ -188,30 +188,27 @@ void init_array(nb::module_& m) {
         },
         nb::sig(signature.python()), doc);
   };
-  def_new_array("empty", &Array::empty,
-                "A new row-contiguous array whose elements are not set.\n\n"
-                "Parameters:\n"
-                "    shape (sequence of ints): the extent of each dimension, each >= 0.\n"
-                "    dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.\n"
-                "    device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is\n"
-                "        kjit.default_device().\n\n"
-                "Raises ValueError for a negative extent or an unknown device, TypeError for\n"
-                "a shape that is no sequence of ints.\n\n"
-                "Example:\n"
-                "    >>> kjit.empty((4,), 'int32', device='cpu').shape\n"
-                "    (4,)");
-  def_new_array("zeros", &Array::zeros,
-                "A new row-contiguous array of zeros.\n\n"
-                "Parameters:\n"
-                "    shape (sequence of ints): the extent of each dimension, each >= 0.\n"
-                "    dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.\n"
-                "    device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is\n"
-                "        kjit.default_device().\n\n"
-                "Raises ValueError for a negative extent or an unknown device, TypeError for\n"
-                "a shape that is no sequence of ints.\n\n"
-                "Example:\n"
-                "    >>> kjit.zeros((2, 2), device='cpu').numpy().sum()\n"
-                "    np.float32(0.0)");
+  // Their docstrings differ in what the elements are, and in the example.
+  static const auto new_array_doc = [](const std::string& what, const std::string& example) {
+    return "A new row-contiguous array " + what +
+           ".\n\n"
+           "Parameters:\n"
+           "    shape (sequence of ints): the extent of each dimension, each >= 0.\n"
+           "    dtype (default kjit.float32): a kjit dtype, NumPy dtype or name.\n"
+           "    device (str | None, default None): 'cpu', 'cuda' or 'cuda:N'; None is\n"
+           "        kjit.default_device().\n\n"
+           "Raises ValueError for a negative extent or an unknown device, TypeError for\n"
+           "a shape that is no sequence of ints.\n\n"
+           "Example:\n" +
+           example;
+  };
+  static const std::string empty_doc =
+      new_array_doc("whose elements are not set",
+                    "    >>> kjit.empty((4,), 'int32', device='cpu').shape\n    (4,)");
+  static const std::string zeros_doc = new_array_doc(
+      "of zeros", "    >>> kjit.zeros((2, 2), device='cpu').numpy().sum()\n    np.float32(0.0)");
+  def_new_array("empty", &Array::empty, empty_doc.c_str());
+  def_new_array("zeros", &Array::zeros, zeros_doc.c_str());
   m.def(
       "devices",
       [] {

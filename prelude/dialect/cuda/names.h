@@ -147,3 +147,22 @@ struct bit_xor {
   KJIT_INLINE T operator()(T a, T b) const { return a ^ b; }
 };
 }  // namespace cooperative_groups
+
+// The CPU's warp shuffles and reductions, as rows each mode's SHUFFLE(name, lane source in
+// common/lanes.h) and REDUCE(name, type, cg operation) macros expand (mode/coop/cuda.h,
+// mode/regions/cuda.h).
+#define KJIT_CUDA_WARP_SHUFFLES(SHUFFLE)               \
+  SHUFFLE(__shfl_sync, ::kjit::lanes::from_lane)       \
+  SHUFFLE(__shfl_up_sync, ::kjit::lanes::from_below)   \
+  SHUFFLE(__shfl_down_sync, ::kjit::lanes::from_above) \
+  SHUFFLE(__shfl_xor_sync, ::kjit::lanes::from_xor)
+#define KJIT_CUDA_WARP_REDUCTIONS(REDUCE)      \
+  REDUCE(__reduce_add_sync, unsigned, plus)    \
+  REDUCE(__reduce_add_sync, int, plus)         \
+  REDUCE(__reduce_min_sync, unsigned, less)    \
+  REDUCE(__reduce_min_sync, int, less)         \
+  REDUCE(__reduce_max_sync, unsigned, greater) \
+  REDUCE(__reduce_max_sync, int, greater)      \
+  REDUCE(__reduce_and_sync, unsigned, bit_and) \
+  REDUCE(__reduce_or_sync, unsigned, bit_or)   \
+  REDUCE(__reduce_xor_sync, unsigned, bit_xor)

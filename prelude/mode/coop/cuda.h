@@ -4,6 +4,7 @@
 // the call.
 #pragma once
 
+#include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cpu/runtime.h"
 #include "mode/coop/runtime.h"
 
@@ -85,10 +86,7 @@ KJIT_INLINE ::kjit::coop::simd_wait<int> __syncwarp(unsigned = 0xffffffffu, KJIT
     return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_shuffle<T, source>, arg, \
                                  ::kjit::lanes::segment_width(width, 32));                    \
   }
-KJIT_CUDA_SHUFFLE(__shfl_sync, ::kjit::lanes::from_lane)
-KJIT_CUDA_SHUFFLE(__shfl_up_sync, ::kjit::lanes::from_below)
-KJIT_CUDA_SHUFFLE(__shfl_down_sync, ::kjit::lanes::from_above)
-KJIT_CUDA_SHUFFLE(__shfl_xor_sync, ::kjit::lanes::from_xor)
+KJIT_CUDA_WARP_SHUFFLES(KJIT_CUDA_SHUFFLE)
 #undef KJIT_CUDA_SHUFFLE
 
 // Votes over segments of |width| lanes: 32 for the warp functions, N for a tile's.
@@ -112,15 +110,7 @@ KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __activemask(KJIT_SITE) {
     return ::kjit::coop::simd_op(v, kjit_line,                                                  \
                                  ::kjit::coop::combine_reduce<T, ::cooperative_groups::Op<T>>); \
   }
-KJIT_CUDA_REDUCE(__reduce_add_sync, unsigned, plus)
-KJIT_CUDA_REDUCE(__reduce_add_sync, int, plus)
-KJIT_CUDA_REDUCE(__reduce_min_sync, unsigned, less)
-KJIT_CUDA_REDUCE(__reduce_min_sync, int, less)
-KJIT_CUDA_REDUCE(__reduce_max_sync, unsigned, greater)
-KJIT_CUDA_REDUCE(__reduce_max_sync, int, greater)
-KJIT_CUDA_REDUCE(__reduce_and_sync, unsigned, bit_and)
-KJIT_CUDA_REDUCE(__reduce_or_sync, unsigned, bit_or)
-KJIT_CUDA_REDUCE(__reduce_xor_sync, unsigned, bit_xor)
+KJIT_CUDA_WARP_REDUCTIONS(KJIT_CUDA_REDUCE)
 #undef KJIT_CUDA_REDUCE
 
 template <class T>

@@ -5,6 +5,7 @@
 // reach the call.
 #pragma once
 
+#include "dialect/cuda/names.h"
 #include "dialect/cuda/on_cpu/runtime.h"
 #include "mode/regions/lane_ops.h"
 
@@ -34,10 +35,7 @@ KJIT_INLINE ::kjit::lane_ops::meet __syncwarp(unsigned = 0xffffffffu) { return {
                                                         int width = 32) {            \
     return {v, arg, ::kjit::lanes::segment_width(width, 32)};                        \
   }
-KJIT_CUDA_SHUFFLE(__shfl_sync, ::kjit::lanes::from_lane)
-KJIT_CUDA_SHUFFLE(__shfl_up_sync, ::kjit::lanes::from_below)
-KJIT_CUDA_SHUFFLE(__shfl_down_sync, ::kjit::lanes::from_above)
-KJIT_CUDA_SHUFFLE(__shfl_xor_sync, ::kjit::lanes::from_xor)
+KJIT_CUDA_WARP_SHUFFLES(KJIT_CUDA_SHUFFLE)
 #undef KJIT_CUDA_SHUFFLE
 
 #define KJIT_CUDA_VOTE(name, T, publish)                                                   \
@@ -60,15 +58,7 @@ KJIT_INLINE ::kjit::lane_ops::vote<unsigned, regions_detail::present_bits, 32> _
                                                                                    T v) {    \
     return {v};                                                                              \
   }
-KJIT_CUDA_REDUCE(__reduce_add_sync, unsigned, plus)
-KJIT_CUDA_REDUCE(__reduce_add_sync, int, plus)
-KJIT_CUDA_REDUCE(__reduce_min_sync, unsigned, less)
-KJIT_CUDA_REDUCE(__reduce_min_sync, int, less)
-KJIT_CUDA_REDUCE(__reduce_max_sync, unsigned, greater)
-KJIT_CUDA_REDUCE(__reduce_max_sync, int, greater)
-KJIT_CUDA_REDUCE(__reduce_and_sync, unsigned, bit_and)
-KJIT_CUDA_REDUCE(__reduce_or_sync, unsigned, bit_or)
-KJIT_CUDA_REDUCE(__reduce_xor_sync, unsigned, bit_xor)
+KJIT_CUDA_WARP_REDUCTIONS(KJIT_CUDA_REDUCE)
 #undef KJIT_CUDA_REDUCE
 
 template <class T>
