@@ -24,6 +24,7 @@ import numpy as np
 import kjit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cooperative import ROW_SOFTMAX  # noqa: E402  (a simdgroup per row of 32)
 from timing import best_of, comparison_table  # noqa: E402
 
 RMS_NORM = """
@@ -73,14 +74,6 @@ LAYER_NORM = """
         const uint c = i + t;
         out[row * 1024 + c] = (inp[row * 1024 + c] - mean) * inv * w[c] + b[c];
     }
-"""
-
-# One simdgroup per row of 32: each lane holds one element.
-ROW_SOFTMAX = """
-    const uint row = thread_position_in_grid.y, lane = thread_index_in_simdgroup;
-    const float x = inp[row * 32 + lane];
-    const float e = metal::exp(x - simd_max(x));
-    out[row * 32 + lane] = e / simd_sum(e);
 """
 
 # The same softmax with a thread per row and no SIMD-group operations: loop mode.
