@@ -22,7 +22,9 @@ namespace kjit::codegen {
 /// for or while loop whose header every thread evaluates alike (it names only |uniform| names,
 /// literals and what it declares), nested or not. A SIMD-group or warp operation may stand
 /// anywhere such a barrier may, as a call in a statement (or in an if's condition) that every
-/// lane evaluates: not after ?, && or ||, nor in a block of its own.
+/// lane evaluates: not after ?, && or ||, nor in a block of its own. A loop that does not wait
+/// but whose header every thread evaluates alike may be the group's loop too, so that the loop
+/// over the threads inside it vectorises.
 struct RegionPlan {
   struct Piece {
     enum class Kind { Region, LoopBegin, LoopEnd, Operation };
@@ -31,8 +33,8 @@ struct RegionPlan {
     // (which also lies in the region after it, where its result replaces it).
     size_t begin = 0, end = 0;
   };
-  /// A variable of the body's top level declared in one region and used in another: one per
-  /// thread, kept for the whole group.
+  /// A variable declared at the top of a region (of the body or of a loop's body) and used in
+  /// another piece: one per thread, kept for the whole group.
   struct Carried {
     std::string name;
     size_t type_begin = 0, type_end = 0;  // its declaration's specifiers and type
