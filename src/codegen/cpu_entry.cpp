@@ -56,9 +56,9 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   // Group memory is declared from the body's own tokens, as locals of the function that runs a
   // whole group (a worker's thread_local in the other modes): no pointer the compiler cannot
   // see through reaches them, and their loops vectorise. Dynamic group memory stays the launch's.
-  std::vector<Token> own = debug && !plan.group_memory.empty()
-                               ? debug_view_tokens(spec, call, spec.source_tokens, texts)
-                               : spec.source_tokens;
+  std::vector<Token> own = plan.group_memory.empty() ? std::vector<Token>()
+                           : debug ? debug_view_tokens(spec, call, spec.source_tokens, texts)
+                                   : spec.source_tokens;
   for (const auto& [begin, end] : plan.group_memory) {
     if (is_one_of(own[begin].text, {"threadgroup", "__shared__"})) {
       own[begin].kind = TokenKind::Space;
