@@ -494,8 +494,12 @@ void check_header_macros_do_not_wait(const std::vector<Token>& header,
         !header[name].in_directive) {
       continue;
     }
+    // Its line: up to the next directive (consecutive directive lines run together).
     size_t end = name + 1;
-    while (end < header.size() && header[end].in_directive) ++end;
+    while (end < header.size() && header[end].in_directive &&
+           header[end].kind != TokenKind::Directive) {
+      ++end;
+    }
     macros.push_back({header[name].text, name + 1, end});
   }
   for (Macro& m : macros) {
@@ -503,35 +507,40 @@ void check_header_macros_do_not_wait(const std::vector<Token>& header,
       if (awaits(header, i, dialect, helpers)) m.waits = i;
     }
   }
-  // Through other macros: until no macro newly waits.
-  for (bool more = true; more;) {
-    more = false;
-    for (Macro& m : macros) {
-      for (size_t i = m.begin; i < m.end && m.waits == std::string::npos; ++i) {
-        for (const Macro& other : macros) {
-          if (other.waits != std::string::npos && header[i].text == other.name) {
-            m.waits = other.waits;
-            more = true;
-          }
-        }
-      }
+  // Through other macros: a worklist from each macro that waits to the macros that name it.
+  std::unordered_map<std::string_view, std::vector<size_t>> named_by;
+  std::vector<size_t> waiting;
+  for (size_t k = 0; k < macros.size(); ++k) {
+    if (macros[k].waits != std::string::npos) waiting.push_back(k);
+    for (size_t i = macros[k].begin; i < macros[k].end; ++i) {
+      if (header[i].kind == TokenKind::Identifier) named_by[header[i].text].push_back(k);
     }
   }
-  for (const Macro& m : macros) {
-    if (m.waits == std::string::npos) continue;
-    // Used by the body (its macros too), or by the header's code.
-    const bool used =
-        has_identifier(body, m.name) ||
-        std::any_of(header.begin(), header.end(), [&](const Token& u) {
-          return u.kind == TokenKind::Identifier && u.text == m.name && !u.in_directive;
-        });
-    if (used) {
-      throw ValueError(about(header[m.waits], dialect, TextOrigin::Header) +
-                       " waits for other threads inside the header's macro '" +
-                       std::string(m.name) +
-                       "', which the CPU backend cannot suspend; define the macro in the body, or "
-                       "make it a function of the header.");
+  while (!waiting.empty()) {
+    const Macro& other = macros[waiting.back()];
+    waiting.pop_back();
+    const auto users = named_by.find(other.name);
+    if (users == named_by.end()) continue;
+    for (size_t k : users->second) {
+      if (macros[k].waits != std::string::npos) continue;
+      macros[k].waits = other.waits;
+      waiting.push_back(k);
     }
+  }
+  // Used by the body (its macros too), or by the header's code.
+  std::unordered_set<std::string_view> used;
+  for (const Token& u : body) {
+    if (u.kind == TokenKind::Identifier) used.insert(u.text);
+  }
+  for (const Token& u : header) {
+    if (u.kind == TokenKind::Identifier && !u.in_directive) used.insert(u.text);
+  }
+  for (const Macro& m : macros) {
+    if (m.waits == std::string::npos || !used.count(m.name)) continue;
+    throw ValueError(about(header[m.waits], dialect, TextOrigin::Header) +
+                     " waits for other threads inside the header's macro '" + std::string(m.name) +
+                     "', which the CPU backend cannot suspend; define the macro in the body, or "
+                     "make it a function of the header.");
   }
 }
 

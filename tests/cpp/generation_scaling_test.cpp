@@ -151,6 +151,18 @@ const std::vector<Case>& cases() {
          return header + "float f0(float v) { return simd_sum(v); }\n";
        },
        5000},
+      {"header macros that wait through each other", Dialect::Metal, CpuMode::Loop,
+       [](size_t) { return std::string("out[0] = inp[0];\n"); },
+       [](size_t n) {
+         // Each macro names the one defined after it, the last waits: found one round at a
+         // time, rounds x macros x tokens. None is used, so none is refused.
+         std::string header;
+         for (size_t k = n; k-- > 1;) {
+           header += "#define M" + std::to_string(k) + " (M" + std::to_string(k - 1) + " + 1)\n";
+         }
+         return header + "#define M0 simd_sum(1.0f)\n";
+       },
+       2000},
   };
   return kCases;
 }
