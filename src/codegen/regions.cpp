@@ -244,20 +244,21 @@ class Splitter {
   }
 
   // The end of the statement that starts at |k| and holds no braces (a loop's body written
-  // without them): the token after its ';', or t_.size() when it is not such a statement.
+  // without them): the token after its ';', or npos when it is not such a statement (not
+  // t_.size(): the statements of the body's top level end there).
   size_t simple_statement_end(size_t k, size_t end) const {
     int depth = 0;
     for (size_t j = k; j < end; j = index_after(t_, j)) {
       const std::string_view text = t_[j].text;
       if (text == "{" ||
           (j == k && t_[j].kind == TokenKind::Identifier && is_statement_keyword(t_[j].text))) {
-        return t_.size();
+        return std::string::npos;
       }
       if (is_one_of(text, {"(", "["})) ++depth;
       if (is_one_of(text, {")", "]"})) --depth;
       if (depth == 0 && text == ";") return j + 1;
     }
-    return t_.size();
+    return std::string::npos;
   }
 
   // Splits the statements [begin, end) of one level (the body, or a loop's body, |loops| deep,

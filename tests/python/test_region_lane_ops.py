@@ -341,3 +341,22 @@ def test_operations_lanes_may_reach_apart_stay_cooperative(rng, body, expected):
     chosen, out = run(source, [x], (32,), np.int32, (32, 1, 1), (32, 1, 1))
     assert chosen == "cooperative"
     np.testing.assert_array_equal(out, expected(x.astype(np.int64)))
+
+
+def test_statements_after_an_unbraced_loop_of_a_loop_run_once(rng):
+    # The inner loop is the outer one's whole body: what follows it runs once per thread.
+    x = rng.integers(0, 10, 64).astype(np.int32)
+    source = """
+        const uint i = thread_position_in_grid.x;
+        const int v = in0[i];
+        int total = 0;
+        for (uint r = 0; r < 3; ++r)
+            for (uint k = 0; k < 2; ++k) total += simd_sum(v * int(r + k));
+        total = total * 2 + 1;
+        out[i] = total;
+    """
+    sums = x.astype(np.int64).reshape(2, 32).sum(1)
+    expected = np.repeat(sums * sum(r + k for r in range(3) for k in range(2)) * 2 + 1, 32)
+    chosen, out = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1))
+    np.testing.assert_array_equal(out, expected)
+    assert chosen == "cooperative"
