@@ -22,21 +22,6 @@ bool is_group_barrier(std::string_view name, Dialect dialect) {
   return dialect == Dialect::Metal ? name == "threadgroup_barrier" : name == "__syncthreads";
 }
 
-// Whether the waiting call named at |k| is a SIMD-group or warp operation region mode combines
-// in slots (prelude/mode/regions/): Metal's simd_ and quad_ functions and simdgroup_barrier,
-// CUDA's warp functions. Cooperative groups' members and __match_all_sync, which writes through
-// a pointer, are not.
-bool is_lane_operation(const std::vector<Token>& t, size_t k, Dialect dialect) {
-  const std::string_view name = t[k].text;
-  if (is_member_access(prev_significant(t, k))) return false;
-  if (dialect == Dialect::Metal) {
-    return name.substr(0, 5) == "simd_" || name.substr(0, 5) == "quad_" ||
-           name == "simdgroup_barrier";
-  }
-  return name.substr(0, 2) == "__" && name.substr(0, 13) != "__syncthreads" &&
-         name != "__match_all_sync";
-}
-
 // Type words a loop header may use to declare its counter.
 bool is_type_word(std::string_view word) {
   return is_one_of(word, {"const", "auto", "int", "uint", "unsigned", "signed", "short", "ushort",
@@ -344,7 +329,8 @@ class Splitter {
         continue;
       }
       const bool uniform = starts_statement(k, begin) && uniform_header(k, close, body, body_end);
-      if (waits_within(body, body_end)) {
+      const bool waits = waits_within(body, body_end);
+      if (waits) {
         // A loop with waits: all threads must run it alike, one loop for the group.
         if (!uniform) {
           return refuse(tk.line,
@@ -364,7 +350,7 @@ class Splitter {
       // Loops inside one that does not wait stay the threads' own: the compiler unrolls the
       // short ones, and the loop over the threads around them still vectorises.
       if (!split(braced ? body + 1 : body, braced ? body_end - 1 : body_end, loops + 1,
-                 interchanged || !waits_within(body, body_end))) {
+                 interchanged || !waits)) {
         return false;
       }
       plan_.pieces.push_back({RegionPlan::Piece::Kind::LoopEnd, body_end - 1, body_end});

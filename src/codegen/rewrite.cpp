@@ -559,6 +559,16 @@ bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect
   return suspends(tokens, i, dialect, names);
 }
 
+bool is_lane_operation(const std::vector<Token>& tokens, size_t i, Dialect dialect) {
+  if (is_member_access(prev_significant(tokens, i))) return false;
+  const Unsupported* call = dialect == Dialect::Metal ? find(kMetalSuspending, tokens[i].text)
+                                                      : find(kCudaSuspending, tokens[i].text);
+  if (!call) return false;
+  return call->reason == "SIMD-group operations" || call->reason == "quad-group operations" ||
+         tokens[i].text == "simdgroup_barrier" ||
+         (call->reason == "warp operations" && tokens[i].text != "__match_all_sync");
+}
+
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
                            const WaitingHelpers* helpers) {
   const WaitingHelpers own = helpers ? WaitingHelpers{} : own_names(tokens);

@@ -100,6 +100,12 @@ std::string rewrite_header(const std::vector<Token>& header, Dialect dialect, Ta
 bool is_waiting_call(const std::vector<Token>& tokens, size_t i, Dialect dialect,
                      const WaitingHelpers& names);
 
+/// Whether token |i|, a waiting call (is_waiting_call), is a SIMD-group, quad-group or warp
+/// operation of the dialect's own (not a barrier, a SIMD-group matrix operation, a member or
+/// collective of cooperative groups, nor __match_all_sync, which writes through a pointer):
+/// one the CPU's region mode combines in slots.
+bool is_lane_operation(const std::vector<Token>& tokens, size_t i, Dialect dialect);
+
 /// Whether a body calls barriers, SIMD-group or warp operations, or |helpers| (the CPU's
 /// cooperative mode).
 bool uses_suspending_calls(const std::vector<Token>& tokens, Dialect dialect,
