@@ -187,7 +187,7 @@ LoopMarks mark_waiting_loops(const std::vector<Token>& t, const std::vector<bool
     if (!waiting) continue;
     const std::string mark = "kjit_loop_" + std::to_string(i);
     marks.before[i] += "{::kjit::coop::loop_mark " + mark +
-                       "(co_await ::kjit::coop::this_lane{}, " + std::to_string(t[i].line) + ");";
+                       "(co_await ::kjit::coop::this_lane{}, KJIT_CALL_SITE);";
     blank_pragmas_before(t, i, marks);
     ++closes[end + 1];
     const std::string next = "(void)" + mark + ".next()";

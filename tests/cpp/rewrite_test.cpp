@@ -251,9 +251,9 @@ TEST(RewriteCooperative, LoopsThatWaitCountTheirIterations) {
   auto cpu = [](const std::string& body) {
     return rewrite(lex(body), Dialect::Metal, Target::Cpu, /*coroutine=*/true);
   };
-  // The mark names the loop's line.
+  // The mark names the loop's place in the source, on the loop's line.
   const std::string mark =
-      "{::kjit::coop::loop_mark kjit_loop_0(co_await ::kjit::coop::this_lane{}, 1);";
+      "{::kjit::coop::loop_mark kjit_loop_0(co_await ::kjit::coop::this_lane{}, KJIT_CALL_SITE);";
   // A for counts after its step; a while becomes a for, its condition kept as written.
   EXPECT_EQ(
       cpu("for (int k = 0; k < n; ++k) s += simd_sum(k);"),
@@ -271,7 +271,7 @@ TEST(RewriteCooperative, LoopsThatWaitCountTheirIterations) {
   // statement is a whole loop body.
   EXPECT_EQ(cpu("s = 0;\n#pragma unroll\nfor (;;) simd_sum(s);"),
             "s = 0;\n\n{::kjit::coop::loop_mark kjit_loop_12(co_await ::kjit::coop::this_lane{}, "
-            "3);for (;;(void)kjit_loop_12.next()) (co_await simd_sum(s));}");
+            "KJIT_CALL_SITE);for (;;(void)kjit_loop_12.next()) (co_await simd_sum(s));}");
   const std::string hinted =
       cpu("#if 1\n#pragma unroll\n#endif\n_Pragma(\"unroll\") for (;;) simd_sum(s);");
   EXPECT_EQ(hinted.find("pragma"), std::string::npos) << hinted;

@@ -329,7 +329,10 @@ def test_a_cuda_warp_reduction_loop_with_syncwarp(rng):
     ("for (uint k = lane; k < 1; ++k) v = simd_max(v);",
      lambda x: np.where(np.arange(32) == 0, x[0], x)),
     ("v = simd_sum(simd_shuffle(v, 0));", lambda x: np.full(32, 32 * x[0])),
-], ids=["in a branch", "after &&", "in a loop the lanes run apart", "nested"])
+    ("if (lane < 16) v = simd_sum(v); else v = simd_sum(v * 100);",
+     lambda x: np.where(np.arange(32) < 16, x[:16].sum(), 100 * x[16:].sum())),
+], ids=["in a branch", "after &&", "in a loop the lanes run apart", "nested",
+        "two on one line in the two branches"])
 def test_operations_lanes_may_reach_apart_stay_cooperative(rng, body, expected):
     x = rng.integers(0, 100, 32).astype(np.int32)
     source = f"""

@@ -178,18 +178,18 @@ template <class TD, class TA, class TB, class TC>
 KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_multiply_accumulate(
     simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
     const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c,
-    unsigned line = KJIT_CALL_SITE) {
-  return ::kjit::coop::simd_op<int>(matrix_detail::product{&a, &b, &c, &d}, line,
+    unsigned site = KJIT_CALL_SITE) {
+  return ::kjit::coop::simd_op<int>(matrix_detail::product{&a, &b, &c, &d}, site,
                                     matrix_detail::multiply<TD, TA, TB, TC>);
 }
 template <class TD, class TA, class TB>
 KJIT_INLINE ::kjit::coop::simd_wait<int> simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d,
                                                             const simdgroup_matrix<TA, 8, 8>& a,
                                                             const simdgroup_matrix<TB, 8, 8>& b,
-                                                            unsigned line = KJIT_CALL_SITE) {
+                                                            unsigned site = KJIT_CALL_SITE) {
   // The addend is read at the meeting, after this returns: a static zero outlives it.
   static const simdgroup_matrix<TD, 8, 8> zero = make_filled_simdgroup_matrix<TD, 8, 8>(TD(0));
-  return simdgroup_multiply_accumulate(d, a, b, zero, line);
+  return simdgroup_multiply_accumulate(d, a, b, zero, site);
 }
 #endif
 

@@ -61,13 +61,13 @@ void match(lane** lanes, const unsigned* ids, int n) {
 
 }  // namespace coop_detail
 
-#define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
+#define KJIT_SITE unsigned kjit_site = KJIT_CALL_SITE
 
-KJIT_INLINE ::kjit::coop::barrier_wait __syncthreads(KJIT_SITE) { return {0, {0, 0}, kjit_line}; }
+KJIT_INLINE ::kjit::coop::barrier_wait __syncthreads(KJIT_SITE) { return {0, {0, 0}, kjit_site}; }
 
 #define KJIT_CUDA_TALLY(name, finish)                                        \
   KJIT_INLINE ::kjit::coop::tally_wait<int> name(int predicate, KJIT_SITE) { \
-    return {{predicate, {0, 0}, kjit_line}, finish};                         \
+    return {{predicate, {0, 0}, kjit_site}, finish};                         \
   }
 KJIT_CUDA_TALLY(__syncthreads_count, [](::kjit::coop::barrier_tally t) { return t.count; })
 KJIT_CUDA_TALLY(__syncthreads_and,
@@ -76,14 +76,14 @@ KJIT_CUDA_TALLY(__syncthreads_or, [](::kjit::coop::barrier_tally t) { return int
 #undef KJIT_CUDA_TALLY
 
 KJIT_INLINE ::kjit::coop::simd_wait<int> __syncwarp(unsigned = 0xffffffffu, KJIT_SITE) {
-  return ::kjit::coop::simd_op(0, kjit_line, ::kjit::coop::combine_meet);
+  return ::kjit::coop::simd_op(0, kjit_site, ::kjit::coop::combine_meet);
 }
 
 #define KJIT_CUDA_SHUFFLE(name, source)                                                       \
   template <class T>                                                                          \
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, unsigned arg, int width = 32,    \
                                               KJIT_SITE) {                                    \
-    return ::kjit::coop::simd_op(v, kjit_line, ::kjit::coop::combine_shuffle<T, source>, arg, \
+    return ::kjit::coop::simd_op(v, kjit_site, ::kjit::coop::combine_shuffle<T, source>, arg, \
                                  ::kjit::lanes::segment_width(width, 32));                    \
   }
 KJIT_CUDA_WARP_SHUFFLES(KJIT_CUDA_SHUFFLE)
@@ -93,21 +93,21 @@ KJIT_CUDA_WARP_SHUFFLES(KJIT_CUDA_SHUFFLE)
 #define KJIT_CUDA_VOTE(name, T, combine)                                          \
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, int predicate, KJIT_SITE, \
                                               unsigned width = 32) {              \
-    return ::kjit::coop::simd_op<T>(predicate, kjit_line, combine, 0, width);     \
+    return ::kjit::coop::simd_op<T>(predicate, kjit_site, combine, 0, width);     \
   }
 KJIT_CUDA_VOTE(__ballot_sync, unsigned, coop_detail::ballot)
 KJIT_CUDA_VOTE(__any_sync, int, coop_detail::any_of)
 KJIT_CUDA_VOTE(__all_sync, int, coop_detail::all_of)
 #undef KJIT_CUDA_VOTE
 KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __activemask(KJIT_SITE) {
-  return ::kjit::coop::simd_op<unsigned>(0, kjit_line, coop_detail::active);
+  return ::kjit::coop::simd_op<unsigned>(0, kjit_site, coop_detail::active);
 }
 
 // Reductions over the warp's lanes present, of unsigned or int values (add, min, max) or of
 // unsigned ones (and, or, xor).
 #define KJIT_CUDA_REDUCE(name, T, Op)                                                           \
   KJIT_INLINE ::kjit::coop::simd_wait<T> name(unsigned, T v, KJIT_SITE) {                       \
-    return ::kjit::coop::simd_op(v, kjit_line,                                                  \
+    return ::kjit::coop::simd_op(v, kjit_site,                                                  \
                                  ::kjit::coop::combine_reduce<T, ::cooperative_groups::Op<T>>); \
   }
 KJIT_CUDA_WARP_REDUCTIONS(KJIT_CUDA_REDUCE)
@@ -115,7 +115,7 @@ KJIT_CUDA_WARP_REDUCTIONS(KJIT_CUDA_REDUCE)
 
 template <class T>
 KJIT_INLINE ::kjit::coop::simd_wait<unsigned> __match_any_sync(unsigned, T v, KJIT_SITE) {
-  return ::kjit::coop::simd_op<unsigned>(v, kjit_line, coop_detail::match<T, false>);
+  return ::kjit::coop::simd_op<unsigned>(v, kjit_site, coop_detail::match<T, false>);
 }
 // __match_all_sync's result, which also sets *pred once the lanes have met.
 struct match_all_wait : ::kjit::coop::simd_wait<unsigned> {
@@ -128,27 +128,27 @@ struct match_all_wait : ::kjit::coop::simd_wait<unsigned> {
 };
 template <class T>
 KJIT_INLINE match_all_wait __match_all_sync(unsigned, T v, int* pred, KJIT_SITE) {
-  return {::kjit::coop::simd_op<unsigned>(v, kjit_line, coop_detail::match<T, true>), pred};
+  return {::kjit::coop::simd_op<unsigned>(v, kjit_site, coop_detail::match<T, true>), pred};
 }
 
 }  // namespace kjit::cuda_dialect
 
 namespace cooperative_groups {
 
-KJIT_INLINE auto thread_block::sync(unsigned line) const {
-  return ::kjit::coop::barrier_wait{0, {0, 0}, line};
+KJIT_INLINE auto thread_block::sync(unsigned site) const {
+  return ::kjit::coop::barrier_wait{0, {0, 0}, site};
 }
 
 // A tile's operations are the warp's, over segments of N lanes.
 template <unsigned N>
-KJIT_INLINE auto thread_block_tile<N>::sync(unsigned line) const {
-  return ::kjit::cuda_dialect::__syncwarp(0u, line);
+KJIT_INLINE auto thread_block_tile<N>::sync(unsigned site) const {
+  return ::kjit::cuda_dialect::__syncwarp(0u, site);
 }
 #define KJIT_TILE_SHUFFLE(member, warp_function, Arg)                                \
   template <unsigned N>                                                              \
   template <class T>                                                                 \
-  KJIT_INLINE auto thread_block_tile<N>::member(T v, Arg arg, unsigned line) const { \
-    return ::kjit::cuda_dialect::warp_function(0u, v, unsigned(arg), int(N), line);  \
+  KJIT_INLINE auto thread_block_tile<N>::member(T v, Arg arg, unsigned site) const { \
+    return ::kjit::cuda_dialect::warp_function(0u, v, unsigned(arg), int(N), site);  \
   }
 KJIT_TILE_SHUFFLE(shfl, __shfl_sync, int)
 KJIT_TILE_SHUFFLE(shfl_up, __shfl_up_sync, unsigned)
@@ -157,8 +157,8 @@ KJIT_TILE_SHUFFLE(shfl_xor, __shfl_xor_sync, unsigned)
 #undef KJIT_TILE_SHUFFLE
 #define KJIT_TILE_VOTE(member, warp_function)                                         \
   template <unsigned N>                                                               \
-  KJIT_INLINE auto thread_block_tile<N>::member(int predicate, unsigned line) const { \
-    return ::kjit::cuda_dialect::warp_function(0u, predicate, line, N);               \
+  KJIT_INLINE auto thread_block_tile<N>::member(int predicate, unsigned site) const { \
+    return ::kjit::cuda_dialect::warp_function(0u, predicate, site, N);               \
   }
 KJIT_TILE_VOTE(ballot, __ballot_sync)
 KJIT_TILE_VOTE(any, __any_sync)
@@ -167,20 +167,20 @@ KJIT_TILE_VOTE(all, __all_sync)
 
 // The collective free functions (the rewriter awaits them when called as cg::sync and
 // cg::reduce). reduce's operation travels to the meeting with the value.
-KJIT_INLINE auto sync(const thread_block& block, unsigned line = KJIT_CALL_SITE) {
-  return block.sync(line);
+KJIT_INLINE auto sync(const thread_block& block, unsigned site = KJIT_CALL_SITE) {
+  return block.sync(site);
 }
 template <unsigned N>
-KJIT_INLINE auto sync(const thread_block_tile<N>& tile, unsigned line = KJIT_CALL_SITE) {
-  return tile.sync(line);
+KJIT_INLINE auto sync(const thread_block_tile<N>& tile, unsigned site = KJIT_CALL_SITE) {
+  return tile.sync(site);
 }
 template <unsigned N, class T, class Op>
-KJIT_INLINE auto reduce(const thread_block_tile<N>&, T v, Op op, unsigned line = KJIT_CALL_SITE) {
+KJIT_INLINE auto reduce(const thread_block_tile<N>&, T v, Op op, unsigned site = KJIT_CALL_SITE) {
   static_assert(__is_trivially_copyable(Op) && sizeof(::kjit::coop::reduction<T, Op>) <=
                                                    sizeof(::kjit::coop::simd_request::value),
                 "cg::reduce on the CPU: the operation must be trivially copyable and, with the "
                 "value, fit in 32 bytes");
-  return ::kjit::coop::simd_op<T>(::kjit::coop::reduction<T, Op>{v, op}, line,
+  return ::kjit::coop::simd_op<T>(::kjit::coop::reduction<T, Op>{v, op}, site,
                                   ::kjit::coop::combine_butterfly<T, Op>, 0, N);
 }
 

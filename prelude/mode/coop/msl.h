@@ -22,8 +22,8 @@ void ballot(lane** lanes, const unsigned* ids, int n) {
 
 }  // namespace coop_detail
 
-#define KJIT_SITE unsigned kjit_line = KJIT_CALL_SITE
-#define KJIT_AT kjit_line
+#define KJIT_SITE unsigned kjit_site = KJIT_CALL_SITE
+#define KJIT_AT kjit_site
 
 KJIT_INLINE ::kjit::coop::barrier_wait threadgroup_barrier(mem_flags = mem_flags::mem_none,
                                                            KJIT_SITE) {

@@ -20,7 +20,7 @@ struct lane;
 // A SIMD-group operation a thread is about to wait at: its operand and how to combine it.
 struct simd_request {
   unsigned char value[32];
-  unsigned site;  // source line of the operation
+  unsigned site;  // where the operation is called (KJIT_CALL_SITE)
   // Combines the operands of |n| lanes of one simdgroup (|lanes| in lane order, |ids| their
   // lane numbers) into each lane's result, reading |arg| and |width| from the first lane.
   void (*combine)(lane** lanes, const unsigned* ids, int n);
@@ -35,8 +35,8 @@ struct lane {
   simd_request request;
   unsigned char* result;
   // Where the thread is in the program, outermost first: one step per loop that waits (its
-  // line and the iteration the thread is in) and per call of a waiting helper (the calling
-  // line); while the thread waits, the operation's line follows them. Lanes meet only where
+  // call site and the iteration the thread is in) and per call of a waiting helper (the calling
+  // site); while the thread waits, the operation's site follows them. Lanes meet only where
   // every step is equal, and the one whose steps come first in program order goes first, so that
   // lanes in different iterations of a loop do not meet.
   static constexpr unsigned kMaxSteps = 32;  // deeper steps are not told apart
@@ -44,12 +44,12 @@ struct lane {
   unsigned depth = 0;        // the enclosing loops and helper calls
   unsigned place_steps = 0;  // steps of the waiting operation's place: depth + 1, capped
 
-  // A step at |line|: lines in the high bits, iterations counted in the low ones.
-  static constexpr unsigned long long step_at(unsigned line) {
-    return static_cast<unsigned long long>(line) << 40;
+  // A step at call site |site|: sites in the high bits, iterations counted in the low ones.
+  static constexpr unsigned long long step_at(unsigned site) {
+    return static_cast<unsigned long long>(site) << 32;
   }
-  void enter(unsigned line) {
-    if (depth < kMaxSteps - 1) steps[depth] = step_at(line);
+  void enter(unsigned site) {
+    if (depth < kMaxSteps - 1) steps[depth] = step_at(site);
     ++depth;
   }
   void leave() { --depth; }
@@ -172,7 +172,7 @@ template <class T>
 struct subtask {
   using promise_type = subtask_promise<T>;
   std::coroutine_handle<promise_type> handle;
-  unsigned called_at = 0;  // the calling line (see called_at below)
+  unsigned called_at = 0;  // the calling site (see called_at below)
   bool await_ready() const noexcept { return false; }
   template <class P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) const noexcept {
@@ -201,8 +201,8 @@ KJIT_INLINE subtask<T> called_at(unsigned site, subtask<T> call) {
 }
 
 // A loop of the body or of a helper that waits, for as long as a thread runs it: the rewriter
-// declares one around the loop (`loop_mark m(co_await this_lane{}, line)`) and counts each
-// iteration with m.next(), so that the thread's steps tell its iterations apart.
+// declares one around the loop (`loop_mark m(co_await this_lane{}, KJIT_CALL_SITE)`) and counts
+// each iteration with m.next(), so that the thread's steps tell its iterations apart.
 struct this_lane {
   mutable lane* me = nullptr;
   bool await_ready() const noexcept { return false; }
@@ -215,7 +215,7 @@ struct this_lane {
 };
 class loop_mark {
  public:
-  KJIT_INLINE loop_mark(lane* me, unsigned line) : me_(me), level_(me->depth) { me->enter(line); }
+  KJIT_INLINE loop_mark(lane* me, unsigned site) : me_(me), level_(me->depth) { me->enter(site); }
   KJIT_INLINE ~loop_mark() { me_->leave(); }
   loop_mark(const loop_mark&) = delete;
   loop_mark& operator=(const loop_mark&) = delete;
@@ -245,21 +245,21 @@ struct barrier_tally {
 // Awaitables keep their own results: the lane points at them while the thread waits. GCC 12
 // may read the result of a co_await only after a later co_await of the same expression
 // ("(co_await a) + (co_await b)") has suspended, so a result kept in the lane would be overwritten.
-// A barrier's place (its line, in the thread's loops and helper calls) is kept as a SIMD-group
+// A barrier's place (its site, in the thread's loops and helper calls) is kept as a SIMD-group
 // operation's is, for debug builds to tell threads at different barriers apart.
 struct barrier_wait {
   int predicate = 0;
   mutable barrier_tally tally = {0, 0};
-  unsigned line = 0;
+  unsigned site = 0;
   bool await_ready() const noexcept { return false; }
   template <class P>
   void await_suspend(std::coroutine_handle<P> h) const noexcept {
     lane* me = h.promise().me;
     me->waiting = wait::barrier;
     __builtin_memcpy(me->request.value, &predicate, sizeof(int));
-    me->request.site = line;
+    me->request.site = site;
     const unsigned last = me->depth < lane::kMaxSteps - 1 ? me->depth : lane::kMaxSteps - 1;
-    me->steps[last] = lane::step_at(line);
+    me->steps[last] = lane::step_at(site);
     me->place_steps = last + 1;
     me->result = reinterpret_cast<unsigned char*>(&tally);
   }

@@ -199,8 +199,8 @@ struct group_checks {
       }
     }
     if (waiting < n && apart < n) {
-      diverged(to, threads[waiting], static_cast<int>(lanes[waiting].request.site), threads[apart],
-               static_cast<int>(lanes[apart].request.site));
+      diverged(to, threads[waiting], static_cast<int>(call_line(lanes[waiting].request.site)),
+               threads[apart], static_cast<int>(call_line(lanes[apart].request.site)));
     }
     next_stretch();
   }

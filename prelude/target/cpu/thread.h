@@ -5,15 +5,31 @@
 #include "common/thread_ctx.h"
 #include "target/cpu/abi.h"
 
+#if !__has_builtin(__builtin_COLUMN)
+#include <source_location>
+#endif
+
 namespace kjit {
 
 // The context of the thread running now, for APIs that take no arguments
 // (cooperative_groups::this_grid()). Set only by kernels that use such an API.
 inline thread_local const thread_ctx* current_thread = nullptr;
 
-// The calling line, as cooperative mode's meeting points need it (a default argument is
-// evaluated where the call is).
-#define KJIT_CALL_SITE __builtin_LINE()
+// Where a call is, as cooperative mode's meeting points need it (a default argument is
+// evaluated where the call is): its line, and its column in the low 12 bits, so that two calls
+// on one line (in the two branches of an if) are told apart. GCC gives the column only through
+// std::source_location.
+#if __has_builtin(__builtin_COLUMN)
+#define KJIT_CALL_COLUMN __builtin_COLUMN()
+#else
+#define KJIT_CALL_COLUMN std::source_location::current().column()
+#endif
+#define KJIT_CALL_SITE                               \
+  ((static_cast<unsigned>(__builtin_LINE()) << 12) | \
+   (static_cast<unsigned>(KJIT_CALL_COLUMN) & 4095u))
+
+// The line of a call site.
+KJIT_INLINE constexpr unsigned call_line(unsigned site) { return site >> 12; }
 
 // The launch's sizes, as each group's context starts from.
 KJIT_INLINE thread_ctx launch_ctx(const kjit_cpu_launch* L) {
@@ -45,12 +61,11 @@ KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
   const uint3 stop = t.origin + t.group_size;
   unsigned long row = 0;
   for (unsigned z = t.origin.z; z < stop.z; ++z)
-    for (unsigned y = t.origin.y; y < stop.y; ++y, row += t.group_size.x)
-      KJIT_THREADS_LOOP
-      for (unsigned x = t.origin.x; x < stop.x; ++x) {
-        t.global_id = uint3(x, y, z);
-        body(t, row + (x - t.origin.x));
-      }
+    for (unsigned y = t.origin.y; y < stop.y; ++y, row += t.group_size.x) KJIT_THREADS_LOOP
+  for (unsigned x = t.origin.x; x < stop.x; ++x) {
+    t.global_id = uint3(x, y, z);
+    body(t, row + (x - t.origin.x));
+  }
 }
 
 // What a launch checks when each group starts and ends and, in cooperative mode, when a barrier

@@ -142,8 +142,8 @@ struct thread_block {
     return ::kjit::current_thread->local_id();
   }
   // A barrier: defined by the cooperative mode (mode/coop/cuda.h), which every body calling it
-  // runs in. |line| is the calling line, which debug builds report.
-  auto sync(unsigned line = KJIT_CALL_SITE) const;
+  // runs in. |site| is the call's site, whose line debug builds report.
+  auto sync(unsigned site = KJIT_CALL_SITE) const;
 };
 
 // A tile of N consecutive threads of a block (N a power of two up to 32, so tiles never span
@@ -161,19 +161,19 @@ struct thread_block_tile {
   KJIT_INLINE unsigned meta_group_size() const {
     return (::kjit::current_thread->full_group_threads() + N - 1) / N;
   }
-  // |line| is the calling line, which tells the lanes that meet at the same operation.
-  auto sync(unsigned line = KJIT_CALL_SITE) const;
+  // |site| is the call's site, which tells the lanes that meet at the same operation.
+  auto sync(unsigned site = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl(T v, int src, unsigned line = KJIT_CALL_SITE) const;
+  auto shfl(T v, int src, unsigned site = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl_up(T v, unsigned delta, unsigned line = KJIT_CALL_SITE) const;
+  auto shfl_up(T v, unsigned delta, unsigned site = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl_down(T v, unsigned delta, unsigned line = KJIT_CALL_SITE) const;
+  auto shfl_down(T v, unsigned delta, unsigned site = KJIT_CALL_SITE) const;
   template <class T>
-  auto shfl_xor(T v, unsigned mask, unsigned line = KJIT_CALL_SITE) const;
-  auto ballot(int predicate, unsigned line = KJIT_CALL_SITE) const;
-  auto any(int predicate, unsigned line = KJIT_CALL_SITE) const;
-  auto all(int predicate, unsigned line = KJIT_CALL_SITE) const;
+  auto shfl_xor(T v, unsigned mask, unsigned site = KJIT_CALL_SITE) const;
+  auto ballot(int predicate, unsigned site = KJIT_CALL_SITE) const;
+  auto any(int predicate, unsigned site = KJIT_CALL_SITE) const;
+  auto all(int predicate, unsigned site = KJIT_CALL_SITE) const;
 };
 
 }  // namespace cooperative_groups
