@@ -185,6 +185,29 @@ class Splitter {
     return false;
   }
 
+  // Whether a break or continue in the loop body [begin, end) belongs to that loop: one in a loop
+  // nested in it does not (its statement is skipped); one in a switch is counted, its break
+  // belonging to the switch or not.
+  bool breaks_out(size_t begin, size_t end) const {
+    for (size_t k = begin; k < end; k = index_after(t_, k)) {
+      const Token& tk = t_[k];
+      if (tk.kind != TokenKind::Identifier) continue;
+      if (is_one_of(tk.text, {"break", "continue"})) return true;
+      if (!is_one_of(tk.text, {"for", "while", "do"})) continue;
+      size_t body = index_after(t_, k);
+      if (tk.text != "do") {
+        if (body >= end || t_[body].text != "(") return true;
+        body = index_after(t_, closing(t_, body));
+      }
+      if (body >= end) return true;
+      const size_t body_end =
+          t_[body].text == "{" ? closing(t_, body) + 1 : simple_statement_end(body, end);
+      if (body_end > end) return true;  // a statement the scan does not follow: assume it may
+      k = index_before(t_, body_end);
+    }
+    return false;
+  }
+
   // The first token of the call named at |k|: its qualification (metal::simd_sum) included.
   size_t call_start(size_t k) const {
     for (size_t p = index_before(t_, k); p != t_.size() && t_[p].text == "::";
@@ -336,6 +359,9 @@ class Splitter {
           return refuse(tk.line,
                         "a loop with waits whose header the threads of a group may evaluate "
                         "apart (it must name only uniform values and its own counter)");
+        }
+        if (breaks_out(body, body_end)) {
+          return refuse(tk.line, "a loop with waits that 'break' or 'continue' may leave early");
         }
       } else if (!interchange_ || interchanged || !uniform || leaves_early(body, body_end)) {
         continue;

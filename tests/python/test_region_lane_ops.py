@@ -23,8 +23,8 @@ def region_mode_on(monkeypatch):
 
 def run(source, inputs, out_shape, out_dtype, grid, threadgroup, dialect="metal",
         cooperative=False):
-    """The mode the body ran in on the CPU and its output (poisoned first), from a kernel of its
-    own built with region mode on, or off when |cooperative|."""
+    """The mode the body ran in on the CPU, why, and its output (poisoned first), from a kernel
+    of its own built with region mode on, or off when |cooperative|."""
     make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
     names = [f"in{k}" for k in range(len(inputs))]
     kernel = make(name="lane_ops_" + ("coop" if cooperative else "regions"),
@@ -40,16 +40,17 @@ def run(source, inputs, out_shape, out_dtype, grid, threadgroup, dialect="metal"
     finally:
         os.environ.pop("KJIT_CPU_REGIONS", None)
     line = [ln for ln in printed.getvalue().splitlines() if ln.startswith("On the CPU")][-1]
-    return line.split(" run in ")[1].split(" mode")[0], out
+    mode, reason = line.split(" run in ")[1].split(" mode: ", 1)
+    return mode, reason, out
 
 
 def check(source, inputs, out_shape, out_dtype, grid, threadgroup, expected, dialect="metal",
           mode="region", exact=True, tolerance=1e-5):
     """Runs |source| in both modes: the chosen mode is |mode|; both results match |expected|,
     and each other bit for bit when |exact|."""
-    chosen, out = run(source, inputs, out_shape, out_dtype, grid, threadgroup, dialect)
+    chosen, _, out = run(source, inputs, out_shape, out_dtype, grid, threadgroup, dialect)
     assert chosen == mode
-    forced, coop = run(source, inputs, out_shape, out_dtype, grid, threadgroup, dialect,
+    forced, _, coop = run(source, inputs, out_shape, out_dtype, grid, threadgroup, dialect,
                        cooperative=True)
     assert forced == "cooperative"
     for got in (out, coop):
@@ -192,9 +193,9 @@ def test_lanes_that_returned_take_no_part(rng):
     kept = x % 3 != 0
     expected = np.concatenate([np.full(32, c[k].sum()) for c, k in
                                zip(np.split(x, 2), np.split(kept, 2))])
-    chosen, got = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1))
+    chosen, _, got = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1))
     assert chosen == "region"
-    _, coop = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), cooperative=True)
+    _, _, coop = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), cooperative=True)
     # Lanes that returned leave their output as it was (poisoned).
     np.testing.assert_array_equal(got[kept], expected[kept])
     assert (got[~kept] == poisoned((1,), np.int32)[0]).all()
@@ -267,9 +268,9 @@ def test_a_block_reduction_with_barriers_and_operations_in_a_2d_group(rng):
         for gx in range(2):
             expected[gx + 4 * gy] = x[4 * gy:4 * gy + 4, 32 * gx:32 * gx + 32].astype(
                 np.float64).sum()
-    chosen, out = run(source, [x.reshape(-1)], (16,), np.float32, (64, 16, 1), (32, 4, 1))
+    chosen, _, out = run(source, [x.reshape(-1)], (16,), np.float32, (64, 16, 1), (32, 4, 1))
     assert chosen == "region"
-    _, coop = run(source, [x.reshape(-1)], (16,), np.float32, (64, 16, 1), (32, 4, 1),
+    _, _, coop = run(source, [x.reshape(-1)], (16,), np.float32, (64, 16, 1), (32, 4, 1),
                   cooperative=True)
     written = np.array([gx + 4 * gy for gy in range(4) for gx in range(2)])
     np.testing.assert_allclose(out[written], expected[written], rtol=1e-5, atol=1e-5)
@@ -341,7 +342,7 @@ def test_operations_lanes_may_reach_apart_stay_cooperative(rng, body, expected):
         {body}
         out[lane] = v;
     """
-    chosen, out = run(source, [x], (32,), np.int32, (32, 1, 1), (32, 1, 1))
+    chosen, _, out = run(source, [x], (32,), np.int32, (32, 1, 1), (32, 1, 1))
     assert chosen == "cooperative"
     np.testing.assert_array_equal(out, expected(x.astype(np.int64)))
 
@@ -360,6 +361,50 @@ def test_statements_after_an_unbraced_loop_of_a_loop_run_once(rng):
     """
     sums = x.astype(np.int64).reshape(2, 32).sum(1)
     expected = np.repeat(sums * sum(r + k for r in range(3) for k in range(2)) * 2 + 1, 32)
-    chosen, out = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1))
+    chosen, _, out = run(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1))
     np.testing.assert_array_equal(out, expected)
     assert chosen == "cooperative"
+
+
+@pytest.mark.parametrize("leave,iterations", [("break", [0, 1]), ("continue", [0, 1, 3])])
+def test_a_loop_with_an_operation_that_a_break_or_continue_leaves_stays_cooperative(
+        rng, leave, iterations):
+    x = rng.integers(0, 100, 32).astype(np.int32)
+    source = f"""
+        const uint lane = thread_index_in_simdgroup;
+        int v = in0[lane];
+        for (uint k = 0; k < 4; ++k) {{
+            if (k == 2) {leave};
+            v += simd_sum(v);
+        }}
+        out[lane] = v;
+    """
+    chosen, reason, out = run(source, [x], (32,), np.int32, (32, 1, 1), (32, 1, 1))
+    assert chosen == "cooperative"
+    assert "line 4: a loop with waits that 'break' or 'continue' may leave early" in reason
+    expected = x.astype(np.int64)
+    for _ in iterations:
+        expected = expected + expected.sum()
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_break_of_a_loop_nested_in_a_loop_with_an_operation_keeps_region_mode(rng):
+    # The break leaves the inner loop, which each thread runs on its own.
+    x = rng.integers(0, 100, 64).astype(np.int32)
+    source = """
+        const uint lane = thread_index_in_simdgroup;
+        int v = in0[thread_position_in_grid.x];
+        for (uint k = 0; k < 3; ++k) {
+            int m = 0;
+            for (uint j = 0; j < 8; ++j) {
+                if (j == lane % 5) break;
+                m += int(j);
+            }
+            v += simd_sum(m);
+        }
+        out[thread_position_in_grid.x] = v;
+    """
+    lane = np.arange(64) % 32
+    m = (lane % 5) * (lane % 5 - 1) // 2
+    expected = x.astype(np.int64) + 3 * m.reshape(2, 32).sum(1).repeat(32)
+    check(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), expected)
