@@ -4,7 +4,11 @@ kjit: GPU kernels written as a body string, run on NVIDIA GPUs or the CPU.
 
 from collections.abc import Callable, Sequence
 import enum
-from typing import Any
+from typing import Any, overload
+
+import numpy.typing
+
+import kjit._array_types
 
 
 class Dtype(enum.Enum):
@@ -259,6 +263,16 @@ class Kernel:
     @property
     def output_names(self) -> list[str]: ...
 
+    @overload
+    def __call__(self, *, inputs: Sequence[float], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: Sequence[int] | Callable[..., Sequence[int]], threadgroup: Sequence[int] | Callable[..., Sequence[int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Array]: ...
+
+    @overload
+    def __call__(self, *, inputs: Sequence[numpy.typing.NDArray[Any]], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: Sequence[int] | Callable[..., Sequence[int]], threadgroup: Sequence[int] | Callable[..., Sequence[int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[numpy.typing.NDArray[Any]]: ...
+
+    @overload
+    def __call__(self, *, inputs: Sequence[kjit._array_types.ArrayT], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: Sequence[int] | Callable[..., Sequence[int]], threadgroup: Sequence[int] | Callable[..., Sequence[int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[kjit._array_types.ArrayT]: ...
+
+    @overload
     def __call__(self, *, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]] | Callable[..., Sequence[Sequence[int]]], output_dtypes: Sequence[object] | Callable[..., Sequence[object]], grid: Sequence[int] | Callable[..., Sequence[int]], threadgroup: Sequence[int] | Callable[..., Sequence[int]], template: Sequence[tuple[str, object]] | Callable[..., Sequence[tuple[str, object]]] | None = None, init_value: float | None = None, verbose: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Any]:
         """
         Runs the kernel and returns its outputs as a list of arrays of the inputs' library (NumPy in, NumPy out; torch, JAX, CuPy and MLX likewise).
@@ -324,6 +338,16 @@ class BoundKernel:
 
     def __reduce__(self) -> tuple[object, ...]: ...
 
+    @overload
+    def __call__(self, *arrays: float) -> list[Array]: ...
+
+    @overload
+    def __call__(self, first: numpy.typing.NDArray[Any], /, *arrays: object) -> list[numpy.typing.NDArray[Any]]: ...
+
+    @overload
+    def __call__(self, first: kjit._array_types.ArrayT, /, *arrays: object) -> list[kjit._array_types.ArrayT]: ...
+
+    @overload
     def __call__(self, *arrays: object) -> list[Any]:
         """
         Runs the kernel on the inputs, then writes the outputs when they follow; returns the outputs as a list of arrays of the inputs' library.
@@ -363,6 +387,16 @@ def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[st
                         grid=(a.size, 1, 1), threadgroup=(256, 1, 1))
     """
 
+@overload
+def precompiled_cuda_kernel(*, name: str, compiled_source: bytes | bytearray | memoryview, inputs: Sequence[float], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Array]: ...
+
+@overload
+def precompiled_cuda_kernel(*, name: str, compiled_source: bytes | bytearray | memoryview, inputs: Sequence[numpy.typing.NDArray[Any]], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[numpy.typing.NDArray[Any]]: ...
+
+@overload
+def precompiled_cuda_kernel(*, name: str, compiled_source: bytes | bytearray | memoryview, inputs: Sequence[kjit._array_types.ArrayT], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[kjit._array_types.ArrayT]: ...
+
+@overload
 def precompiled_cuda_kernel(*, name: str, compiled_source: bytes | bytearray | memoryview, inputs: Sequence[object], output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[object], scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int], shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False, stream: object | None = None, device: str | None = None, outputs: Sequence[object] | None = None) -> list[Any]:
     """
     Runs the kernel `name` of compiled_source (PTX text, a cubin or a fatbin, as bytes) and returns its outputs as a list of arrays of the inputs' library (the API of mlx.core.fast.precompiled_cuda_kernel).

@@ -33,4 +33,19 @@ std::string python_signature(const char* qualname, std::span<const Argument> arg
   return out + ") -> " + returns;
 }
 
+std::array<std::string, 4> result_typed_signatures(const char* qualname,
+                                                   std::span<const Argument> arguments,
+                                                   size_t positional, size_t arrays) {
+  std::vector<Argument> typed(arguments.begin(), arguments.end());
+  auto with_arrays = [&](const std::string& type, const char* returns) {
+    typed[arrays].type = type.c_str();
+    return python_signature(qualname, typed, positional, returns);
+  };
+  const std::string sequence = "collections.abc.Sequence[";
+  return {with_arrays(sequence + "float]", kNewArrayResults),
+          with_arrays(sequence + kNumPyArray + "]", kNumPyResults),
+          with_arrays(sequence + kArrayType + "]", kArrayResults),
+          python_signature(qualname, arguments, positional, kAnyResults)};
+}
+
 }  // namespace kjit::python

@@ -11,6 +11,7 @@
 #include <array>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace kjit::python {
 
@@ -34,6 +35,25 @@ PyObject* text(const char* value);
 /// nb::sig takes it ("def bind(self, *, output_shapes: ...) -> BoundKernel").
 std::string python_signature(const char* qualname, std::span<const Argument> arguments,
                              size_t positional, const char* returns);
+
+/// The stubs' overloads of a function whose results are arrays of the library of its first
+/// array input (kjit.Array when every input is a Python number), |arrays| being the argument
+/// that holds the inputs: numbers alone (or none) give a list of kjit.Array; NumPy arrays a
+/// list of NumPy arrays of any shape and dtype (theirs need not be the inputs'); arrays of
+/// another library a list of that library's arrays; anything else (arrays with numbers, or of
+/// several libraries, which a type checker cannot follow) a list of any type. The last is the
+/// function's signature as python_signature writes it.
+std::array<std::string, 4> result_typed_signatures(const char* qualname,
+                                                   std::span<const Argument> arguments,
+                                                   size_t positional, size_t arrays);
+
+/// The array types of the stubs' overloads (kjit/_array_types.py), and results of them.
+inline constexpr char kArrayType[] = "kjit._array_types.ArrayT";
+inline constexpr char kArrayResults[] = "list[kjit._array_types.ArrayT]";
+inline constexpr char kNumPyArray[] = "numpy.typing.NDArray[typing.Any]";
+inline constexpr char kNumPyResults[] = "list[numpy.typing.NDArray[typing.Any]]";
+inline constexpr char kNewArrayResults[] = "list[Array]";
+inline constexpr char kAnyResults[] = "list[typing.Any]";
 
 /// The arguments of a function, in its order (the required ones first), the first |positional|
 /// of them also given by position (none: keywords only, when |keywords_only| says what to pass

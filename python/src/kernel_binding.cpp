@@ -565,9 +565,6 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
 }
 
 // The types arguments of several functions share.
-// Results are arrays of the inputs' library (NumPy, torch, JAX, CuPy or kjit), typed as such by
-// the caller's own annotations.
-constexpr char kResults[] = "list[typing.Any]";
 constexpr char kNames[] = "collections.abc.Sequence[str]";
 constexpr char kDtypes[] = "collections.abc.Sequence[object]";
 // Three counts, as a tuple or a list.
@@ -640,9 +637,16 @@ std::array<Argument, 11> call_arguments(bool functions) {
 
 const ArgumentSignature<11>& call_signature() {
   static const auto& signature = *new ArgumentSignature<11>(
-      "Kernel.__call__", call_arguments(true), 0, kResults,
+      "Kernel.__call__", call_arguments(true), 0, kAnyResults,
       "takes keyword arguments only (inputs=..., output_shapes=..., grid=...)");
   return signature;
+}
+
+// The stubs' overloads of __call__, typed by the inputs' library.
+const std::array<std::string, 4>& call_overloads() {
+  static const auto& overloads = *new std::array<std::string, 4>(
+      result_typed_signatures("Kernel.__call__", call_arguments(true), 0, 0));
+  return overloads;
 }
 
 // A call's settings: its arguments but the arrays.
@@ -766,25 +770,44 @@ std::vector<ScalarArg> to_scalars(nb::handle obj, const Param& param) {
   });
 }
 
+std::array<Argument, 14> precompiled_arguments() {
+  return {{{"name", "str"},
+           {"compiled_source", "bytes | bytearray | memoryview"},
+           {"inputs", "collections.abc.Sequence[object]"},
+           {"output_shapes", kShapes},
+           {"output_dtypes", kDtypes},
+           {"scalars", "collections.abc.Sequence[bool | int | float]"},
+           {"grid", kDim3},
+           {"threadgroup", kDim3},
+           {"shared_memory", "int", PyLong_FromLong(0)},
+           {"init_value", "float | None", Py_None},
+           {"ensure_row_contiguous", "bool", Py_False},
+           {"stream", "object | None", Py_None},
+           {"device", "str | None", Py_None},
+           {"outputs", "collections.abc.Sequence[object] | None", Py_None}}};
+}
+
 const ArgumentSignature<14>& precompiled_signature() {
   static const auto& signature = *new ArgumentSignature<14>(
-      "precompiled_cuda_kernel",
-      {{{"name", "str"},
-        {"compiled_source", "bytes | bytearray | memoryview"},
-        {"inputs", "collections.abc.Sequence[object]"},
-        {"output_shapes", kShapes},
-        {"output_dtypes", kDtypes},
-        {"scalars", "collections.abc.Sequence[bool | int | float]"},
-        {"grid", kDim3},
-        {"threadgroup", kDim3},
-        {"shared_memory", "int", PyLong_FromLong(0)},
-        {"init_value", "float | None", Py_None},
-        {"ensure_row_contiguous", "bool", Py_False},
-        {"stream", "object | None", Py_None},
-        {"device", "str | None", Py_None},
-        {"outputs", "collections.abc.Sequence[object] | None", Py_None}}},
-      0, kResults, "takes keyword arguments only (name=..., compiled_source=..., inputs=...)");
+      "precompiled_cuda_kernel", precompiled_arguments(), 0, kAnyResults,
+      "takes keyword arguments only (name=..., compiled_source=..., inputs=...)");
   return signature;
+}
+
+// The stubs' overloads of precompiled_cuda_kernel, typed by the inputs' library.
+const std::array<std::string, 4>& precompiled_overloads() {
+  static const auto& overloads = *new std::array<std::string, 4>(
+      result_typed_signatures("precompiled_cuda_kernel", precompiled_arguments(), 0, 2));
+  return overloads;
+}
+
+// Defines |name| in |scope| once per overload of the stubs, each running |f|, with |doc| on the
+// last, the general one: help() and the docs read it there.
+template <class Scope, class F, size_t N>
+void def_overloads(Scope& scope, const char* name, const F& f,
+                   const std::array<std::string, N>& signatures, const char* doc) {
+  for (size_t k = 0; k + 1 < N; ++k) scope.def(name, f, nb::sig(signatures[k].c_str()));
+  scope.def(name, f, nb::sig(signatures[N - 1].c_str()), doc);
 }
 
 // kjit.precompiled_cuda_kernel: the kernel for this call, run as a kernel's keyword call runs.
@@ -865,43 +888,43 @@ void init_kernel(nb::module_& m) {
       nb::sig("def __reduce__(self) -> tuple[object, ...]"));
   kernel.def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name(); })
       .def_prop_ro("input_names", [](const PyKernel& k) { return k.kernel.input_names(); })
-      .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); })
-      .def(
-          "__call__",
-          [](PyKernel& py, nb::args args, nb::kwargs kwargs) {
-            const auto s = call_signature().place(args, kwargs);
-            return call(py, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
-          },
-          nb::sig(call_signature().python()),
-          "Runs the kernel and returns its outputs as a list of arrays of the inputs' library "
-          "(NumPy in, NumPy out; torch, JAX, CuPy and MLX likewise).\n\n"
-          "Parameters:\n"
-          "    inputs (Sequence): the arrays (or Python numbers, as 0-d inputs), one per "
-          "input name, in order.\n"
-          "    output_shapes (Sequence[Sequence[int]]): one shape per output.\n"
-          "    output_dtypes (Sequence): one dtype per output: kjit.float32, NumPy's, torch's, "
-          "JAX's, MLX's or a name ('float16').\n"
-          "    grid (Sequence[int]): threads in x, y, z, as MLX counts them (Metal's "
-          "dispatchThreads), not groups: grid=(n, 1, 1) runs n threads.\n"
-          "    threadgroup (Sequence[int]): the group size in x, y, z (CUDA's blockDim).\n"
-          "    template (Sequence[tuple[str, object]] | None): names declared at the top of the "
-          "body: ('T', kjit.float32) is using T = float; ('N', 4) is constexpr int N = 4.\n"
-          "    init_value (float | None): every output filled with it first.\n"
-          "    verbose (bool): prints the kernel as MLX generates it, then the source kjit "
-          "compiles.\n"
-          "    stream (object | None): a CUDA stream (a handle, or an object with "
-          "__cuda_stream__, .cuda_stream or .ptr; MLX's mx.cpu / mx.gpu name a device); by "
-          "default the inputs' framework's current stream.\n"
-          "    device (str | None): 'cpu', 'cuda' or 'cuda:N'; by default the inputs' device.\n"
-          "    outputs (Sequence | None): preallocated arrays to write, instead of new ones.\n\n"
-          "output_shapes, output_dtypes, grid, threadgroup and template may each be a function "
-          "of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and "
-          "dtype, or a scalar's value) once per signature of the inputs.\n\n"
-          "Example::\n\n"
-          "    (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],\n"
-          "                    grid=(a.size, 1, 1), threadgroup=(256, 1, 1))\n\n"
-          "For a call repeated in a loop, kernel.bind(...) fixes everything but the arrays "
-          "(docs/calling-kernels.md).");
+      .def_prop_ro("output_names", [](const PyKernel& k) { return k.kernel.output_names(); });
+  def_overloads(
+      kernel, "__call__",
+      [](PyKernel& py, nb::args args, nb::kwargs kwargs) {
+        const auto s = call_signature().place(args, kwargs);
+        return call(py, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
+      },
+      call_overloads(),
+      "Runs the kernel and returns its outputs as a list of arrays of the inputs' library "
+      "(NumPy in, NumPy out; torch, JAX, CuPy and MLX likewise).\n\n"
+      "Parameters:\n"
+      "    inputs (Sequence): the arrays (or Python numbers, as 0-d inputs), one per "
+      "input name, in order.\n"
+      "    output_shapes (Sequence[Sequence[int]]): one shape per output.\n"
+      "    output_dtypes (Sequence): one dtype per output: kjit.float32, NumPy's, torch's, "
+      "JAX's, MLX's or a name ('float16').\n"
+      "    grid (Sequence[int]): threads in x, y, z, as MLX counts them (Metal's "
+      "dispatchThreads), not groups: grid=(n, 1, 1) runs n threads.\n"
+      "    threadgroup (Sequence[int]): the group size in x, y, z (CUDA's blockDim).\n"
+      "    template (Sequence[tuple[str, object]] | None): names declared at the top of the "
+      "body: ('T', kjit.float32) is using T = float; ('N', 4) is constexpr int N = 4.\n"
+      "    init_value (float | None): every output filled with it first.\n"
+      "    verbose (bool): prints the kernel as MLX generates it, then the source kjit "
+      "compiles.\n"
+      "    stream (object | None): a CUDA stream (a handle, or an object with "
+      "__cuda_stream__, .cuda_stream or .ptr; MLX's mx.cpu / mx.gpu name a device); by "
+      "default the inputs' framework's current stream.\n"
+      "    device (str | None): 'cpu', 'cuda' or 'cuda:N'; by default the inputs' device.\n"
+      "    outputs (Sequence | None): preallocated arrays to write, instead of new ones.\n\n"
+      "output_shapes, output_dtypes, grid, threadgroup and template may each be a function "
+      "of the inputs, called with one argument per input (a kjit.ArraySpec of its shape and "
+      "dtype, or a scalar's value) once per signature of the inputs.\n\n"
+      "Example::\n\n"
+      "    (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],\n"
+      "                    grid=(a.size, 1, 1), threadgroup=(256, 1, 1))\n\n"
+      "For a call repeated in a loop, kernel.bind(...) fixes everything but the arrays "
+      "(docs/calling-kernels.md).");
   kernel.def(
       "build",
       [](const PyKernel& py, nb::args args, nb::kwargs kwargs) {
@@ -1018,13 +1041,22 @@ void init_kernel(nb::module_& m) {
       "    for x in batches:\n"
       "        (y,) = bound(x)          # a new output each call\n"
       "        bound(x, out)            # or into out");
-  bound.def(
-      "__call__",
+  // Its overloads in the stubs, as a keyword call's: numbers alone, then the first argument a
+  // NumPy array or another library's.
+  static const std::array<std::string, 4> bound_overloads = {
+      std::string("def __call__(self, *arrays: float) -> ") + kNewArrayResults,
+      std::string("def __call__(self, first: ") + kNumPyArray + ", /, *arrays: object) -> " +
+          kNumPyResults,
+      std::string("def __call__(self, first: ") + kArrayType + ", /, *arrays: object) -> " +
+          kArrayResults,
+      std::string("def __call__(self, *arrays: object) -> ") + kAnyResults};
+  def_overloads(
+      bound, "__call__",
       [](const PyBoundKernel& py, nb::args args, nb::kwargs kwargs) {
         if (nb::len(kwargs) != 0) throw TypeError(kBoundKeywords);
         return call_bound(py, PySequence_Fast_ITEMS(args.ptr()), nb::len(args));
       },
-      nb::sig("def __call__(self, *arrays: object) -> list[typing.Any]"),
+      bound_overloads,
       "Runs the kernel on the inputs, then writes the outputs when they follow; returns the "
       "outputs as a list of arrays of the inputs' library.\n\n"
       "bound(x, y) takes the inputs in the order of input_names; bound(x, y, out) also every "
@@ -1108,12 +1140,12 @@ void init_kernel(nb::module_& m) {
       "    (out,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],\n"
       "                    grid=(a.size, 1, 1), threadgroup=(256, 1, 1))");
 
-  m.def(
-      "precompiled_cuda_kernel",
+  def_overloads(
+      m, "precompiled_cuda_kernel",
       [](nb::args args, nb::kwargs kwargs) {
         return precompiled_call(precompiled_signature().place(args, kwargs));
       },
-      nb::sig(precompiled_signature().python()),
+      precompiled_overloads(),
       "Runs the kernel `name` of compiled_source (PTX text, a cubin or a fatbin, as bytes) and "
       "returns its outputs as a list of arrays of the inputs' library (the API of "
       "mlx.core.fast.precompiled_cuda_kernel).\n\n"

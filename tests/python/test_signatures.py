@@ -14,14 +14,19 @@ STUB = pathlib.Path(__file__).resolve().parents[2] / "python" / "kjit" / "_kjit.
 
 
 def stub_functions() -> Iterator[tuple[str, ast.FunctionDef]]:
-    """Each function and method of the stub, as "name" or "Class.name", but properties."""
+    """Each function and method of the stub, as "name" or "Class.name", but properties; an
+    overloaded one once per overload, the general one last."""
+    def overloaded(item: ast.FunctionDef) -> bool:
+        return [ast.unparse(d) for d in item.decorator_list] == ["overload"]
+
     tree = ast.parse(STUB.read_text())
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             yield node.name, node
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, ast.FunctionDef) and not item.decorator_list:
+                if isinstance(item, ast.FunctionDef) and (not item.decorator_list or
+                                                          overloaded(item)):
                     yield f"{node.name}.{item.name}", item
 
 
@@ -39,6 +44,8 @@ def rendered(function: ast.FunctionDef) -> str:
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     parts = [parameter(a, d) for a, d in zip(positional, defaults)]
+    if args.posonlyargs:
+        parts.insert(len(args.posonlyargs), "/")
     if args.vararg is not None:
         parts.append(parameter(args.vararg, None, "*"))
     elif args.kwonlyargs:
@@ -60,7 +67,11 @@ def runtime(qualname: str) -> object:
 # The functions whose calls kjit decodes itself, from one table of each one's arguments.
 DECODED = ["metal_kernel", "cuda_kernel", "Kernel.__call__", "Kernel.build", "Kernel.bind",
            "array", "empty", "zeros"]
-FUNCTIONS = dict(stub_functions())
+OVERLOADS: dict[str, list[ast.FunctionDef]] = {}
+for _name, _function in stub_functions():
+    OVERLOADS.setdefault(_name, []).append(_function)
+# Each function's general signature: the one its calls are decoded by.
+FUNCTIONS = {name: overloads[-1] for name, overloads in OVERLOADS.items()}
 
 
 def test_the_stub_has_every_decoded_function() -> None:
@@ -69,7 +80,7 @@ def test_the_stub_has_every_decoded_function() -> None:
 
 def unqualified(text: str) -> str:
     """|text| with the module names the stub imports or is in left out, as the stub writes it."""
-    return text.replace("collections.abc.", "").replace("kjit._kjit.", "").replace("typing.", "")
+    return re.sub(r"(?<![\w.])(collections\.abc|kjit\._kjit|typing)\.", "", text)
 
 
 @pytest.mark.parametrize("qualname", sorted(FUNCTIONS))
@@ -77,10 +88,11 @@ def test_help_shows_the_stubs_signature(qualname: str) -> None:
     obj = runtime(qualname)
     if type(obj).__name__ not in ("nb_func", "nb_method"):
         pytest.skip(f"{qualname} is not a nanobind function")
-    expected = rendered(FUNCTIONS[qualname])
-    shown = unqualified((obj.__doc__ or "").split("\n")[0])
-    assert shown == expected
-    assert expected in unqualified(pydoc.render_doc(obj, renderer=pydoc.plaintext))
+    # nanobind writes each overload's signature on a line of its own, in the stub's order.
+    shown = [unqualified(line) for line in (obj.__doc__ or "").split("\n")[:len(OVERLOADS[qualname])]]
+    assert shown == [rendered(function) for function in OVERLOADS[qualname]]
+    text = unqualified(pydoc.render_doc(obj, renderer=pydoc.plaintext))
+    assert all(signature in text for signature in shown)
 
 
 def parameters(qualname: str) -> list[tuple[str, bool]]:
