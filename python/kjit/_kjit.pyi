@@ -12,7 +12,14 @@ import kjit._array_types
 
 
 class Dtype(enum.Enum):
-    """Element types of arrays and kernel parameters."""
+    """
+    Element types of arrays and kernel parameters. Each is also kjit.<name> (kjit.float32, kjit.bool_ for bool); wherever a dtype goes, NumPy's, torch's, JAX's and MLX's dtypes and names ('float16') are taken too.
+
+    Example::
+
+        kjit.empty((4,), dtype=kjit.float16)
+        kernel(..., output_dtypes=[kjit.int32], template=[('T', kjit.float32)])
+    """
 
     def __str__(self) -> str: ...
 
@@ -212,6 +219,10 @@ def default_device() -> str:
 def cache_info() -> dict[str, object]:
     """
     What the compile caches hold, and how many compiles, disk hits and launches made again from their record this process had: the disk cache's directory, entries, bytes and limit; the programs kept loaded in memory (memory_entries, memory_bytes), the limits of each device type's memory cache (memory_limit_entries, memory_limit_bytes) and how many programs those limits unloaded (memory_evictions).
+
+    Example:
+        >>> sorted(kjit.cache_info())[:3]
+        ['compiles', 'directory', 'disk_bytes']
     """
 
 def host_compiler() -> tuple[str, bool]:
@@ -245,11 +256,22 @@ def clear_cache() -> None:
     """
 
 def version() -> str:
-    """The library version."""
+    """
+    The library version, as kjit.__version__ and python -m kjit --version show it.
+    """
 
 class Kernel:
     """
-    A kernel built from a body string. Call it with keyword arguments to run.
+    A kernel built from a body string, made by kjit.metal_kernel or kjit.cuda_kernel. It is compiled at its first call for each device and signature of its inputs, and kept.
+
+    kernel(inputs=..., output_shapes=..., output_dtypes=..., grid=..., threadgroup=...) runs it (see Kernel.__call__); kernel.bind(...) fixes everything but the arrays for repeated calls; kernel.build(...) compiles ahead of time. Kernels pickle, and are safe to call from several threads.
+
+    Example::
+
+        kernel = kjit.metal_kernel(name='twice', input_names=['x'], output_names=['y'],
+                                   source='uint i = thread_position_in_grid.x; y[i] = 2 * x[i];')
+        (y,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                      grid=(x.size, 1, 1), threadgroup=(256, 1, 1))
     """
 
     def __reduce__(self) -> tuple[object, ...]: ...
@@ -333,7 +355,14 @@ class Kernel:
 
 class BoundKernel:
     """
-    A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, then optionally the outputs to write, as positional arguments.
+    A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, then optionally the outputs to write, as positional arguments: the cheapest way to launch a kernel many times.
+
+    Example::
+
+        bound = kernel.bind(output_shapes=[x.shape], output_dtypes=[x.dtype],
+                            grid=(x.size, 1, 1), threadgroup=(256, 1, 1))
+        (y,) = bound(x)   # a new output
+        bound(x, y)       # into y
     """
 
     def __reduce__(self) -> tuple[object, ...]: ...
@@ -402,6 +431,29 @@ def precompiled_cuda_kernel(*, name: str, compiled_source: bytes | bytearray | m
     Runs the kernel `name` of compiled_source (PTX text, a cubin or a fatbin, as bytes) and returns its outputs as a list of arrays of the inputs' library (the API of mlx.core.fast.precompiled_cuda_kernel).
 
     The kernel takes, in this order: a pointer to each input (0-d ones too), a pointer to each output, then each of scalars by value (bool: 1 byte, int: a 32-bit int, float: a 32-bit float); no shapes or strides. grid counts threads: the launch has ceil(grid / threadgroup) blocks of threadgroup threads, every block whole (a grid smaller than the threadgroup too, as MLX launches it), so the kernel checks its own bounds. shared_memory is the dynamic shared memory in bytes. It runs on a GPU only: device=, else the inputs' GPU, else the first GPU (NumPy inputs are copied there and the outputs come back as NumPy arrays); the CPU is an error. The module is loaded once per device and kept.
+
+    Parameters:
+        name (str): the kernel's entry point in compiled_source (extern "C" or mangled).
+        compiled_source (bytes | bytearray | memoryview): PTX text, a cubin or a fatbin.
+        inputs (Sequence): the input arrays, passed as pointers in order.
+        output_shapes (Sequence[Sequence[int]]): one shape per output.
+        output_dtypes (Sequence): one dtype per output.
+        scalars (Sequence[bool | int | float]): passed by value after the outputs.
+        grid (Sequence[int]): threads in x, y, z (not blocks).
+        threadgroup (Sequence[int]): the block size in x, y, z.
+        shared_memory (int, default 0): bytes of dynamic shared memory.
+        init_value (float | None): every output filled with it first.
+        ensure_row_contiguous (bool, default False): inputs copied to row-contiguous memory first.
+        stream (object | None): a CUDA stream, as for a kernel's call.
+        device (str | None): 'cuda' or 'cuda:N'.
+        outputs (Sequence | None): preallocated arrays to write, instead of new ones.
+
+    Example::
+
+        (y,) = kjit.precompiled_cuda_kernel(
+            name='axpb', compiled_source=ptx, inputs=[x], output_shapes=[x.shape],
+            output_dtypes=[x.dtype], scalars=[2.0, 1.0], grid=(x.size, 1, 1),
+            threadgroup=(256, 1, 1))
     """
 
 def jax_ffi_version() -> str:

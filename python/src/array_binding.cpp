@@ -61,7 +61,14 @@ nb::tuple shape_tuple(const Array& a) {
 }  // namespace
 
 void init_array(nb::module_& m) {
-  nb::enum_<Dtype> dtype(m, "Dtype", "Element types of arrays and kernel parameters.");
+  nb::enum_<Dtype> dtype(
+      m, "Dtype",
+      "Element types of arrays and kernel parameters. Each is also kjit.<name> (kjit.float32, "
+      "kjit.bool_ for bool); wherever a dtype goes, NumPy's, torch's, JAX's and MLX's dtypes "
+      "and names ('float16') are taken too.\n\n"
+      "Example::\n\n"
+      "    kjit.empty((4,), dtype=kjit.float16)\n"
+      "    kernel(..., output_dtypes=[kjit.int32], template=[('T', kjit.float32)])");
   for (int i = 0; i < kNumDtypes; ++i) {
     Dtype d = static_cast<Dtype>(i);
     std::string name(dtype_name(d));

@@ -857,11 +857,28 @@ const BoundKernel* bound_kernel_of(nb::handle obj) {
 void init_kernel(nb::module_& m) {
   nb::class_<PyKernel> kernel(
       m, "Kernel", nb::is_final(),
-      "A kernel built from a body string. Call it with keyword arguments to run.");
+      "A kernel built from a body string, made by kjit.metal_kernel or kjit.cuda_kernel. It is "
+      "compiled at its first call for each device and signature of its inputs, and kept.\n\n"
+      "kernel(inputs=..., output_shapes=..., output_dtypes=..., grid=..., threadgroup=...) runs "
+      "it (see Kernel.__call__); kernel.bind(...) fixes everything but the arrays for repeated "
+      "calls; kernel.build(...) compiles ahead of time. Kernels pickle, and are safe to call "
+      "from several threads.\n\n"
+      "Example::\n\n"
+      "    kernel = kjit.metal_kernel(name='twice', input_names=['x'], output_names=['y'],\n"
+      "                               source='uint i = thread_position_in_grid.x; y[i] = 2 * "
+      "x[i];')\n"
+      "    (y,) = kernel(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],\n"
+      "                  grid=(x.size, 1, 1), threadgroup=(256, 1, 1))");
   nb::class_<PyBoundKernel> bound(
       m, "BoundKernel", nb::is_final(), nb::type_slots(kBoundKernelSlots),
       "A kernel with everything but its arrays fixed (Kernel.bind). Call it with the inputs, "
-      "then optionally the outputs to write, as positional arguments.");
+      "then optionally the outputs to write, as positional arguments: the cheapest way to "
+      "launch a kernel many times.\n\n"
+      "Example::\n\n"
+      "    bound = kernel.bind(output_shapes=[x.shape], output_dtypes=[x.dtype],\n"
+      "                        grid=(x.size, 1, 1), threadgroup=(256, 1, 1))\n"
+      "    (y,) = bound(x)   # a new output\n"
+      "    bound(x, y)       # into y");
   // Kernels come from metal_kernel and cuda_kernel, bound kernels from Kernel.bind, only: an
   // instance Python made itself (__new__) would hold no kernel, and no vectorcall slot.
   refuse_new<kKernelNew>(kernel);
@@ -1157,7 +1174,28 @@ void init_kernel(nb::module_& m) {
       "the kernel checks its own bounds. shared_memory is the dynamic shared memory in bytes. "
       "It runs on a GPU only: device=, else the inputs' GPU, else the first GPU (NumPy inputs "
       "are copied there and the outputs come back as NumPy arrays); the CPU is an error. The "
-      "module is loaded once per device and kept.");
+      "module is loaded once per device and kept.\n\n"
+      "Parameters:\n"
+      "    name (str): the kernel's entry point in compiled_source (extern \"C\" or mangled).\n"
+      "    compiled_source (bytes | bytearray | memoryview): PTX text, a cubin or a fatbin.\n"
+      "    inputs (Sequence): the input arrays, passed as pointers in order.\n"
+      "    output_shapes (Sequence[Sequence[int]]): one shape per output.\n"
+      "    output_dtypes (Sequence): one dtype per output.\n"
+      "    scalars (Sequence[bool | int | float]): passed by value after the outputs.\n"
+      "    grid (Sequence[int]): threads in x, y, z (not blocks).\n"
+      "    threadgroup (Sequence[int]): the block size in x, y, z.\n"
+      "    shared_memory (int, default 0): bytes of dynamic shared memory.\n"
+      "    init_value (float | None): every output filled with it first.\n"
+      "    ensure_row_contiguous (bool, default False): inputs copied to row-contiguous "
+      "memory first.\n"
+      "    stream (object | None): a CUDA stream, as for a kernel's call.\n"
+      "    device (str | None): 'cuda' or 'cuda:N'.\n"
+      "    outputs (Sequence | None): preallocated arrays to write, instead of new ones.\n\n"
+      "Example::\n\n"
+      "    (y,) = kjit.precompiled_cuda_kernel(\n"
+      "        name='axpb', compiled_source=ptx, inputs=[x], output_shapes=[x.shape],\n"
+      "        output_dtypes=[x.dtype], scalars=[2.0, 1.0], grid=(x.size, 1, 1),\n"
+      "        threadgroup=(256, 1, 1))");
 }
 
 }  // namespace kjit::python

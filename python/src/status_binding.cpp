@@ -63,7 +63,10 @@ void init_status(nb::module_& m) {
       "again from their record this process had: the disk cache's directory, entries, bytes and "
       "limit; the programs kept loaded in memory (memory_entries, memory_bytes), the limits of "
       "each device type's memory cache (memory_limit_entries, memory_limit_bytes) and how many "
-      "programs those limits unloaded (memory_evictions).");
+      "programs those limits unloaded (memory_evictions).\n\n"
+      "Example:\n"
+      "    >>> sorted(kjit.cache_info())[:3]\n"
+      "    ['compiles', 'directory', 'disk_bytes']");
   m.def(
       "host_compiler",
       [] {
@@ -93,7 +96,8 @@ void init_status(nb::module_& m) {
         "    >>> kjit.cache_info()['memory_entries']\n"
         "    0");
   m.def(
-      "version", [] { return std::string(version()); }, "The library version.");
+      "version", [] { return std::string(version()); },
+      "The library version, as kjit.__version__ and python -m kjit --version show it.");
 }
 
 }  // namespace kjit::python

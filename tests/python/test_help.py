@@ -73,6 +73,14 @@ def test_array_makers_help_explains_each_parameter(name, parameters):
         assert f"\n    {p} " in doc or f"\n    {p}:" in doc, (p, doc)
 
 
-@pytest.mark.parametrize("name", ["Array", "devices", "default_device", "clear_cache"])
+@pytest.mark.parametrize("name", ["Array", "devices", "default_device", "clear_cache",
+                                  "cache_info", "Kernel", "BoundKernel", "Dtype",
+                                  "precompiled_cuda_kernel"])
 def test_the_other_public_names_show_an_example(name):
     assert "Example:" in getattr(kjit, name).__doc__
+
+
+def test_precompiled_cuda_kernel_help_explains_each_parameter():
+    text = pydoc.render_doc(kjit.precompiled_cuda_kernel, renderer=pydoc.plaintext)
+    for name, _ in stub_parameters("precompiled_cuda_kernel"):
+        assert f"    {name} (" in text, name
