@@ -98,10 +98,10 @@ TEST(OutputChecks, NameEachOutputWrittenOutOfBounds) {
                                float_ref(b.get(), shape)};
   const std::vector<std::string> names{"a", "f", "b"};
   {
-    OutputChecks checks(outputs);
+    OutputChecks checks({}, outputs);
     EXPECT_EQ(checks.restore(names), "");
   }
-  OutputChecks checks(outputs);
+  OutputChecks checks({}, outputs);
   std::memset(static_cast<char*>(a.get()) + 4000, 0, 4);
   std::memset(static_cast<char*>(b.get()) - 8, 0, 8);
   const std::string report = checks.restore(names);
@@ -111,7 +111,39 @@ TEST(OutputChecks, NameEachOutputWrittenOutOfBounds) {
             0u)
       << report;
   EXPECT_EQ(report.find("may be damaged"), std::string::npos);
-  EXPECT_EQ(OutputChecks(outputs).restore(names), "");  // put back
+  EXPECT_EQ(OutputChecks({}, outputs).restore(names), "");  // put back
+}
+
+TEST(OutputChecks, SmallOutputsOfOtherOriginAreWrittenThroughAGuardedCopy) {
+  const int64_t shape[1] = {1000};
+  std::vector<float> foreign(1000 + 16, 7.0f);  // 16 floats past the output, to see them kept
+  const ArrayRef outputs[1] = {float_ref(foreign.data(), shape)};
+  const std::vector<std::string> names{"out"};
+  OutputChecks checks({}, outputs);
+  auto* copy = static_cast<float*>(checks.data(0));
+  ASSERT_NE(copy, foreign.data());
+  EXPECT_EQ(copy[999], 7.0f);                         // the copy starts as the output is
+  for (int i = 0; i < 1010; ++i) copy[i] = float(i);  // 10 past the end
+  const std::string report = checks.restore(names);
+  EXPECT_EQ(report.rfind("outputs[0] ('out') was written 40 bytes past its end. ", 0), 0u)
+      << report;
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(foreign[i], float(i)) << i;
+  for (int i = 1000; i < 1016; ++i) ASSERT_EQ(foreign[i], 7.0f) << i;  // untouched
+}
+
+TEST(OutputChecks, OutputsSharingMemoryOrLargeAreWrittenInPlace) {
+  const int64_t shape[1] = {1000};
+  std::vector<float> shared(1000);
+  const ArrayRef alike[2] = {float_ref(shared.data(), shape), float_ref(shared.data(), shape)};
+  OutputChecks in_place({alike, 1}, {alike + 1, 1});  // an output that is an input too
+  EXPECT_EQ(in_place.data(0), shared.data());
+  OutputChecks twice({}, alike);  // one array given as two outputs
+  EXPECT_EQ(twice.data(0), shared.data());
+  EXPECT_EQ(twice.data(1), shared.data());
+  const int64_t large_shape[1] = {int64_t(kMaxCopiedOutputBytes / 4 + 1)};
+  std::vector<float> large(static_cast<size_t>(large_shape[0]));
+  const ArrayRef big[1] = {float_ref(large.data(), large_shape)};
+  EXPECT_EQ(OutputChecks({}, big).data(0), large.data());
 }
 
 }  // namespace

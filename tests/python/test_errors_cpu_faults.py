@@ -240,11 +240,12 @@ def test_a_fault_outside_kernels_still_ends_the_process_as_it_would(while_runnin
             forever = kjit.metal_kernel(
                 name="forever", input_names=["a"], output_names=["o"],
                 source="volatile device float* v = o; for (;;) v[0] += a[0];")
-            out = np.zeros(1, np.float32)
+            out = kjit.zeros((1,), kjit.float32, "cpu")  # written in place, unlike NumPy's
             threading.Thread(target=forever, daemon=True, kwargs=dict(
                 inputs=[np.ones(1, np.float32)], output_shapes=[(1,)], output_dtypes=[np.float32],
                 grid=(1, 1, 1), threadgroup=(1, 1, 1), device="cpu", outputs=[out])).start()
-            while out[0] == 0:
+            seen = np.from_dlpack(out)
+            while seen[0] == 0:
                 pass
         ctypes.string_at(0)
     """)

@@ -86,10 +86,13 @@ class CpuLaunch final : public PreparedLaunch {
     const uint64_t threads = uint64_t{grid_[0]} * grid_[1] * grid_[2];
     if (threads == 0) return;
     // A debug build's report comes as one more output than the kernel has (core/debug_launch.h).
-    OutputChecks checks(outputs.first(spec_->output_names.size()));
+    const size_t n_outputs = spec_->output_names.size();
+    OutputChecks checks(inputs, outputs.first(n_outputs));
     SmallVector<void*, 16> args(n_inputs_ + outputs.size());
     for (size_t i = 0; i < n_inputs_; ++i) args[i] = inputs[i].data;
-    for (size_t o = 0; o < outputs.size(); ++o) args[n_inputs_ + o] = outputs[o].data;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      args[n_inputs_ + o] = o < n_outputs ? checks.data(o) : outputs[o].data;
+    }
     kjit_cpu_launch L{};
     L.args = args.data();
     L.shapes = shapes_.data();
