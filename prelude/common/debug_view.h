@@ -55,18 +55,20 @@ KJIT_INLINE void write_finding(report* r, report::kind_t kind, int array, int li
   write_position(r->group, thread.threadgroup_position_in_grid());
 }
 
+// |data| points |offset| elements into the array (a pointer the body derived from it).
 template <class T>
 class view {
  public:
-  KJIT_INLINE view(T* data, int array, int line, const thread_ctx& thread, report* to)
-      : data_(data), array_(array), line_(line), thread_(thread), report_(to) {}
+  KJIT_INLINE view(T* data, int array, int line, const thread_ctx& thread, report* to,
+                   long long offset = 0)
+      : data_(data), array_(array), line_(line), thread_(thread), report_(to), offset_(offset) {}
 
   // Indexed as a pointer is: by an integer.
   template <class I, KJIT_IF(!is_builtin_float_v<I>)>
   KJIT_INLINE T& operator[](I i) const {
-    const long long k = static_cast<long long>(i);
+    const long long k = offset_ + static_cast<long long>(i);
     const long long* bounds = reinterpret_cast<const long long*>(report_ + 1) + 2 * array_;
-    if (k >= bounds[0] && k < bounds[1]) return data_[k];
+    if (k >= bounds[0] && k < bounds[1]) return data_[static_cast<long long>(i)];
     return out_of_bounds(k);
   }
   KJIT_INLINE T& operator*() const { return (*this)[0]; }
@@ -83,11 +85,27 @@ class view {
   int line_;
   const thread_ctx& thread_;
   report* report_;
+  long long offset_;
 };
 
 template <class T>
 KJIT_INLINE view<T> view_of(T* data, int array, int line, const thread_ctx& thread, report* to) {
   return view<T>(data, array, line, thread, to);
+}
+
+// A pointer |p| the body derived from array |base| ("const float* row = inp + k"), checked at
+// the index it reaches in the array. One to elements of another size (a cast the body made
+// since) stays the plain pointer.
+template <class T, class U>
+KJIT_INLINE auto derived_view_of(T* p, U* base, int array, int line, const thread_ctx& thread,
+                                 report* to) {
+  if constexpr (sizeof(T) == sizeof(U)) {
+    const long long bytes =
+        reinterpret_cast<const unsigned char*>(p) - reinterpret_cast<const unsigned char*>(base);
+    return view<T>(p, array, line, thread, to, bytes / static_cast<long long>(sizeof(T)));
+  } else {
+    return p;
+  }
 }
 
 }  // namespace kjit::debug

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "codegen/derived_pointers.h"
 #include "codegen/emit.h"
 #include "codegen/group_memory.h"
 #include "codegen/prelude.h"
@@ -260,6 +261,10 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
   // A group array's declaration ("float tile[32]") is no access.
   std::vector<bool> declaring(tokens.size());
   for (const GroupArray& g : groups) declaring[g.name_at] = true;
+  const std::vector<DerivedPointer> derived = derived_pointers(tokens, [&](std::string_view name) {
+    const std::optional<size_t> k = array_named(name);
+    return k && *k < n_arrays ? k : std::nullopt;
+  });
   // Only the name's element accesses become checked: "name[...]" and "*name". Every other use
   // stays the array's pointer, for whatever the body does with a pointer.
   auto accessed = [&](size_t i) {
@@ -270,14 +275,26 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
   for (size_t i = 0; i < tokens.size(); ++i) {
     Token& t = tokens[i];
     if (t.kind != TokenKind::Identifier || t.in_directive) continue;
-    const std::optional<size_t> k = array_named(t.text);
     const Token* before = prev_significant(tokens, i);
-    if (!k || declaring[i] || is_member_access(before) || (before && before->text == "::") ||
-        !accessed(i)) {
+    if (is_member_access(before) || (before && before->text == "::") || !accessed(i)) continue;
+    const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
+    const auto pointer = std::find_if(derived.begin(), derived.end(),
+                                      [&](const DerivedPointer& d) { return d.name == t.text; });
+    if (pointer != derived.end()) {
+      const size_t after = index_after(tokens, i);
+      // "*p++" moves the pointer, which a view cannot: that access stays unchecked.
+      if (after != tokens.size() && (tokens[after].text == "++" || tokens[after].text == "--")) {
+        continue;
+      }
+      const size_t k = pointer->array;
+      t.text = texts.emplace_back("(::kjit::debug::derived_view_of(" + std::string(t.text) + ", " +
+                                  checked_name(spec, groups, k) + ", " + std::to_string(k) + ", " +
+                                  std::to_string(t.line) + context);
       continue;
     }
+    const std::optional<size_t> k = array_named(t.text);
+    if (!k || declaring[i]) continue;
     const std::string name(t.text), number = std::to_string(*k), line = std::to_string(t.line);
-    const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
     if (*k < n_arrays) {
       t.text = texts.emplace_back("(::kjit::debug::view_of(" + name + ", " + number + ", " + line +
                                   context);

@@ -319,6 +319,54 @@ def test_bodies_that_use_the_arrays_as_pointers_keep_compiling(rng, device):
               threadgroup=(64, 1, 1), init_value=0.0, device=device)
 
 
+# Line 5 reads and writes through pointers the body derived from inp and out (line 1 is empty).
+DERIVED = {"metal": """
+    uint i = thread_position_in_grid.x;
+    const device float* row = inp + i * 4;
+    device float* dst = out + i * 4;
+    for (uint j = 0; j < 4; ++j) dst[j] = row[j] * 2.0f;
+""", "cuda": """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    auto row = inp + i * 4;
+    float* dst = out + i * 4;
+    for (int j = 0; j < 4; ++j) dst[j] = row[j] * 2.0f;
+"""}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_pointers_derived_from_the_arrays_are_checked_at_the_index_they_reach(rng, device,
+                                                                               dialect):
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    kernel = make(name="debug_rows", input_names=["inp"], output_names=["out"],
+                  source=DERIVED[dialect], compile_options=DEBUG)
+    x = rng.standard_normal(1000).astype(np.float32)
+    # Four elements a thread: 250 threads cover the arrays, and report nothing.
+    np.testing.assert_array_equal(run(kernel, x, (250, 1, 1), (50, 1, 1), device=device), 2 * x)
+    # Rounded up to 256: thread 250's row starts at inp[1000], read before dst is written.
+    with pytest.raises(kjit.LaunchError) as e:
+        run(kernel, x, (256, 1, 1), (64, 1, 1), device=device)
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 10" in message, message
+    assert "its indices are 0 to 999), at line 5 of the source" in message, message
+    assert "in threadgroup (3, 0, 0)" in message, message
+
+
+def test_derived_pointers_that_move_or_whose_name_is_declared_twice_keep_compiling(rng):
+    # "*p++" moves the pointer: that access stays unchecked; so do the accesses of r, declared
+    # as a pointer in one block and as a float in the next.
+    kernel = kjit.metal_kernel(name="debug_moving", input_names=["inp"], output_names=["out"],
+                               compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        device float* p = out + i;
+        *p++ = inp[i];
+        { const device float* r = inp; out[i] += r[i]; }
+        { float r = 3.0f; out[i] *= r; }
+    """)
+    x = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1)), (x + x) * 3)
+
+
 def test_an_array_whose_name_the_body_declares_again_stays_unchecked_with_a_warning(rng):
     # A lambda's parameter a and the input a: the body's a is left as it is, and the user told.
     source = """

@@ -1,0 +1,54 @@
+// Finding the pointers a body derives from its arrays, whose accesses a debug build checks.
+#include "codegen/derived_pointers.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/lexer.h"
+
+namespace kjit::codegen {
+namespace {
+
+// "pointer:array" for each pointer |source| derives from the arrays "inp" (0) and "out" (1).
+std::vector<std::string> derived_in(const std::string& source) {
+  const std::vector<Token> tokens = lex(source);
+  std::vector<std::string> found;
+  auto array_named = [](std::string_view name) -> std::optional<size_t> {
+    if (name == "inp") return 0;
+    if (name == "out") return 1;
+    return std::nullopt;
+  };
+  for (const DerivedPointer& d : derived_pointers(tokens, array_named)) {
+    found.push_back(std::string(d.name) + ":" + std::to_string(d.array));
+  }
+  return found;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(DerivedPointers, DeclarationsFromAnArrayMovedOrNot) {
+  EXPECT_EQ(derived_in("const device float* row = inp + i * 4; row[j];"), Names{"row:0"});
+  EXPECT_EQ(derived_in("float* dst = &out[i]; auto q = out; auto r = inp - 1;"),
+            (Names{"dst:1", "q:1", "r:0"}));
+  // A second declarator is not told from a product ("a * b = ..."): left out.
+  EXPECT_EQ(derived_in("const float *a = inp, *b = out + 2;"), Names{"a:0"});
+}
+
+TEST(DerivedPointers, ValuesAssignmentsAndOtherInitialisersAreNot) {
+  EXPECT_EQ(derived_in("auto v = inp[i]; float x = *inp;"), Names{});  // values
+  EXPECT_EQ(derived_in("float* p; p = inp + 1;"), Names{});            // not declared so
+  EXPECT_EQ(derived_in("float* p = (float*)out; float* q = cond ? inp : out;"), Names{});
+  EXPECT_EQ(derived_in("float* inp2 = other + 1;"), Names{});
+}
+
+TEST(DerivedPointers, ANameDeclaredTwiceIsLeftOut) {
+  EXPECT_EQ(derived_in("{ float* r = out; } { float r = 1; }"), Names{});
+  EXPECT_EQ(derived_in("{ float* r = out; } { float* r = inp; }"), Names{});
+  // A dereference is no declaration.
+  EXPECT_EQ(derived_in("float* p = out + i; *p = 1; y = x * p[0];"), Names{"p:1"});
+}
+
+}  // namespace
+}  // namespace kjit::codegen
