@@ -177,3 +177,33 @@ def test_a_write_far_past_a_large_output_stops_at_a_page_no_access_may_touch():
     assert "outputs[1] ('out') was written at least 16384 bytes past its end" in message
     assert "memory beyond the guard may be damaged" in message
     assert survived == "True"
+
+
+def test_a_tiny_numpy_output_overrun_by_a_large_threadgroup_is_held_by_its_copy():
+    # 16 floats, a grid rounded up to 256 threads: 960 bytes past the end, far more than a
+    # quarter of the output. The copy's guard holds them all.
+    program = textwrap.dedent("""
+        import numpy as np, kjit
+        kernel = kjit.metal_kernel(name="tiny", input_names=["x"], output_names=["out"],
+                                   source="out[thread_position_in_grid.x] = x[0];")
+        for _ in range(3):  # the copy is kept for the next call, its guards put back
+            out = np.zeros(16, np.float32)
+            try:
+                kernel(inputs=[np.ones(1, np.float32)], output_shapes=[(16,)],
+                       output_dtypes=[np.float32], grid=(256, 1, 1), threadgroup=(256, 1, 1),
+                       device="cpu", outputs=[out])
+            except kjit.LaunchError as e:
+                print(e)
+            print(bool(np.all(out == 1)))
+        junk = [np.ones(n, np.float32) for n in range(1, 2000)]
+        del junk
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 6, done.stdout
+    for message, written in zip(lines[::2], lines[1::2]):
+        assert "outputs[0] ('out') was written 960 bytes past its end." in message, message
+        assert "may be damaged" not in message
+        assert written == "True"

@@ -90,9 +90,10 @@ Pool& pool() {
 
 }  // namespace
 
-std::shared_ptr<void> host_allocate(size_t bytes) {
+std::shared_ptr<void> host_allocate(size_t bytes, bool full_guards) {
   if (bytes < kPooledMin) {
-    const size_t guard = std::clamp(round_up(bytes / 4, kAlignment), kMinGuard, kMaxGuard);
+    const size_t guard =
+        full_guards ? kMaxGuard : std::clamp(round_up(bytes / 4, kAlignment), kMinGuard, kMaxGuard);
     auto* base = static_cast<unsigned char*>(
         std::aligned_alloc(kAlignment, round_up(guard + kAlignment + bytes + guard, kAlignment)));
     if (!base) throw std::bad_alloc();

@@ -10,7 +10,8 @@
 namespace kjit::cpu {
 
 /// At least |bytes| of 64-byte-aligned memory, released when the last owner goes, with guards
-/// around exactly |bytes|.
-std::shared_ptr<void> host_allocate(size_t bytes);
+/// around exactly |bytes|: of a quarter of |bytes| (256 bytes to 16 KiB) on each side, or of 16
+/// KiB whatever the size with |full_guards| (for memory kept and written by many launches).
+std::shared_ptr<void> host_allocate(size_t bytes, bool full_guards = false);
 
 }  // namespace kjit::cpu

@@ -73,7 +73,9 @@ OutputChecks::OutputChecks(std::span<const ArrayRef> inputs, std::span<const Arr
     if (reusable && reused_copies[o].memory && reused_copies[o].block.bytes == bytes) {
       block = reused_copies[o].block;  // its guards were checked and put back after its launch
     } else {
-      std::shared_ptr<void> copy = host_allocate(bytes);
+      // Guards as wide as a large block's: a tiny output with a grid rounded up to a large
+      // threadgroup is overrun by far more than a quarter of its size.
+      std::shared_ptr<void> copy = host_allocate(bytes, /*full_guards=*/true);
       block = *find_guarded_block(copy.get());
       if (reusable) {
         reused_copies[o] = {std::move(copy), block};
@@ -87,7 +89,18 @@ OutputChecks::OutputChecks(std::span<const ArrayRef> inputs, std::span<const Arr
   }
 }
 
+OutputChecks::~OutputChecks() {
+  if (restored_) return;
+  // The launch did not finish (an exception on its way): the outputs still get what the kernel
+  // wrote, and the guards are put back for the next launch.
+  for (const Guarded& g : guarded_) {
+    if (g.copied_from) std::memcpy(g.copied_from, g.block.data, g.block.bytes);
+    if (!guards_near_data_intact(g.block)) restore_guards(g.block);
+  }
+}
+
 std::string OutputChecks::restore(std::span<const std::string> names) {
+  restored_ = true;
   std::string report;
   bool past_guard = false;
   for (const Guarded& g : guarded_) {

@@ -29,6 +29,11 @@ class OutputChecks {
   /// another array too (an output that is also an input), whose writes the copy would part.
   OutputChecks(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs);
 
+  /// Copies the copies back and puts the guards back, silently, when restore was not called.
+  ~OutputChecks();
+  OutputChecks(const OutputChecks&) = delete;
+  OutputChecks& operator=(const OutputChecks&) = delete;
+
   /// Where the kernel writes output |o|: its memory, or its copy's.
   void* data(size_t o) const { return data_[o]; }
 
@@ -46,6 +51,7 @@ class OutputChecks {
   SmallVector<Guarded, 4> guarded_;
   SmallVector<void*, 4> data_;
   std::vector<std::shared_ptr<void>> copies_;  // held through the launch
+  bool restored_ = false;
 };
 
 }  // namespace kjit::cpu
