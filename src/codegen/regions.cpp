@@ -186,14 +186,14 @@ class Splitter {
   }
 
   // Whether a break or continue in the loop body [begin, end) belongs to that loop: one in a loop
-  // nested in it does not (its statement is skipped); one in a switch is counted, its break
-  // belonging to the switch or not.
-  bool breaks_out(size_t begin, size_t end) const {
+  // nested in it does not (its statement is skipped), nor does a break in a switch (whose body
+  // is scanned for continue alone). With |breaks| false, only a continue counts.
+  bool breaks_out(size_t begin, size_t end, bool breaks = true) const {
     for (size_t k = begin; k < end; k = index_after(t_, k)) {
       const Token& tk = t_[k];
       if (tk.kind != TokenKind::Identifier) continue;
-      if (is_one_of(tk.text, {"break", "continue"})) return true;
-      if (!is_one_of(tk.text, {"for", "while", "do"})) continue;
+      if (tk.text == "continue" || (breaks && tk.text == "break")) return true;
+      if (!is_one_of(tk.text, {"for", "while", "do", "switch"})) continue;
       size_t body = index_after(t_, k);
       if (tk.text != "do") {
         if (body >= end || t_[body].text != "(") return true;
@@ -203,6 +203,7 @@ class Splitter {
       const size_t body_end =
           t_[body].text == "{" ? closing(t_, body) + 1 : simple_statement_end(body, end);
       if (body_end > end) return true;  // a statement the scan does not follow: assume it may
+      if (tk.text == "switch" && breaks_out(body, body_end, false)) return true;
       k = index_before(t_, body_end);
     }
     return false;

@@ -408,3 +408,21 @@ def test_a_break_of_a_loop_nested_in_a_loop_with_an_operation_keeps_region_mode(
     m = (lane % 5) * (lane % 5 - 1) // 2
     expected = x.astype(np.int64) + 3 * m.reshape(2, 32).sum(1).repeat(32)
     check(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), expected)
+
+
+def test_a_break_of_a_switch_in_a_loop_with_an_operation_keeps_region_mode(rng):
+    # The breaks leave the switch, which each thread runs on its own.
+    x = rng.integers(0, 100, 64).astype(np.int32)
+    source = """
+        const uint lane = thread_index_in_simdgroup;
+        int v = in0[thread_position_in_grid.x];
+        for (uint k = 0; k < 3; ++k) {
+            int m = 0;
+            switch (lane % 3) { case 0: m = 1; break; case 1: m = 2; break; default: break; }
+            v += simd_sum(m);
+        }
+        out[thread_position_in_grid.x] = v;
+    """
+    m = np.array([1, 2, 0])[(np.arange(64) % 32) % 3]
+    expected = x.astype(np.int64) + 3 * m.reshape(2, 32).sum(1).repeat(32)
+    check(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), expected)
