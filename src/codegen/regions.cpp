@@ -294,7 +294,7 @@ class Splitter {
       if (is_waiting_call(t_, k, dialect_, names_)) {
         const size_t open = index_after(t_, k);
         if (open >= end || t_[open].text != "(") {
-          return refuse(tk.line, "'" + std::string(tk.text) + "' is not called");
+          return refuse(tk.line, std::string("'").append(tk.text).append("' is not called"));
         }
         const size_t close = closing(t_, open);
         if (close >= end) return refuse(tk.line, "unbalanced brackets");
@@ -523,8 +523,9 @@ class Splitter {
         }
         for (const auto& [name, at] : d->names) {
           if (declared_elsewhere(name, at)) {
-            return refuse(tk.line, "'" + std::string(name) +
-                                       "', used across a wait, is declared more than once");
+            // (append: GCC 12 warns of "'" + string, wrongly: its bug 105329)
+            return refuse(tk.line, std::string("'").append(name).append(
+                                       "', used across a wait, is declared more than once"));
           }
         }
         size_t semicolon = k;
