@@ -60,11 +60,14 @@ KJIT_INLINE void for_each_thread(const thread_ctx& group, Body body) {
   }
   const uint3 stop = t.origin + t.group_size;
   unsigned long row = 0;
-  for (unsigned z = t.origin.z; z < stop.z; ++z)
-    for (unsigned y = t.origin.y; y < stop.y; ++y, row += t.group_size.x) KJIT_THREADS_LOOP
-  for (unsigned x = t.origin.x; x < stop.x; ++x) {
-    t.global_id = uint3(x, y, z);
-    body(t, row + (x - t.origin.x));
+  for (unsigned z = t.origin.z; z < stop.z; ++z) {
+    for (unsigned y = t.origin.y; y < stop.y; ++y, row += t.group_size.x) {
+      KJIT_THREADS_LOOP
+      for (unsigned x = t.origin.x; x < stop.x; ++x) {
+        t.global_id = uint3(x, y, z);
+        body(t, row + (x - t.origin.x));
+      }
+    }
   }
 }
 
