@@ -2,6 +2,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kjit::python {
@@ -36,9 +37,14 @@ std::string python_signature(const char* qualname, std::span<const Argument> arg
 std::array<std::string, 4> result_typed_signatures(const char* qualname,
                                                    std::span<const Argument> arguments,
                                                    size_t positional, size_t arrays) {
+  // A call given its outputs returns them, whatever the inputs: those take the general one.
   std::vector<Argument> typed(arguments.begin(), arguments.end());
+  const auto outputs = std::find_if(typed.begin(), typed.end(), [](const Argument& a) {
+    return std::strcmp(a.name, "outputs") == 0;
+  });
+  if (outputs != typed.end()) outputs->type = "None";
   auto with_arrays = [&](const std::string& type, const char* returns) {
-    typed[arrays].type = type.c_str();
+    typed.at(arrays).type = type.c_str();
     return python_signature(qualname, typed, positional, returns);
   };
   const std::string sequence = "collections.abc.Sequence[";

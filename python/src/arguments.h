@@ -41,8 +41,10 @@ std::string python_signature(const char* qualname, std::span<const Argument> arg
 /// that holds the inputs: numbers alone (or none) give a list of kjit.Array; NumPy arrays a
 /// list of NumPy arrays of any shape and dtype (theirs need not be the inputs'); arrays of
 /// another library a list of that library's arrays; anything else (arrays with numbers, or of
-/// several libraries, which a type checker cannot follow) a list of any type. The last is the
-/// function's signature as python_signature writes it.
+/// several libraries, which a type checker cannot follow, or outputs given, which the call
+/// returns) a list of any type. The last is the function's signature as python_signature writes
+/// it. NumPy's float64 scalars are floats to a type checker: alone, they are typed as giving
+/// kjit.Array, where the call returns NumPy arrays.
 std::array<std::string, 4> result_typed_signatures(const char* qualname,
                                                    std::span<const Argument> arguments,
                                                    size_t positional, size_t arrays);

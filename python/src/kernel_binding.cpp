@@ -1058,14 +1058,12 @@ void init_kernel(nb::module_& m) {
       "    for x in batches:\n"
       "        (y,) = bound(x)          # a new output each call\n"
       "        bound(x, out)            # or into out");
-  // Its overloads in the stubs, as a keyword call's: numbers alone, then the first argument a
-  // NumPy array or another library's.
+  // Its overloads in the stubs, as a keyword call's: numbers alone, then arrays all of NumPy
+  // or all of another library (the outputs too, which the call then returns).
   static const std::array<std::string, 4> bound_overloads = {
       std::string("def __call__(self, *arrays: float) -> ") + kNewArrayResults,
-      std::string("def __call__(self, first: ") + kNumPyArray + ", /, *arrays: object) -> " +
-          kNumPyResults,
-      std::string("def __call__(self, first: ") + kArrayType + ", /, *arrays: object) -> " +
-          kArrayResults,
+      std::string("def __call__(self, *arrays: ") + kNumPyArray + ") -> " + kNumPyResults,
+      std::string("def __call__(self, *arrays: ") + kArrayType + ") -> " + kArrayResults,
       std::string("def __call__(self, *arrays: object) -> ") + kAnyResults};
   def_overloads(
       bound, "__call__",
