@@ -61,7 +61,7 @@ for i in range(count):
     (y,) = make(i)(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
                    grid=(x.size, 1, 1), threadgroup=(64, 1, 1), device="cpu")
     wrong += not np.array_equal(y, x * np.float32(i % 997) + np.float32(i))
-    if (i + 1) % (count // samples) == 0:
+    if (i + 1) % max(1, count // samples) == 0:
         info = kjit.cache_info()
         rows.append({"kernels": i + 1, "resident_mib": resident_mib(), "maps": maps(),
                      "loaded": info["memory_entries"], "evictions": info["memory_evictions"],
@@ -94,6 +94,8 @@ def main() -> None:
                                   env=dict(env, **limits), check=True, capture_output=True,
                                   text=True)
             runs[name] = json.loads(done.stdout)
+            if runs[name]["compiles"] or runs[name]["wrong"]:
+                sys.exit(f"{name}: a kernel was compiled again or computed a wrong result")
     bounded, unbounded = runs["default bound"], runs["no bound"]
     for name, run in runs.items():
         print(f"{name}: memory_limit_entries {run['limit']}, {run['compiles']} compiles, "
