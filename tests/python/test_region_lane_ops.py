@@ -388,41 +388,32 @@ def test_a_loop_with_an_operation_that_a_break_or_continue_leaves_stays_cooperat
     np.testing.assert_array_equal(out, expected)
 
 
-def test_a_break_of_a_loop_nested_in_a_loop_with_an_operation_keeps_region_mode(rng):
-    # The break leaves the inner loop, which each thread runs on its own.
-    x = rng.integers(0, 100, 64).astype(np.int32)
-    source = """
-        const uint lane = thread_index_in_simdgroup;
-        int v = in0[thread_position_in_grid.x];
-        for (uint k = 0; k < 3; ++k) {
-            int m = 0;
-            for (uint j = 0; j < 8; ++j) {
+# Breaks that leave a statement inside the loop, which each thread runs on its own: an inner
+# loop, or a switch. Each gives lane l the value m(l).
+INNER_BREAKS = {
+    "loop": ("""for (uint j = 0; j < 8; ++j) {
                 if (j == lane % 5) break;
                 m += int(j);
-            }
-            v += simd_sum(m);
-        }
-        out[thread_position_in_grid.x] = v;
-    """
-    lane = np.arange(64) % 32
-    m = (lane % 5) * (lane % 5 - 1) // 2
-    expected = x.astype(np.int64) + 3 * m.reshape(2, 32).sum(1).repeat(32)
-    check(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), expected)
+            }""", lambda lane: (lane % 5) * (lane % 5 - 1) // 2),
+    "switch": ("switch (lane % 3) { case 0: m = 1; break; case 1: m = 2; break; default: break; }",
+               lambda lane: np.array([1, 2, 0])[lane % 3]),
+}
 
 
-def test_a_break_of_a_switch_in_a_loop_with_an_operation_keeps_region_mode(rng):
-    # The breaks leave the switch, which each thread runs on its own.
+@pytest.mark.parametrize("inner", INNER_BREAKS)
+def test_a_break_of_a_statement_in_a_loop_with_an_operation_keeps_region_mode(rng, inner):
+    statement, m_of = INNER_BREAKS[inner]
     x = rng.integers(0, 100, 64).astype(np.int32)
-    source = """
+    source = f"""
         const uint lane = thread_index_in_simdgroup;
         int v = in0[thread_position_in_grid.x];
-        for (uint k = 0; k < 3; ++k) {
+        for (uint k = 0; k < 3; ++k) {{
             int m = 0;
-            switch (lane % 3) { case 0: m = 1; break; case 1: m = 2; break; default: break; }
+            {statement}
             v += simd_sum(m);
-        }
+        }}
         out[thread_position_in_grid.x] = v;
     """
-    m = np.array([1, 2, 0])[(np.arange(64) % 32) % 3]
+    m = m_of(np.arange(64) % 32)
     expected = x.astype(np.int64) + 3 * m.reshape(2, 32).sum(1).repeat(32)
     check(source, [x], (64,), np.int32, (64, 1, 1), (64, 1, 1), expected)
