@@ -1,15 +1,13 @@
 #include "codegen/derived_pointers.h"
 
-#include <algorithm>
-
 #include "codegen/token_scan.h"
 
 namespace kjit::codegen {
 
-std::vector<DerivedPointer> derived_pointers(
+std::unordered_map<std::string_view, size_t> derived_pointers(
     const std::vector<Token>& t,
     const std::function<std::optional<size_t>(std::string_view)>& array_named) {
-  std::vector<DerivedPointer> found;
+  std::unordered_map<std::string_view, size_t> found;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].text != "=" || t[i].in_directive) continue;
     const size_t name = index_before(t, i);
@@ -25,19 +23,17 @@ std::vector<DerivedPointer> derived_pointers(
     if (!k || next == t.size() || array_named(t[name].text)) continue;
     // The array itself or an address in it: "inp + k", "inp", "&inp[k]" (not "inp[k]", a value).
     if (address ? t[next].text != "[" : !is_one_of(t[next].text, {"+", "-", ";", ","})) continue;
-    found.push_back({t[name].text, *k});
+    found.emplace(t[name].text, *k);
   }
-  // Names declared once only.
-  std::erase_if(found, [&](const DerivedPointer& d) {
-    size_t declarations = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i].kind == TokenKind::Identifier && t[i].text == d.name && !t[i].in_directive &&
-          declares_name(t, i)) {
-        ++declarations;
-      }
+  // Names declared once only, counted in one pass over the tokens.
+  std::unordered_map<std::string_view, size_t> declarations;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].kind == TokenKind::Identifier && !t[i].in_directive && found.count(t[i].text) &&
+        declares_name(t, i)) {
+      ++declarations[t[i].text];
     }
-    return declarations != 1;
-  });
+  }
+  std::erase_if(found, [&](const auto& pointer) { return declarations[pointer.first] != 1; });
   return found;
 }
 

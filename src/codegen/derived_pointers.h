@@ -6,21 +6,17 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/lexer.h"
 
 namespace kjit::codegen {
 
-struct DerivedPointer {
-  std::string_view name;
-  size_t array;  // the array's number, as |array_named| gives it
-};
-
-/// The pointers |tokens| declare so, each from the array |array_named| finds by name. A name
-/// the body declares more than once (in two scopes, or as something else too) is left out: its
-/// accesses could not all be told apart.
-std::vector<DerivedPointer> derived_pointers(
+/// The pointers |tokens| declare so, by name, each with the number of the array |array_named|
+/// finds by name. A name the body declares more than once (in two scopes, or as something else
+/// too) is left out: its accesses could not all be told apart.
+std::unordered_map<std::string_view, size_t> derived_pointers(
     const std::vector<Token>& tokens,
     const std::function<std::optional<size_t>(std::string_view)>& array_named);
 

@@ -261,7 +261,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
   // A group array's declaration ("float tile[32]") is no access.
   std::vector<bool> declaring(tokens.size());
   for (const GroupArray& g : groups) declaring[g.name_at] = true;
-  const std::vector<DerivedPointer> derived = derived_pointers(tokens, [&](std::string_view name) {
+  const auto derived = derived_pointers(tokens, [&](std::string_view name) {
     const std::optional<size_t> k = array_named(name);
     return k && *k < n_arrays ? k : std::nullopt;
   });
@@ -272,28 +272,27 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     return (after != tokens.size() && tokens[after].text == "[") ||
            after_prefix_operator(tokens, i, "*");
   };
+  const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
   for (size_t i = 0; i < tokens.size(); ++i) {
     Token& t = tokens[i];
     if (t.kind != TokenKind::Identifier || t.in_directive) continue;
     const Token* before = prev_significant(tokens, i);
-    if (is_member_access(before) || (before && before->text == "::") || !accessed(i)) continue;
-    const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
-    const auto pointer = std::find_if(derived.begin(), derived.end(),
-                                      [&](const DerivedPointer& d) { return d.name == t.text; });
-    if (pointer != derived.end()) {
+    if (is_member_access(before) || (before && before->text == "::")) continue;
+    if (const auto pointer = derived.find(t.text); pointer != derived.end()) {
       const size_t after = index_after(tokens, i);
       // "*p++" moves the pointer, which a view cannot: that access stays unchecked.
-      if (after != tokens.size() && (tokens[after].text == "++" || tokens[after].text == "--")) {
+      if (!accessed(i) ||
+          (after != tokens.size() && (tokens[after].text == "++" || tokens[after].text == "--"))) {
         continue;
       }
-      const size_t k = pointer->array;
+      const size_t array = pointer->second;
       t.text = texts.emplace_back("(::kjit::debug::derived_view_of(" + std::string(t.text) + ", " +
-                                  checked_name(spec, groups, k) + ", " + std::to_string(k) + ", " +
-                                  std::to_string(t.line) + context);
+                                  checked_name(spec, groups, array) + ", " + std::to_string(array) +
+                                  ", " + std::to_string(t.line) + context);
       continue;
     }
     const std::optional<size_t> k = array_named(t.text);
-    if (!k || declaring[i]) continue;
+    if (!k || declaring[i] || !accessed(i)) continue;
     const std::string name(t.text), number = std::to_string(*k), line = std::to_string(t.line);
     if (*k < n_arrays) {
       t.text = texts.emplace_back("(::kjit::debug::view_of(" + name + ", " + number + ", " + line +

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,10 @@ std::vector<std::string> derived_in(const std::string& source) {
     if (name == "out") return 1;
     return std::nullopt;
   };
-  for (const DerivedPointer& d : derived_pointers(tokens, array_named)) {
-    found.push_back(std::string(d.name) + ":" + std::to_string(d.array));
+  for (const auto& [name, array] : derived_pointers(tokens, array_named)) {
+    found.push_back(std::string(name) + ":" + std::to_string(array));
   }
+  std::sort(found.begin(), found.end());
   return found;
 }
 
