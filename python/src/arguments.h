@@ -11,7 +11,6 @@
 #include <array>
 #include <span>
 #include <string>
-#include <vector>
 
 namespace kjit::python {
 
