@@ -1,8 +1,9 @@
-// A debug build's group memory: each use of a threadgroup / __shared__ array the body declares
-// is a view of the array that checks every index against its dimension's extent, and reports
-// the first outside it, as the views of inputs and outputs do (common/debug_view.h). On the CPU
-// each access is also recorded for the race checks (target/cpu/debug_races.h, which the CPU's
-// entry headers include first).
+// A debug build's group memory: each use of a threadgroup / __shared__ array the body can see
+// (its own, the header's top level's) is a view of the array that checks every index against
+// its dimension's extent, and reports the first outside it, as the views of inputs and outputs
+// do (common/debug_view.h). On the CPU each access of an array and each use of a variable of one
+// value is also recorded for the race checks (target/cpu/debug_races.h, which the CPU's entry
+// headers include first).
 #pragma once
 
 #include "common/debug_view.h"
@@ -132,6 +133,21 @@ KJIT_INLINE group_view<T> dynamic_group_view_of(T* data, long long bytes, int nu
       reinterpret_cast<const unsigned char*>(data), n, 1, number, line, tracked, &thread, to};
   use.extents[0] = n;
   return group_view<T>(data, n, 0, use);
+}
+
+// A use of group variable |variable|, of one value ("threadgroup float total;"), numbered
+// |number| in reports, at |line| of the body; |tracked| unless the use takes its address. There
+// is no index to check: on the CPU the use is recorded for the race checks.
+template <class T>
+KJIT_INLINE T& group_variable_of(T& variable, int number, int line, bool tracked,
+                                 const thread_ctx& thread, report* to) {
+#ifdef KJIT_CPU
+  group_use use{(const unsigned char*)&variable, 1, 0, number, line, tracked, &thread, to, {}};
+  races::touch(use, (const void*)&variable, sizeof(T));
+#else
+  (void)number, (void)line, (void)tracked, (void)thread, (void)to;
+#endif
+  return variable;
 }
 
 }  // namespace kjit::debug

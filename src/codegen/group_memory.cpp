@@ -36,22 +36,33 @@ bool declares_group_memory(const std::vector<Token>& t, size_t k, size_t end, Di
   return false;
 }
 
-std::string group_array_kind(Dialect dialect) {
-  return dialect == Dialect::Metal ? "threadgroup array" : "__shared__ array";
+std::string group_variable_kind(Dialect dialect, bool array) {
+  return std::string(dialect == Dialect::Metal ? "threadgroup" : "__shared__") +
+         (array ? " array" : " variable");
 }
 
-std::vector<GroupArray> group_arrays(const std::vector<Token>& t, Dialect dialect) {
-  std::vector<GroupArray> found;
+std::vector<GroupVariable> group_variables(const std::vector<Token>& t, Dialect dialect,
+                                           bool top_level_only) {
+  std::vector<GroupVariable> found;
+  int depth = 0;
   for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].kind == TokenKind::Punct && !t[k].in_directive) {
+      depth += t[k].text == "{" ? 1 : t[k].text == "}" ? -1 : 0;
+    }
     if (t[k].kind != TokenKind::Identifier || t[k].in_directive) continue;
+    if (top_level_only && depth != 0) continue;
     const Token* before = prev_significant(t, k);
-    if (before && before->text != ";" && before->text != "{" && before->text != "}") continue;
+    if (before && !before->in_directive && before->text != ";" && before->text != "{" &&
+        before->text != "}") {
+      continue;
+    }
     if (t[k].text == "extern") {
       const Token* next = next_significant(t, k);
       if (dialect != Dialect::Cuda || !next || next->text != "__shared__") continue;
     }
     if (!declares_group_memory(t, k, t.size(), dialect)) continue;
-    // Its declarators: each name followed by '[' outside brackets is an array.
+    // Its declarators: each name followed by '[' outside brackets is an array, each followed by
+    // ',' or ';' a variable of one value.
     size_t j = k;
     for (; t[j].text != ";"; j = index_after(t, j)) {
       if (t[j].text == "(" || t[j].text == "[") {
@@ -59,11 +70,24 @@ std::vector<GroupArray> group_arrays(const std::vector<Token>& t, Dialect dialec
         continue;
       }
       const size_t next = index_after(t, j);
-      if (t[j].kind != TokenKind::Identifier || next == t.size() || t[next].text != "[") continue;
-      const size_t after = index_after(t, next);
-      found.push_back({std::string(t[j].text), j, after < t.size() && t[after].text == "]"});
+      if (t[j].kind != TokenKind::Identifier || next == t.size()) continue;
+      if (t[next].text == "," || t[next].text == ";") {
+        found.push_back({std::string(t[j].text), j, false, false, top_level_only});
+      } else if (t[next].text == "[") {
+        const size_t after = index_after(t, next);
+        const bool dynamic = after < t.size() && t[after].text == "]";
+        found.push_back({std::string(t[j].text), j, true, dynamic, top_level_only});
+      }
     }
     k = j;
+  }
+  return found;
+}
+
+std::vector<GroupVariable> group_variables(const KernelSpec& spec) {
+  std::vector<GroupVariable> found = group_variables(spec.source_tokens, spec.dialect);
+  for (GroupVariable& v : group_variables(spec.header_tokens, spec.dialect, true)) {
+    found.push_back(std::move(v));
   }
   return found;
 }

@@ -55,7 +55,7 @@ std::vector<const CudaBuiltin*> header_builtins(const KernelSpec& spec, Target t
 constexpr const char* kDebugReport = "kjit_debug_report";
 
 // The name of array |k| of a debug build: inputs, then outputs, then |groups|.
-const std::string& checked_name(const KernelSpec& spec, const std::vector<GroupArray>& groups,
+const std::string& checked_name(const KernelSpec& spec, const std::vector<GroupVariable>& groups,
                                 size_t k) {
   const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
   return k < n_in           ? spec.input_names[k]
@@ -64,16 +64,17 @@ const std::string& checked_name(const KernelSpec& spec, const std::vector<GroupA
 }
 
 // The arrays (by number: inputs, outputs, then group memory) whose name the body also declares
-// ("float* out" in a lambda's parameters; a group array's own declaration aside): each use may
-// mean either, so those stay unchecked.
+// ("float* out" in a lambda's parameters; a group variable's own declaration aside): each use
+// may mean either, so those stay unchecked.
 std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
-                                      const std::vector<GroupArray>& groups) {
+                                      const std::vector<GroupVariable>& groups) {
   const std::vector<Token>& t = spec.source_tokens;
   const size_t n_arrays = spec.input_names.size() + spec.output_names.size();
   std::vector<size_t> found;
   for (size_t k = 0; k < n_arrays + groups.size(); ++k) {
     const std::string& name = checked_name(spec, groups, k);
-    const size_t own = k < n_arrays ? t.size() : groups[k - n_arrays].name_at;
+    const size_t own =
+        k < n_arrays || groups[k - n_arrays].in_header ? t.size() : groups[k - n_arrays].name_at;
     for (size_t i = 0; i < t.size(); ++i) {
       if (i != own && t[i].kind == TokenKind::Identifier && t[i].text == name &&
           declares_name(t, i)) {
@@ -246,7 +247,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
                                      std::vector<Token> tokens, std::deque<std::string>& texts) {
   const size_t n_in = spec.input_names.size();
   const size_t n_arrays = n_in + spec.output_names.size();
-  const std::vector<GroupArray> groups = group_arrays(spec.source_tokens, spec.dialect);
+  const std::vector<GroupVariable> groups = group_variables(spec);
   // The array a name is, by its number: inputs, outputs, then group memory; 0-d inputs are
   // values.
   std::vector<bool> unchecked(n_arrays + groups.size());
@@ -258,9 +259,11 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     }
     return std::nullopt;
   };
-  // A group array's declaration ("float tile[32]") is no access.
+  // A group variable's declaration ("float tile[32]") is no access.
   std::vector<bool> declaring(tokens.size());
-  for (const GroupArray& g : groups) declaring[g.name_at] = true;
+  for (const GroupVariable& g : groups) {
+    if (!g.in_header) declaring[g.name_at] = true;
+  }
   const auto derived = derived_pointers(tokens, [&](std::string_view name) {
     const std::optional<size_t> k = array_named(name);
     return k && *k < n_arrays ? k : std::nullopt;
@@ -292,7 +295,11 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
       continue;
     }
     const std::optional<size_t> k = array_named(t.text);
-    if (!k || declaring[i] || !accessed(i)) continue;
+    if (!k || declaring[i]) continue;
+    // A group variable of one value is accessed by each use of its name ("decltype(total)"
+    // declares a name as far as redeclared_arrays can tell).
+    const bool scalar = *k >= n_arrays && !groups[*k - n_arrays].array;
+    if (!scalar && !accessed(i)) continue;
     const std::string name(t.text), number = std::to_string(*k), line = std::to_string(t.line);
     if (*k < n_arrays) {
       t.text = texts.emplace_back("(::kjit::debug::view_of(" + name + ", " + number + ", " + line +
@@ -301,7 +308,10 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     }
     // Accesses whose address the body takes (atomics, pointers) are checked, not recorded.
     const std::string tracked = after_prefix_operator(tokens, i, "&") ? ", false" : ", true";
-    if (groups[*k - n_arrays].dynamic) {
+    if (scalar) {
+      t.text = texts.emplace_back("(::kjit::debug::group_variable_of(" + name + ", " + number +
+                                  ", " + line + tracked + context);
+    } else if (groups[*k - n_arrays].dynamic) {
       t.text = texts.emplace_back("(::kjit::debug::dynamic_group_view_of(" + name + ", " +
                                   std::to_string(spec.shared_memory) + ", " + number + ", " + line +
                                   tracked + context);
@@ -317,12 +327,13 @@ void warn_of_unchecked_arrays(const KernelSpec& spec) {
   if (!spec.compile_options.debug) return;
   const size_t n_in = spec.input_names.size();
   const size_t n_arrays = n_in + spec.output_names.size();
-  const std::vector<GroupArray> groups = group_arrays(spec.source_tokens, spec.dialect);
+  const std::vector<GroupVariable> groups = group_variables(spec);
   for (size_t k : redeclared_arrays(spec, groups)) {
     const std::string& name = checked_name(spec, groups, k);
-    const std::string what = k < n_in       ? "input"
-                             : k < n_arrays ? "output"
-                                            : group_array_kind(spec.dialect);
+    const std::string what = k < n_in ? "input"
+                             : k < n_arrays
+                                 ? "output"
+                                 : group_variable_kind(spec.dialect, groups[k - n_arrays].array);
     warn(prefix_named(spec) + "the debug checks leave " + what + " '" + name +
          "' unchecked: the body declares another '" + name + "'");
   }

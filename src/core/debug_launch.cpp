@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,17 +87,24 @@ std::string triple(const uint32_t v[3]) {
          ")";
 }
 
+// The group variable numbered |k| among a debug build's arrays, if |k| is one.
+std::optional<codegen::GroupVariable> group_variable(const KernelSpec& spec, size_t k) {
+  const size_t n_arrays = spec.input_names.size() + spec.output_names.size();
+  if (k < n_arrays) return std::nullopt;
+  std::vector<codegen::GroupVariable> groups = codegen::group_variables(spec);
+  if (k - n_arrays >= groups.size()) return std::nullopt;
+  return std::move(groups[k - n_arrays]);
+}
+
 std::string array_named(const KernelSpec& spec, size_t k) {
   const size_t n_in = spec.input_names.size(), n_out = spec.output_names.size();
   if (k < n_in) return "inputs[" + std::to_string(k) + "] ('" + spec.input_names[k] + "')";
   if (k < n_in + n_out) {
     return "outputs[" + std::to_string(k - n_in) + "] ('" + spec.output_names[k - n_in] + "')";
   }
-  const std::vector<codegen::GroupArray> groups =
-      codegen::group_arrays(spec.source_tokens, spec.dialect);
-  const size_t g = k - n_in - n_out;
-  return codegen::group_array_kind(spec.dialect) + " '" +
-         (g < groups.size() ? groups[g].name : std::string("?")) + "'";
+  const std::optional<codegen::GroupVariable> g = group_variable(spec, k);
+  return codegen::group_variable_kind(spec.dialect, !g || g->array) + " '" +
+         (g ? g->name : std::string("?")) + "'";
 }
 
 std::string where(const DebugReport& r) {
@@ -136,9 +144,12 @@ std::string element_at(int64_t flat, int rank, const int64_t extents[4]) {
 
 std::string race(const KernelSpec& spec, const DebugReport& r) {
   const auto did = [](int32_t wrote) { return wrote ? "wrote" : "read"; };
-  return "debug check: a race on " + array_named(spec, static_cast<size_t>(r.array)) +
-         ": the thread at " + triple(r.thread) + " in the grid " + did(r.wrote) + " its element " +
-         element_at(r.index, r.rank, r.extents) + " at line " + std::to_string(r.line) +
+  const size_t k = static_cast<size_t>(r.array);
+  const std::optional<codegen::GroupVariable> g = group_variable(spec, k);
+  const std::string what =
+      g && !g->array ? "it" : "its element " + element_at(r.index, r.rank, r.extents);
+  return "debug check: a race on " + array_named(spec, k) + ": the thread at " + triple(r.thread) +
+         " in the grid " + did(r.wrote) + " " + what + " at line " + std::to_string(r.line) +
          " of the source, and the thread at " + triple(r.other_thread) + " " + did(r.other_wrote) +
          " it at line " + std::to_string(r.other_line) +
          ", with no barrier between them (in threadgroup " + triple(r.group) +

@@ -233,6 +233,36 @@ def test_a_value_one_thread_writes_and_all_read_needs_a_barrier(rng, cpu_mode):
     np.testing.assert_array_equal(out, x * np.repeat(x[::32], 32))
 
 
+# Thread 0 of each group sets a threadgroup variable (not an array) that every thread then reads,
+# with the barrier after the reads instead of between (lines 4, 5).
+VARIABLE_RACE = """
+    threadgroup float total;
+    uint i = thread_position_in_grid.x;
+    if (thread_position_in_threadgroup.x == 0) total = inp[i] + 1.0f;
+    out[i] = inp[i] * total;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+def test_a_group_variable_one_thread_writes_and_all_read_needs_a_barrier(rng, cpu_mode):
+    kernel = kjit.metal_kernel(name="dbg_variable_race", input_names=["inp"],
+                               output_names=["out"], source=VARIABLE_RACE, compile_options=DEBUG)
+    x = rng.standard_normal(64).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 64, (64, 1, 1), (32, 1, 1))
+    assert ("debug check: a race on threadgroup variable 'total': the thread at (0, 0, 0) in the "
+            "grid wrote it at line 4 of the source, and the thread at (1, 0, 0) read it at line "
+            "5, with no barrier between them (in threadgroup (0, 0, 0))") in str(e.value)
+    fixed = VARIABLE_RACE.replace(
+        "    out[i] = inp[i] * total;\n    threadgroup_barrier(mem_flags::mem_threadgroup);",
+        "    threadgroup_barrier(mem_flags::mem_threadgroup);\n    out[i] = inp[i] * total;")
+    kernel = kjit.metal_kernel(name="dbg_variable_fixed", input_names=["inp"],
+                               output_names=["out"], source=fixed, compile_options=DEBUG)
+    out = call(kernel, [x], 64, (64, 1, 1), (32, 1, 1))
+    np.testing.assert_array_equal(out, x * (np.repeat(x[::32], 32) + np.float32(1.0)))
+
+
 # A tiled matrix product: each group computes a 16 x 16 block of C = A B, a tile of A and one
 # of B at a time. MISSING marks the barrier between using the tiles and loading the next ones:
 # without it, a fast thread overwrites a tile another still reads (on a GPU whose threads run
@@ -420,6 +450,84 @@ def test_clean_kernels_with_group_memory_report_nothing(rng, device, cpu_mode):
     counts = call(kernel, [bins], 32, (256, 1, 1), (64, 1, 1), device)
     want = np.stack([np.bincount(g % 8, minlength=8) for g in bins.reshape(4, 64)]).ravel()
     np.testing.assert_array_equal(counts, want)
+
+
+# Group variables of one value used as GPUs use them: a counter that every thread adds to with
+# an atomic operation, set and read by one thread with barriers between, a value one thread
+# sets for all, and sizeof.
+COUNTER_CUDA = """
+    __shared__ unsigned count;
+    __shared__ float scale;
+    if (threadIdx.x == 0) { count = 0; scale = inp[blockIdx.x * blockDim.x]; }
+    __syncthreads();
+    if (inp[blockIdx.x * blockDim.x + threadIdx.x] > 0.0f) atomicAdd(&count, 1u);
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = float(count) * scale + float(sizeof(count));
+"""
+COUNTER_METAL = """
+    threadgroup atomic_uint count;
+    threadgroup float scale;
+    uint l = thread_index_in_threadgroup, g = threadgroup_position_in_grid.x;
+    if (l == 0) { atomic_store_explicit(&count, 0u, memory_order_relaxed); scale = inp[g * 64]; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (inp[thread_position_in_grid.x] > 0.0f)
+        atomic_fetch_add_explicit(&count, 1u, memory_order_relaxed);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (l == 0)
+        out[g] = float(atomic_load_explicit(&count, memory_order_relaxed)) * scale + 4.0f;
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_clean_kernels_with_group_variables_report_nothing(rng, device, cpu_mode):
+    x = rng.standard_normal(256).astype(np.float32)
+    groups = x.reshape(4, 64)
+    want = (groups > 0).sum(1).astype(np.float32) * groups[:, 0] + 4.0
+    for make, source in [(kjit.cuda_kernel, COUNTER_CUDA), (kjit.metal_kernel, COUNTER_METAL)]:
+        kernel = make(name="dbg_counter_" + make.__name__, input_names=["inp"],
+                      output_names=["out"], source=source, compile_options=DEBUG)
+        out = call(kernel, [x], 4, (256, 1, 1), (64, 1, 1), device)
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+# Group memory the header declares at its top level, which the body indexes: thread 7 of each
+# group of 8 writes one past the array (line 2).
+HEADER_CACHE = "#define WIDTH 8\n__shared__ float cache[WIDTH];\n"
+HEADER_BODY = """
+    int l = threadIdx.x;
+    cache[l + (l == 7 && blockIdx.x == 1)] = inp[blockIdx.x * 8 + l];
+    __syncthreads();
+    out[blockIdx.x * 8 + l] = cache[7 - l];
+"""
+
+
+@pytest.mark.parametrize("cpu_mode", MODES, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_group_memory_the_header_declares_is_checked(rng, device, cpu_mode):
+    kernel = kjit.cuda_kernel(name="dbg_header_cache", input_names=["inp"], output_names=["out"],
+                              header=HEADER_CACHE, source=HEADER_BODY, compile_options=DEBUG)
+    x = rng.standard_normal(16).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [x], 16, (16, 1, 1), (8, 1, 1), device)
+    assert ("debug check: __shared__ array 'cache' was indexed at 8, outside the array (its "
+            "indices are 0 to 7), at line 3 of the source, by the thread at (15, 0, 0) in the "
+            "grid (in threadgroup (1, 0, 0))") in str(e.value)
+    out = call(kernel, [x[:8]], 8, (8, 1, 1), (8, 1, 1), device)
+    np.testing.assert_array_equal(out, x[:8][::-1])
+
+
+def test_races_on_group_memory_the_header_declares_are_reported(rng):
+    racy = HEADER_BODY.replace("(l == 7 && blockIdx.x == 1)", "0").replace(
+        "    __syncthreads();\n", "")
+    kernel = kjit.cuda_kernel(name="dbg_header_race", input_names=["inp"], output_names=["out"],
+                              header=HEADER_CACHE, source=racy, compile_options=DEBUG)
+    with pytest.raises(kjit.LaunchError) as e:
+        call(kernel, [rng.standard_normal(8).astype(np.float32)], 8, (8, 1, 1), (8, 1, 1))
+    # Thread 4 reads what thread 3 wrote: the first race of the group's one loop over threads.
+    assert ("a race on __shared__ array 'cache': the thread at (3, 0, 0) in the grid wrote its "
+            "element 3 at line 3 of the source, and the thread at (4, 0, 0) read it at line 4, "
+            "with no barrier between them") in str(e.value)
 
 
 def test_sizeof_a_group_array_is_the_array_s_size():
