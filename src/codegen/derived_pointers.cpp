@@ -3,6 +3,27 @@
 #include "codegen/token_scan.h"
 
 namespace kjit::codegen {
+namespace {
+
+// The array that the right side of the '=' at |i| is, or an address in: "inp + k", "inp",
+// "&inp[k]" (not "inp[k]", a value), by |array_named|'s number.
+std::optional<size_t> derived_from(
+    const std::vector<Token>& t, size_t i,
+    const std::function<std::optional<size_t>(std::string_view)>& array_named) {
+  size_t array = index_after(t, i);
+  const bool address = array != t.size() && t[array].text == "&";
+  if (address) array = index_after(t, array);
+  if (array == t.size() || t[array].kind != TokenKind::Identifier) return std::nullopt;
+  const std::optional<size_t> k = array_named(t[array].text);
+  const size_t next = index_after(t, array);
+  if (!k || next == t.size()) return std::nullopt;
+  if (address ? t[next].text != "[" : !is_one_of(t[next].text, {"+", "-", ";", ","})) {
+    return std::nullopt;
+  }
+  return k;
+}
+
+}  // namespace
 
 std::unordered_map<std::string_view, size_t> derived_pointers(
     const std::vector<Token>& t,
@@ -14,26 +35,35 @@ std::unordered_map<std::string_view, size_t> derived_pointers(
     if (name == t.size() || t[name].kind != TokenKind::Identifier) continue;
     const size_t declarator = index_before(t, name);
     if (declarator == t.size() || !is_one_of(t[declarator].text, {"*", "auto"})) continue;
-    size_t array = index_after(t, i);
-    const bool address = array != t.size() && t[array].text == "&";
-    if (address) array = index_after(t, array);
-    if (array == t.size() || t[array].kind != TokenKind::Identifier) continue;
-    const std::optional<size_t> k = array_named(t[array].text);
-    const size_t next = index_after(t, array);
-    if (!k || next == t.size() || array_named(t[name].text)) continue;
-    // The array itself or an address in it: "inp + k", "inp", "&inp[k]" (not "inp[k]", a value).
-    if (address ? t[next].text != "[" : !is_one_of(t[next].text, {"+", "-", ";", ","})) continue;
-    found.emplace(t[name].text, *k);
+    const std::optional<size_t> k = derived_from(t, i, array_named);
+    if (k && !array_named(t[name].text)) found.emplace(t[name].text, *k);
   }
-  // Names declared once only, counted in one pass over the tokens.
+  // Names declared once only, counted in one pass over the tokens, and assigned nothing but an
+  // address in their own array: a pointer moved to another array would be checked against the
+  // first one's bounds.
   std::unordered_map<std::string_view, size_t> declarations;
+  std::unordered_map<std::string_view, bool> moved_away;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i].kind == TokenKind::Identifier && !t[i].in_directive && found.count(t[i].text) &&
-        declares_name(t, i)) {
-      ++declarations[t[i].text];
+    if (t[i].kind != TokenKind::Identifier || t[i].in_directive || !found.count(t[i].text)) {
+      continue;
     }
+    if (declares_name(t, i)) ++declarations[t[i].text];
+    const Token* before = prev_significant(t, i);
+    const size_t next = index_after(t, i);
+    if (next == t.size() || t[next].text != "=" || is_member_access(before)) continue;
+    // "*p = v" writes where p points, and leaves p as it was.
+    const size_t deref = index_before(t, i);
+    const size_t operand = deref == t.size() ? t.size() : index_before(t, deref);
+    if (deref != t.size() && t[deref].text == "*" &&
+        (operand == t.size() || t[operand].kind != TokenKind::Identifier ||
+         is_statement_keyword(t[operand].text))) {
+      continue;
+    }
+    if (derived_from(t, next, array_named) != found[t[i].text]) moved_away[t[i].text] = true;
   }
-  std::erase_if(found, [&](const auto& pointer) { return declarations[pointer.first] != 1; });
+  std::erase_if(found, [&](const auto& pointer) {
+    return declarations[pointer.first] != 1 || moved_away[pointer.first];
+  });
   return found;
 }
 

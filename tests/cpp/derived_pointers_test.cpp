@@ -52,5 +52,14 @@ TEST(DerivedPointers, ANameDeclaredTwiceIsLeftOut) {
   EXPECT_EQ(derived_in("float* p = out + i; *p = 1; y = x * p[0];"), Names{"p:1"});
 }
 
+TEST(DerivedPointers, APointerAssignedAnotherArrayIsLeftOut) {
+  // Moved within its array: still that array's.
+  EXPECT_EQ(derived_in("const float* p = inp; p = inp + 4; p += 2; p = &inp[j];"), Names{"p:0"});
+  EXPECT_EQ(derived_in("const float* p = inp; if (c) p = out;"), Names{});
+  EXPECT_EQ(derived_in("float* p = out; p = q;"), Names{});
+  // Writes through it, or to a member of that name, leave it as it was.
+  EXPECT_EQ(derived_in("float* p = out; *p = 2; s.p = inp; return *p = 1;"), Names{"p:1"});
+}
+
 }  // namespace
 }  // namespace kjit::codegen

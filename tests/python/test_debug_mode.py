@@ -367,6 +367,23 @@ def test_derived_pointers_that_move_or_whose_name_is_declared_twice_keep_compili
     np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1)), (x + x) * 3)
 
 
+def test_a_pointer_moved_to_another_array_is_not_checked_against_the_first(rng):
+    # Threads from 64 on read b through p, which first pointed into a: their in-bounds reads
+    # are no report, and each thread's value comes from its array.
+    kernel = kjit.metal_kernel(name="debug_repointed", input_names=["a", "b"],
+                               output_names=["out"], compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        const device float* p = a;
+        if (i >= 64) p = b;
+        out[i] = p[i];
+    """)
+    a = rng.standard_normal(128).astype(np.float32)
+    b = rng.standard_normal(128).astype(np.float32)
+    out = kernel(inputs=[a, b], output_shapes=[(128,)], output_dtypes=[np.float32],
+                 grid=(128, 1, 1), threadgroup=(64, 1, 1))[0]
+    np.testing.assert_array_equal(out, np.concatenate([a[:64], b[64:]]))
+
+
 def test_an_array_whose_name_the_body_declares_again_stays_unchecked_with_a_warning(rng):
     # A lambda's parameter a and the input a: the body's a is left as it is, and the user told.
     source = """
