@@ -55,8 +55,17 @@ KJIT_INLINE void write_finding(report* r, report::kind_t kind, int array, int li
   write_position(r->group, thread.threadgroup_position_in_grid());
 }
 
-// |data| points |offset| elements into the array (a pointer the body derived from it).
-template <class T>
+// The array index of the element holding byte |byte| of an array of |size|-byte elements,
+// rounded down for bytes before the array too.
+KJIT_INLINE long long element_at(long long byte, long long size) {
+  return byte >= 0 ? byte / size : -((-byte + size - 1) / size);
+}
+
+// Accesses to |T|s through |data|, which points |offset| bytes into an array of |Element|-byte
+// elements: the array itself, a pointer the body derived from it, or one cast to another
+// element type ("(device float4*)(inp + k)"). An access is in bounds when every byte it covers
+// is; the index reported is in the array's elements: the first it covers outside the bounds.
+template <class T, unsigned long Element = sizeof(T)>
 class view {
  public:
   KJIT_INLINE view(T* data, int array, int line, const thread_ctx& thread, report* to,
@@ -66,10 +75,19 @@ class view {
   // Indexed as a pointer is: by an integer.
   template <class I, KJIT_IF(!is_builtin_float_v<I>)>
   KJIT_INLINE T& operator[](I i) const {
-    const long long k = offset_ + static_cast<long long>(i);
+    constexpr long long size = static_cast<long long>(Element);
     const long long* bounds = reinterpret_cast<const long long*>(report_ + 1) + 2 * array_;
-    if (k >= bounds[0] && k < bounds[1]) return data_[static_cast<long long>(i)];
-    return out_of_bounds(k);
+    const long long byte = offset_ + static_cast<long long>(i) * static_cast<long long>(sizeof(T));
+    if constexpr (sizeof(T) == Element) {
+      const long long k = byte / size;
+      if (k >= bounds[0] && k < bounds[1]) return data_[static_cast<long long>(i)];
+      return out_of_bounds(k);
+    } else {
+      const long long first = element_at(byte, size);
+      const long long last = element_at(byte + static_cast<long long>(sizeof(T)) - 1, size);
+      if (first >= bounds[0] && last < bounds[1]) return data_[static_cast<long long>(i)];
+      return out_of_bounds(first < bounds[0] ? first : first > bounds[1] ? first : bounds[1]);
+    }
   }
   KJIT_INLINE T& operator*() const { return (*this)[0]; }
 
@@ -93,19 +111,14 @@ KJIT_INLINE view<T> view_of(T* data, int array, int line, const thread_ctx& thre
   return view<T>(data, array, line, thread, to);
 }
 
-// A pointer |p| the body derived from array |base| ("const float* row = inp + k"), checked at
-// the index it reaches in the array. One to elements of another size (a cast the body made
-// since) stays the plain pointer.
+// A pointer |p| the body derived from array |base| ("const float* row = inp + k", or cast to
+// another element type), checked at the index it reaches in the array.
 template <class T, class U>
-KJIT_INLINE auto derived_view_of(T* p, U* base, int array, int line, const thread_ctx& thread,
-                                 report* to) {
-  if constexpr (sizeof(T) == sizeof(U)) {
-    const long long bytes =
-        reinterpret_cast<const unsigned char*>(p) - reinterpret_cast<const unsigned char*>(base);
-    return view<T>(p, array, line, thread, to, bytes / static_cast<long long>(sizeof(T)));
-  } else {
-    return p;
-  }
+KJIT_INLINE view<T, sizeof(U)> derived_view_of(T* p, U* base, int array, int line,
+                                               const thread_ctx& thread, report* to) {
+  const long long bytes =
+      reinterpret_cast<const unsigned char*>(p) - reinterpret_cast<const unsigned char*>(base);
+  return view<T, sizeof(U)>(p, array, line, thread, to, bytes);
 }
 
 }  // namespace kjit::debug

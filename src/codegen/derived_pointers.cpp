@@ -5,19 +5,47 @@
 namespace kjit::codegen {
 namespace {
 
+// The first token of the operand of the pointer casts and parentheses that start at |i|
+// ("(const device float4*)", "reinterpret_cast<const float4*>(", "("), or |i| where none does.
+size_t after_casts(const std::vector<Token>& t, size_t i) {
+  while (i != t.size()) {
+    if (t[i].text == "reinterpret_cast") {
+      size_t close = index_after(t, i);
+      if (close == t.size() || t[close].text != "<") return t.size();
+      for (int depth = 0; close != t.size(); close = index_after(t, close)) {
+        depth += t[close].text == "<" ? 1 : t[close].text == ">" ? -1 : 0;
+        if (depth == 0) break;
+      }
+      const size_t open = close == t.size() ? close : index_after(t, close);
+      if (open == t.size() || t[open].text != "(") return t.size();
+      i = index_after(t, open);
+    } else if (t[i].text == "(") {
+      // A C-style cast names a pointer type ("(T*)"); other parentheses hold the operand.
+      const size_t close = closing(t, i);
+      const size_t last = close == t.size() ? close : index_before(t, close);
+      const bool cast = last != t.size() && t[last].text == "*";
+      i = index_after(t, cast ? close : i);
+    } else {
+      return i;
+    }
+  }
+  return i;
+}
+
 // The array that the right side of the '=' at |i| is, or an address in: "inp + k", "inp",
-// "&inp[k]" (not "inp[k]", a value), by |array_named|'s number.
+// "&inp[k]" (not "inp[k]", a value), under any pointer casts ("(device float4*)(inp + k)"), by
+// |array_named|'s number.
 std::optional<size_t> derived_from(
     const std::vector<Token>& t, size_t i,
     const std::function<std::optional<size_t>(std::string_view)>& array_named) {
-  size_t array = index_after(t, i);
+  size_t array = after_casts(t, index_after(t, i));
   const bool address = array != t.size() && t[array].text == "&";
   if (address) array = index_after(t, array);
   if (array == t.size() || t[array].kind != TokenKind::Identifier) return std::nullopt;
   const std::optional<size_t> k = array_named(t[array].text);
   const size_t next = index_after(t, array);
   if (!k || next == t.size()) return std::nullopt;
-  if (address ? t[next].text != "[" : !is_one_of(t[next].text, {"+", "-", ";", ","})) {
+  if (address ? t[next].text != "[" : !is_one_of(t[next].text, {"+", "-", ";", ",", ")"})) {
     return std::nullopt;
   }
   return k;

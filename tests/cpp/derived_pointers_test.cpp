@@ -38,10 +38,18 @@ TEST(DerivedPointers, DeclarationsFromAnArrayMovedOrNot) {
   EXPECT_EQ(derived_in("const float *a = inp, *b = out + 2;"), Names{"a:0"});
 }
 
+TEST(DerivedPointers, PointersCastToAnotherElementType) {
+  EXPECT_EQ(derived_in("const device float4* v = (const device float4*)(inp + 4 * i);"),
+            Names{"v:0"});
+  EXPECT_EQ(derived_in("auto w = reinterpret_cast<float4*>(out) + i; float* p = (float*)out;"),
+            (Names{"p:1", "w:1"}));
+  EXPECT_EQ(derived_in("auto h = reinterpret_cast<const vec<half, 4>*>(&inp[k]);"), Names{"h:0"});
+}
+
 TEST(DerivedPointers, ValuesAssignmentsAndOtherInitialisersAreNot) {
   EXPECT_EQ(derived_in("auto v = inp[i]; float x = *inp;"), Names{});  // values
   EXPECT_EQ(derived_in("float* p; p = inp + 1;"), Names{});            // not declared so
-  EXPECT_EQ(derived_in("float* p = (float*)out; float* q = cond ? inp : out;"), Names{});
+  EXPECT_EQ(derived_in("float* q = cond ? inp : out; float* v = (float*)(inp[0]);"), Names{});
   EXPECT_EQ(derived_in("float* inp2 = other + 1;"), Names{});
 }
 

@@ -352,6 +352,39 @@ def test_pointers_derived_from_the_arrays_are_checked_at_the_index_they_reach(rn
     assert "in threadgroup (3, 0, 0)" in message, message
 
 
+VECTORS = {"metal": """
+    uint i = thread_position_in_grid.x;
+    const device float4* in4 = (const device float4*)(inp + 4 * i);
+    device float4* out4 = reinterpret_cast<device float4*>(out);
+    const float4 v = in4[0];
+    out4[i] = v * 2.0f;
+""", "cuda": """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4* in4 = reinterpret_cast<const float4*>(inp) + i;
+    float4* out4 = (float4*)(out + 4 * i);
+    const float4 v = in4[0];
+    *out4 = make_float4(v.x * 2.0f, v.y * 2.0f, v.z * 2.0f, v.w * 2.0f);
+"""}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_pointers_cast_to_vectors_are_checked_by_the_elements_they_cover(rng, device, dialect):
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    kernel = make(name="debug_vectors4", input_names=["inp"], output_names=["out"],
+                  source=VECTORS[dialect], compile_options=DEBUG)
+    x = rng.standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel, x, (250, 1, 1), (50, 1, 1), device=device), 2 * x)
+    # Thread 250's vector covers elements 1000 to 1003 of 1002: the first outside is reported.
+    with pytest.raises(kjit.LaunchError) as e:
+        run(kernel, rng.standard_normal(1002).astype(np.float32), (251, 1, 1), (251, 1, 1),
+            device=device)
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 1002" in message, message
+    assert "its indices are 0 to 1001), at line 5 of the source" in message, message
+    assert "by the thread at (250, 0, 0)" in message, message
+
+
 def test_derived_pointers_that_move_or_whose_name_is_declared_twice_keep_compiling(rng):
     # "*p++" moves the pointer: that access stays unchecked; so do the accesses of r, declared
     # as a pointer in one block and as a float in the next.
