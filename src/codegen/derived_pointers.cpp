@@ -56,15 +56,23 @@ std::optional<size_t> derived_from(
 std::unordered_map<std::string_view, size_t> derived_pointers(
     const std::vector<Token>& t,
     const std::function<std::optional<size_t>(std::string_view)>& array_named) {
-  std::unordered_map<std::string_view, size_t> found;
+  // Pointers declared with an address in an array ("T* p = inp + k"), and pointers declared
+  // without a value ("T* p;"), whose array their first assignment names.
+  std::unordered_map<std::string_view, std::optional<size_t>> pointers;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i].text != "=" || t[i].in_directive) continue;
+    if (!is_one_of(t[i].text, {"=", ";"}) || t[i].in_directive) continue;
     const size_t name = index_before(t, i);
     if (name == t.size() || t[name].kind != TokenKind::Identifier) continue;
     const size_t declarator = index_before(t, name);
-    if (declarator == t.size() || !is_one_of(t[declarator].text, {"*", "auto"})) continue;
-    const std::optional<size_t> k = derived_from(t, i, array_named);
-    if (k && !array_named(t[name].text)) found.emplace(t[name].text, *k);
+    if (declarator == t.size() || array_named(t[name].text)) continue;
+    if (t[i].text == ";") {
+      if (t[declarator].text == "*" && declares_name(t, name)) pointers.try_emplace(t[name].text);
+      continue;
+    }
+    if (!is_one_of(t[declarator].text, {"*", "auto"})) continue;
+    if (const std::optional<size_t> k = derived_from(t, i, array_named)) {
+      pointers.emplace(t[name].text, *k);
+    }
   }
   // Names declared once only, counted in one pass over the tokens, and assigned nothing but an
   // address in their own array: a pointer moved to another array would be checked against the
@@ -72,7 +80,7 @@ std::unordered_map<std::string_view, size_t> derived_pointers(
   std::unordered_map<std::string_view, size_t> declarations;
   std::unordered_map<std::string_view, bool> moved_away;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i].kind != TokenKind::Identifier || t[i].in_directive || !found.count(t[i].text)) {
+    if (t[i].kind != TokenKind::Identifier || t[i].in_directive || !pointers.count(t[i].text)) {
       continue;
     }
     if (declares_name(t, i)) ++declarations[t[i].text];
@@ -87,11 +95,15 @@ std::unordered_map<std::string_view, size_t> derived_pointers(
          is_statement_keyword(t[operand].text))) {
       continue;
     }
-    if (derived_from(t, next, array_named) != found[t[i].text]) moved_away[t[i].text] = true;
+    std::optional<size_t>& array = pointers[t[i].text];
+    const std::optional<size_t> k = derived_from(t, next, array_named);
+    if (!array) array = k;
+    if (!k || k != array) moved_away[t[i].text] = true;
   }
-  std::erase_if(found, [&](const auto& pointer) {
-    return declarations[pointer.first] != 1 || moved_away[pointer.first];
-  });
+  std::unordered_map<std::string_view, size_t> found;
+  for (const auto& [name, array] : pointers) {
+    if (array && declarations[name] == 1 && !moved_away[name]) found.emplace(name, *array);
+  }
   return found;
 }
 

@@ -46,9 +46,15 @@ TEST(DerivedPointers, PointersCastToAnotherElementType) {
   EXPECT_EQ(derived_in("auto h = reinterpret_cast<const vec<half, 4>*>(&inp[k]);"), Names{"h:0"});
 }
 
+TEST(DerivedPointers, DeclaredWithoutAValueAndAssignedLater) {
+  EXPECT_EQ(derived_in("float* p; p = inp + 1; if (c) p = &inp[4];"), Names{"p:0"});
+  EXPECT_EQ(derived_in("device float *p; { p = (device float*)out; } p[0] = 1;"), Names{"p:1"});
+  // Never assigned an array, or assigned two.
+  EXPECT_EQ(derived_in("float* p; float* q; q = inp; q = out; x = a * b;"), Names{});
+}
+
 TEST(DerivedPointers, ValuesAssignmentsAndOtherInitialisersAreNot) {
   EXPECT_EQ(derived_in("auto v = inp[i]; float x = *inp;"), Names{});  // values
-  EXPECT_EQ(derived_in("float* p; p = inp + 1;"), Names{});            // not declared so
   EXPECT_EQ(derived_in("float* q = cond ? inp : out; float* v = (float*)(inp[0]);"), Names{});
   EXPECT_EQ(derived_in("float* inp2 = other + 1;"), Names{});
 }

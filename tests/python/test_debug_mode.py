@@ -385,6 +385,24 @@ def test_pointers_cast_to_vectors_are_checked_by_the_elements_they_cover(rng, de
     assert "by the thread at (250, 0, 0)" in message, message
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_pointer_declared_without_a_value_is_checked_in_the_array_assigned_to_it(rng, device):
+    kernel = kjit.cuda_kernel(name="debug_assigned_later", input_names=["inp"],
+                              output_names=["out"], compile_options=DEBUG, source="""
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        const float* p;
+        if (i % 2 == 0) p = inp + i; else p = &inp[i - 1];
+        out[i] = p[i % 2];
+    """)
+    x = rng.standard_normal(100).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel, x, (100, 1, 1), (50, 1, 1), device=device), x)
+    with pytest.raises(kjit.LaunchError) as e:
+        run(kernel, x[:99].copy(), (100, 1, 1), (50, 1, 1), device=device)
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 99" in message, message
+    assert "at line 5 of the source, by the thread at (99, 0, 0)" in message, message
+
+
 def test_derived_pointers_that_move_or_whose_name_is_declared_twice_keep_compiling(rng):
     # "*p++" moves the pointer: that access stays unchecked; so do the accesses of r, declared
     # as a pointer in one block and as a float in the next.
