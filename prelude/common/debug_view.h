@@ -90,6 +90,17 @@ class view {
     }
   }
   KJIT_INLINE T& operator*() const { return (*this)[0]; }
+  // Moved as a pointer is ("*(out + i)"), still checked against its array.
+  template <class I, KJIT_IF(!is_builtin_float_v<I>)>
+  KJIT_INLINE view operator+(I i) const {
+    const long long n = static_cast<long long>(i);
+    return view(data_ + n, array_, line_, thread_, report_,
+                offset_ + n * static_cast<long long>(sizeof(T)));
+  }
+  template <class I, KJIT_IF(!is_builtin_float_v<I>)>
+  KJIT_INLINE view operator-(I i) const {
+    return *this + -static_cast<long long>(i);
+  }
 
  private:
   T& out_of_bounds(long long k) const {
@@ -119,6 +130,29 @@ KJIT_INLINE view<T, sizeof(U)> derived_view_of(T* p, U* base, int array, int lin
   const long long bytes =
       reinterpret_cast<const unsigned char*>(p) - reinterpret_cast<const unsigned char*>(base);
   return view<T, sizeof(U)>(p, array, line, thread, to, bytes);
+}
+
+// A pointer cast in place ("((device float4*)(inp + k))[j]", "*reinterpret_cast<float4*>(out)"):
+// the body's cast becomes reinterpret<T>(p) of the context of array |base|, which checks the
+// accesses through it at the indices they reach in the array.
+template <class U>
+struct cast_context {
+  U* base;
+  int array;
+  int line;
+  const thread_ctx& thread;
+  report* to;
+
+  template <class P, class V>
+  KJIT_INLINE auto reinterpret(V* p) const {
+    return derived_view_of((P)p, base, array, line, thread, to);
+  }
+};
+
+template <class U>
+KJIT_INLINE cast_context<U> cast_of(U* base, int array, int line, const thread_ctx& thread,
+                                    report* to) {
+  return {base, array, line, thread, to};
 }
 
 }  // namespace kjit::debug

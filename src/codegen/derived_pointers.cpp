@@ -5,57 +5,111 @@
 namespace kjit::codegen {
 namespace {
 
-// The first token of the operand of the pointer casts and parentheses that start at |i|
-// ("(const device float4*)", "reinterpret_cast<const float4*>(", "("), or |i| where none does.
-size_t after_casts(const std::vector<Token>& t, size_t i) {
-  while (i != t.size()) {
-    if (t[i].text == "reinterpret_cast") {
-      size_t close = index_after(t, i);
-      if (close == t.size() || t[close].text != "<") return t.size();
-      for (int depth = 0; close != t.size(); close = index_after(t, close)) {
-        depth += t[close].text == "<" ? 1 : t[close].text == ">" ? -1 : 0;
-        if (depth == 0) break;
-      }
-      const size_t open = close == t.size() ? close : index_after(t, close);
-      if (open == t.size() || t[open].text != "(") return t.size();
-      i = index_after(t, open);
-    } else if (t[i].text == "(") {
-      // A C-style cast names a pointer type ("(T*)"); other parentheses hold the operand.
-      const size_t close = closing(t, i);
-      const size_t last = close == t.size() ? close : index_before(t, close);
-      const bool cast = last != t.size() && t[last].text == "*";
-      i = index_after(t, cast ? close : i);
-    } else {
-      return i;
+// A pointer operand: its last token and the number of the array it points into.
+struct Operand {
+  size_t last;
+  size_t array;
+};
+
+std::optional<Operand> pointer_operand(const std::vector<Token>& t, size_t i,
+                                       const ArrayNamed& array_named);
+
+// The operand inside the parentheses that open at |open|, moved or not ("(inp + k)").
+std::optional<Operand> parenthesised(const std::vector<Token>& t, size_t open,
+                                     const ArrayNamed& array_named) {
+  const size_t close = closing(t, open);
+  if (close == t.size()) return std::nullopt;
+  const std::optional<Operand> inner = pointer_operand(t, index_after(t, open), array_named);
+  if (!inner) return std::nullopt;
+  const size_t next = index_after(t, inner->last);
+  if (next != close && !is_one_of(t[next].text, {"+", "-"})) return std::nullopt;
+  return Operand{close, inner->array};
+}
+
+// The pointer operand that starts at |i|: an array ("inp"), an element's address ("&inp[k]"),
+// one in parentheses, moved or not ("(inp + k)"), or one under a pointer cast ("(device
+// float4*)(inp + k)", "reinterpret_cast<const float4*>(inp)"). Not an element ("inp[k]").
+std::optional<Operand> pointer_operand(const std::vector<Token>& t, size_t i,
+                                       const ArrayNamed& array_named) {
+  if (i == t.size()) return std::nullopt;
+  if (t[i].text == "reinterpret_cast") {
+    size_t close = index_after(t, i);
+    if (close == t.size() || t[close].text != "<") return std::nullopt;
+    for (int depth = 0; close != t.size(); close = index_after(t, close)) {
+      depth += t[close].text == "<" ? 1 : t[close].text == ">" ? -1 : 0;
+      if (depth == 0) break;
     }
+    const size_t open = close == t.size() ? close : index_after(t, close);
+    if (open == t.size() || t[open].text != "(") return std::nullopt;
+    return parenthesised(t, open, array_named);
   }
-  return i;
+  if (t[i].text == "(") {
+    // A C-style cast names a pointer type ("(T*)"); other parentheses hold the operand.
+    const size_t close = closing(t, i);
+    const size_t last = close == t.size() ? close : index_before(t, close);
+    if (last == t.size() || t[last].text != "*") return parenthesised(t, i, array_named);
+    return pointer_operand(t, index_after(t, close), array_named);
+  }
+  const bool address = t[i].text == "&";
+  const size_t name = address ? index_after(t, i) : i;
+  if (name == t.size() || t[name].kind != TokenKind::Identifier) return std::nullopt;
+  const std::optional<size_t> k = array_named(t[name].text);
+  const size_t next = index_after(t, name);
+  if (!k || next == t.size()) return std::nullopt;
+  if (address) {
+    const size_t close = t[next].text == "[" ? closing(t, next) : t.size();
+    if (close == t.size()) return std::nullopt;
+    return Operand{close, *k};
+  }
+  if (is_one_of(t[next].text, {"[", "(", ".", "->", "::"})) return std::nullopt;
+  return Operand{name, *k};
 }
 
 // The array that the right side of the '=' at |i| is, or an address in: "inp + k", "inp",
 // "&inp[k]" (not "inp[k]", a value), under any pointer casts ("(device float4*)(inp + k)"), by
 // |array_named|'s number.
-std::optional<size_t> derived_from(
-    const std::vector<Token>& t, size_t i,
-    const std::function<std::optional<size_t>(std::string_view)>& array_named) {
-  size_t array = after_casts(t, index_after(t, i));
-  const bool address = array != t.size() && t[array].text == "&";
-  if (address) array = index_after(t, array);
-  if (array == t.size() || t[array].kind != TokenKind::Identifier) return std::nullopt;
-  const std::optional<size_t> k = array_named(t[array].text);
-  const size_t next = index_after(t, array);
-  if (!k || next == t.size()) return std::nullopt;
-  if (address ? t[next].text != "[" : !is_one_of(t[next].text, {"+", "-", ";", ",", ")"})) {
-    return std::nullopt;
+std::optional<size_t> derived_from(const std::vector<Token>& t, size_t i,
+                                   const ArrayNamed& array_named) {
+  const std::optional<Operand> operand = pointer_operand(t, index_after(t, i), array_named);
+  if (!operand) return std::nullopt;
+  const size_t next = index_after(t, operand->last);
+  if (next == t.size() || !is_one_of(t[next].text, {"+", "-", ";", ",", ")"})) return std::nullopt;
+  return operand->array;
+}
+
+// The pointer made in place at |i|, the start of an access's pointer operand: through plain
+// parentheses to a cast, a reinterpret_cast or a name.
+std::optional<PointerInPlace> made_at(const std::vector<Token>& t, size_t i,
+                                      const ArrayNamed& array_named) {
+  while (i != t.size() && t[i].text == "(") {
+    const size_t close = closing(t, i);
+    const size_t last = close == t.size() ? close : index_before(t, close);
+    if (last == t.size()) return std::nullopt;
+    if (t[last].text == "*") {
+      // A C-style cast of a name or of an operand in parentheses, which become its call's.
+      const size_t operand = index_after(t, close);
+      const std::optional<Operand> o = pointer_operand(t, operand, array_named);
+      if (!o || (t[operand].text != "(" && t[operand].kind != TokenKind::Identifier)) {
+        return std::nullopt;
+      }
+      return PointerInPlace{PointerInPlace::How::Cast, i, close,
+                            t[operand].text == "(" ? t.size() : operand, o->array};
+    }
+    i = index_after(t, i);
   }
-  return k;
+  const std::optional<Operand> o = pointer_operand(t, i, array_named);
+  if (!o) return std::nullopt;
+  if (t[i].text == "reinterpret_cast") {
+    return PointerInPlace{PointerInPlace::How::Reinterpret, i, t.size(), t.size(), o->array};
+  }
+  if (t[i].kind != TokenKind::Identifier) return std::nullopt;  // "(&out[k])[j]"
+  return PointerInPlace{PointerInPlace::How::Moved, i, t.size(), t.size(), o->array};
 }
 
 }  // namespace
 
-std::unordered_map<std::string_view, size_t> derived_pointers(
-    const std::vector<Token>& t,
-    const std::function<std::optional<size_t>(std::string_view)>& array_named) {
+std::unordered_map<std::string_view, size_t> derived_pointers(const std::vector<Token>& t,
+                                                              const ArrayNamed& array_named) {
   // Pointers declared with an address in an array ("T* p = inp + k"), and pointers declared
   // without a value ("T* p;"), whose array their first assignment names.
   std::unordered_map<std::string_view, std::optional<size_t>> pointers;
@@ -103,6 +157,35 @@ std::unordered_map<std::string_view, size_t> derived_pointers(
   std::unordered_map<std::string_view, size_t> found;
   for (const auto& [name, array] : pointers) {
     if (array && declarations[name] == 1 && !moved_away[name]) found.emplace(name, *array);
+  }
+  return found;
+}
+
+std::vector<PointerInPlace> pointers_made_in_place(const std::vector<Token>& t,
+                                                   const ArrayNamed& array_named) {
+  std::vector<PointerInPlace> found;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].in_directive || !is_one_of(t[i].text, {"(", "reinterpret_cast"})) continue;
+    // A call's parentheses ("f(out)[i]", "g()(out)") hold its arguments, an if's its
+    // condition.
+    const size_t before = index_before(t, i);
+    if (t[i].text == "(" && before != t.size() &&
+        ((t[before].kind == TokenKind::Identifier && t[before].text != "return") ||
+         is_one_of(t[before].text, {"]", ">"}) ||
+         (t[before].text == ")" && !closes_condition(t, before)))) {
+      continue;
+    }
+    const std::optional<Operand> operand = pointer_operand(t, i, array_named);
+    if (!operand) continue;
+    // Dereferenced ("*(T*)(p)") or indexed ("((T*)p)[k]"); an operand nested in another one
+    // is found as part of it.
+    const size_t after = index_after(t, operand->last);
+    if (after_prefix_operator(t, i, "*") || (after != t.size() && t[after].text == "[")) {
+      if (const std::optional<PointerInPlace> made = made_at(t, i, array_named)) {
+        found.push_back(*made);
+      }
+      i = operand->last;
+    }
   }
   return found;
 }

@@ -1,6 +1,7 @@
 // Pointers a body derives from its arrays, for a debug build to check their element accesses
 // too: a declaration whose initialiser is an input or output, moved or not ("const float* row =
-// inp + k;", "float* dst = &out[i];", "auto p = out;").
+// inp + k;", "float* dst = &out[i];", "auto p = out;"), and pointers made in place, cast or
+// moved, where an access uses them ("((device float4*)out)[i]", "*(out + i)").
 #pragma once
 
 #include <functional>
@@ -13,12 +14,31 @@
 
 namespace kjit::codegen {
 
+/// The number of the array a name is, if it is one.
+using ArrayNamed = std::function<std::optional<size_t>(std::string_view)>;
+
 /// The pointers |tokens| declare so, by name, each with the number of the array |array_named|
 /// finds by name. A name the body declares more than once (in two scopes, or as something else
 /// too) is left out: its accesses could not all be told apart; so is one the body assigns
 /// anything but an address in the same array ("p = out;" after "auto p = inp;").
-std::unordered_map<std::string_view, size_t> derived_pointers(
-    const std::vector<Token>& tokens,
-    const std::function<std::optional<size_t>(std::string_view)>& array_named);
+std::unordered_map<std::string_view, size_t> derived_pointers(const std::vector<Token>& tokens,
+                                                              const ArrayNamed& array_named);
+
+/// A pointer made in place, rather than declared, from an array or a derived pointer, and
+/// dereferenced or indexed there: cast ("((device float4*)out)[i]", "*(float4*)(inp + k)"),
+/// reinterpreted ("*reinterpret_cast<const float4*>(inp + k)") or moved ("*(out + i)").
+struct PointerInPlace {
+  enum class How { Cast, Reinterpret, Moved };
+  How how;
+  size_t at;       // the cast's '(', the reinterpret_cast, or the name moved
+  size_t close;    // a cast's ')'
+  size_t operand;  // a cast's operand when it is a name alone ("(float4*)out"), else none
+  size_t array;    // the number of the array it points into
+};
+
+/// The pointers |tokens| make in place from the arrays (or pointers) |array_named| finds, in
+/// order. A cast of an element's address ("*(float4*)&out[i]") is left out.
+std::vector<PointerInPlace> pointers_made_in_place(const std::vector<Token>& tokens,
+                                                   const ArrayNamed& array_named);
 
 }  // namespace kjit::codegen

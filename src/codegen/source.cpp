@@ -86,18 +86,6 @@ std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
   return found;
 }
 
-// Whether token |i| follows |op| used as a prefix operator ("&tile[i]", "*name"), rather than a
-// binary one ("a & b", "a * name") or a declarator's ("float* name"): not after an operand.
-bool after_prefix_operator(const std::vector<Token>& tokens, size_t i, std::string_view op) {
-  const size_t at = index_before(tokens, i);
-  if (at == tokens.size() || tokens[at].text != op) return false;
-  const size_t operand = index_before(tokens, at);
-  if (operand == tokens.size()) return true;
-  const Token& o = tokens[operand];
-  return o.kind != TokenKind::Number && o.text != ")" && o.text != "]" &&
-         (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
-}
-
 // The type of an input's shape or strides parameter: in the CUDA dialect MLX's Shape and
 // Strides (prelude/dialect/cuda/mlx_utils.h), in the Metal dialect the target's (which MLX
 // passes as pointers).
@@ -268,6 +256,15 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     const std::optional<size_t> k = array_named(name);
     return k && *k < n_arrays ? k : std::nullopt;
   });
+  // Pointers made in place from an array or a derived pointer, cast or moved.
+  const std::vector<PointerInPlace> in_place =
+      pointers_made_in_place(tokens, [&](std::string_view name) {
+        if (const auto pointer = derived.find(name); pointer != derived.end()) {
+          return std::optional<size_t>(pointer->second);
+        }
+        const std::optional<size_t> k = array_named(name);
+        return k && *k < n_arrays ? k : std::nullopt;
+      });
   // Only the name's element accesses become checked: "name[...]" and "*name". Every other use
   // stays the array's pointer, for whatever the body does with a pointer.
   auto accessed = [&](size_t i) {
@@ -318,6 +315,33 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     } else {
       t.text = texts.emplace_back("(::kjit::debug::group_view_of(" + name + ", " + number + ", " +
                                   line + tracked + context);
+    }
+  }
+  // Last, as the names inside keep their own checks. A cast's parentheses change together,
+  // so that the brackets left still pair.
+  for (const PointerInPlace& p : in_place) {
+    Token& at = tokens[p.at];
+    const std::string base = checked_name(spec, groups, p.array);
+    const std::string checked = "::kjit::debug::cast_of(" + base + ", " + std::to_string(p.array) +
+                                ", " + std::to_string(at.line) + ", kjit_thread, " + kDebugReport +
+                                ").reinterpret";
+    if (p.how == PointerInPlace::How::Cast) {
+      // The cast's parentheses become the call's template brackets: no longer brackets that
+      // pair for the scans that follow.
+      Token& close = tokens[p.close];
+      at.text = texts.emplace_back(checked + "<");
+      close.text = ">";
+      at.partner = kNoPartner;
+      close.partner = -kNoPartner;
+      if (p.operand != tokens.size()) {
+        Token& operand = tokens[p.operand];
+        operand.text = texts.emplace_back(std::string("(").append(operand.text).append(")"));
+      }
+    } else if (p.how == PointerInPlace::How::Reinterpret) {
+      at.text = texts.emplace_back(checked);
+    } else {
+      at.text = texts.emplace_back(checked + "<decltype(" + std::string(at.text) + ")>(" +
+                                   std::string(at.text) + ")");
     }
   }
   return tokens;

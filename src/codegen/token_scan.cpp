@@ -38,6 +38,23 @@ bool is_statement_keyword(std::string_view word) {
                     "compl",    "and_eq",   "or_eq",  "xor_eq",   "not_eq"});
 }
 
+bool closes_condition(const std::vector<Token>& t, size_t close) {
+  const size_t open = opening(t, close);
+  const Token* keyword = open == t.size() ? nullptr : prev_significant(t, open);
+  return keyword && is_one_of(keyword->text, {"if", "for", "while", "switch"});
+}
+
+bool after_prefix_operator(const std::vector<Token>& t, size_t i, std::string_view op) {
+  const size_t at = index_before(t, i);
+  if (at == t.size() || t[at].text != op) return false;
+  const size_t operand = index_before(t, at);
+  if (operand == t.size()) return true;
+  const Token& o = t[operand];
+  if (o.text == ")") return closes_condition(t, operand);
+  return o.kind != TokenKind::Number && o.text != "]" &&
+         (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
+}
+
 bool declares_name(const std::vector<Token>& t, size_t k) {
   const size_t p = index_before(t, k);
   if (p == t.size()) return false;

@@ -36,6 +36,15 @@ bool is_one_of(std::string_view word, std::initializer_list<std::string_view> wo
 /// words ("and"): after one, a name is not being declared.
 bool is_statement_keyword(std::string_view word);
 
+/// Whether the ')' at |close| ends an if's or a switch's condition or a loop's header: what
+/// follows it starts a statement.
+bool closes_condition(const std::vector<Token>& t, size_t close);
+
+/// Whether token |i| follows |op| used as a prefix operator ("&tile[i]", "*name"), rather than a
+/// binary one ("a & b", "a * name") or a declarator's ("float* name"): not after an operand
+/// (but after a condition: "if (c) *p = 1;").
+bool after_prefix_operator(const std::vector<Token>& t, size_t i, std::string_view op);
+
 /// Whether the identifier at |k| is being declared there: after a type ("float name", "T
 /// name"), after a type and '*' or '&' at the start of a statement or parameter ("const device
 /// float* name,"), or with its type taken (decltype(name)).

@@ -30,6 +30,31 @@ std::vector<std::string> derived_in(const std::string& source) {
 
 using Names = std::vector<std::string>;
 
+// "how:first token:array" for each pointer |source| makes in place from "inp" (0), "out" (1)
+// and the derived pointer "row" (of inp).
+std::vector<std::string> made_in_place(const std::string& source) {
+  const std::vector<Token> tokens = lex(source);
+  auto array_named = [](std::string_view name) -> std::optional<size_t> {
+    if (name == "inp" || name == "row") return 0;
+    if (name == "out") return 1;
+    return std::nullopt;
+  };
+  std::vector<std::string> found;
+  for (const PointerInPlace& p : pointers_made_in_place(tokens, array_named)) {
+    const char* how = p.how == PointerInPlace::How::Cast          ? "cast"
+                      : p.how == PointerInPlace::How::Reinterpret ? "reinterpret"
+                                                                  : "moved";
+    std::string item =
+        std::string(how) + ":" + std::string(tokens[p.at].text) + ":" + std::to_string(p.array);
+    if (p.how == PointerInPlace::How::Cast) {
+      item += ' ';
+      item += p.operand == tokens.size() ? std::string_view("(operand)") : tokens[p.operand].text;
+    }
+    found.push_back(item);
+  }
+  return found;
+}
+
 TEST(DerivedPointers, DeclarationsFromAnArrayMovedOrNot) {
   EXPECT_EQ(derived_in("const device float* row = inp + i * 4; row[j];"), Names{"row:0"});
   EXPECT_EQ(derived_in("float* dst = &out[i]; auto q = out; auto r = inp - 1;"),
@@ -51,6 +76,25 @@ TEST(DerivedPointers, DeclaredWithoutAValueAndAssignedLater) {
   EXPECT_EQ(derived_in("device float *p; { p = (device float*)out; } p[0] = 1;"), Names{"p:1"});
   // Never assigned an array, or assigned two.
   EXPECT_EQ(derived_in("float* p; float* q; q = inp; q = out; x = a * b;"), Names{});
+}
+
+TEST(DerivedPointers, PointersCastInPlaceAndIndexedOrDereferenced) {
+  EXPECT_EQ(made_in_place("v = ((const device float4*)inp)[i];"), Names{"cast:(:0 inp"});
+  EXPECT_EQ(made_in_place("*(device float4*)(out + 4 * i) = v; x = *((float2*)row);"),
+            (Names{"cast:(:1 (operand)", "cast:(:0 row"}));
+  EXPECT_EQ(made_in_place("v = reinterpret_cast<const float4*>(&inp[k])[0];"),
+            Names{"reinterpret:reinterpret_cast:0"});
+  EXPECT_EQ(made_in_place("*(out + i) = (row + 1)[j]; for (;;) *(out + 2) = 0;"),
+            (Names{"moved:out:1", "moved:row:0", "moved:out:1"}));
+}
+
+TEST(DerivedPointers, OtherParenthesesAndCastsAreNotMadeInPlace) {
+  // Calls, conditions, casts not accessed there, and elements' addresses cast.
+  EXPECT_EQ(made_in_place("v = f(out)[i]; if (inp) [&] { g(); }(); y = a * (inp + 1)[0];"),
+            Names{"moved:inp:0"});
+  EXPECT_EQ(made_in_place("float4* p = (float4*)out; q = (float*)(inp[0]); *(float4*)&out[i];"),
+            Names{});
+  EXPECT_EQ(made_in_place("v = ((float4*)other)[i]; w = (float)*inp;"), Names{});
 }
 
 TEST(DerivedPointers, ValuesAssignmentsAndOtherInitialisersAreNot) {

@@ -385,6 +385,69 @@ def test_pointers_cast_to_vectors_are_checked_by_the_elements_they_cover(rng, de
     assert "by the thread at (250, 0, 0)" in message, message
 
 
+IN_PLACE = {"metal cast": ("metal", """
+    uint i = thread_position_in_grid.x;
+    const float4 v = ((const device float4*)inp)[i];
+    *((device float4*)(out + 4 * i)) = v * 2.0f;
+"""), "metal cast of a pointer": ("metal", """
+    uint i = thread_position_in_grid.x;
+    const device float* row = inp + 4 * i;
+    const float4 v = *(const device float4*)row;
+    ((device float4*)out)[i] = v * 2.0f;
+"""), "cuda reinterpret_cast": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4 v = reinterpret_cast<const float4*>(inp)[i];
+    *reinterpret_cast<float4*>(&out[4 * i]) = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+"""), "cuda moved": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* row = inp + 4 * i;
+    const float4 v = *(const float4*)(row);
+    for (int j = 0; j < 4; ++j) *(out + 4 * i + j) = (row + j)[0] * 2.0f;
+""")}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", IN_PLACE)
+def test_pointers_cast_or_moved_in_place_are_checked_by_the_elements_they_cover(rng, device,
+                                                                               form):
+    dialect, source = IN_PLACE[form]
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    kernel = make(name="debug_in_place", input_names=["inp"], output_names=["out"],
+                  source=source, compile_options=DEBUG)
+    x = rng.standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel, x, (250, 1, 1), (50, 1, 1), device=device), 2 * x)
+    # Thread 250's vector read covers elements 1000 to 1003 of 1002, before any write.
+    with pytest.raises(kjit.LaunchError) as e:
+        run(kernel, rng.standard_normal(1002).astype(np.float32), (251, 1, 1), (251, 1, 1),
+            device=device)
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 1002" in message, message
+    line = 4 if form in ("metal cast of a pointer", "cuda moved") else 3
+    assert f"its indices are 0 to 1001), at line {line} of the source" in message, message
+    assert "by the thread at (250, 0, 0)" in message, message
+
+
+def test_writes_through_pointers_cast_in_place_are_checked(rng):
+    # Reads in bounds, the vector written past the output: reported, and nothing written there.
+    kernel = kjit.metal_kernel(name="debug_in_place_write", input_names=["inp"],
+                               output_names=["out"], compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        if (i % 2 == 1) ((device float2*)out)[i] = float2(inp[i], inp[i]);
+    """)
+    x = rng.standard_normal(8).astype(np.float32)
+    guarded = np.full(16, 7.0, np.float32)
+    # Thread 5 writes elements 10 and 11 of 8.
+    with pytest.raises(kjit.LaunchError) as e:
+        kernel(inputs=[x], output_shapes=[(8,)], output_dtypes=[np.float32], grid=(6, 1, 1),
+               threadgroup=(6, 1, 1), outputs=[guarded[:8]])
+    message = str(e.value)
+    assert "outputs[0] ('out') was indexed at 10" in message, message
+    assert "at line 3 of the source" in message, message
+    np.testing.assert_array_equal(guarded[8:], 7.0)
+    for i in (1, 3):
+        np.testing.assert_array_equal(guarded[2 * i:2 * i + 2], x[i])
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_pointer_declared_without_a_value_is_checked_in_the_array_assigned_to_it(rng, device):
     kernel = kjit.cuda_kernel(name="debug_assigned_later", input_names=["inp"],
