@@ -279,14 +279,18 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     const Token* before = prev_significant(tokens, i);
     if (is_member_access(before) || (before && before->text == "::")) continue;
     if (const auto pointer = derived.find(t.text); pointer != derived.end()) {
-      const size_t after = index_after(tokens, i);
-      // "*p++" moves the pointer, which a view cannot: that access stays unchecked.
-      if (!accessed(i) ||
-          (after != tokens.size() && (tokens[after].text == "++" || tokens[after].text == "--"))) {
-        continue;
+      if (!accessed(i)) continue;
+      // "*p++" accesses where p pointed before the step: the view is of "p++"'s value (the
+      // step's own token dropped).
+      std::string moved(t.text);
+      if (const size_t after = index_after(tokens, i);
+          after != tokens.size() && is_one_of(tokens[after].text, {"++", "--"})) {
+        moved += tokens[after].text;
+        tokens[after].kind = TokenKind::Space;
+        tokens[after].text = {};
       }
       const size_t array = pointer->second;
-      t.text = texts.emplace_back("(::kjit::debug::derived_view_of(" + std::string(t.text) + ", " +
+      t.text = texts.emplace_back("(::kjit::debug::derived_view_of(" + moved + ", " +
                                   checked_name(spec, groups, array) + ", " + std::to_string(array) +
                                   ", " + std::to_string(t.line) + context);
       continue;

@@ -466,19 +466,48 @@ def test_a_pointer_declared_without_a_value_is_checked_in_the_array_assigned_to_
     assert "at line 5 of the source, by the thread at (99, 0, 0)" in message, message
 
 
-def test_derived_pointers_that_move_or_whose_name_is_declared_twice_keep_compiling(rng):
-    # "*p++" moves the pointer: that access stays unchecked; so do the accesses of r, declared
-    # as a pointer in one block and as a float in the next.
-    kernel = kjit.metal_kernel(name="debug_moving", input_names=["inp"], output_names=["out"],
-                               compile_options=DEBUG, source="""
+def test_a_name_declared_twice_stays_unchecked_and_keeps_compiling(rng):
+    # The accesses of r, declared as a pointer in one block and as a float in the next.
+    kernel = kjit.metal_kernel(name="debug_declared_twice", input_names=["inp"],
+                               output_names=["out"], compile_options=DEBUG, source="""
         uint i = thread_position_in_grid.x;
-        device float* p = out + i;
-        *p++ = inp[i];
+        out[i] = inp[i];
         { const device float* r = inp; out[i] += r[i]; }
         { float r = 3.0f; out[i] *= r; }
     """)
     x = rng.standard_normal(64).astype(np.float32)
     np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1)), (x + x) * 3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pointers_stepped_as_they_are_accessed_are_checked_where_they_pointed(rng, device):
+    # Each thread copies a row of four through stepping pointers; reads and writes in turn.
+    kernel = kjit.cuda_kernel(name="debug_stepping", input_names=["inp"], output_names=["out"],
+                              compile_options=DEBUG, source="""
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        const float* src = inp + 4 * i;
+        float* dst = out + 4 * i;
+        for (int j = 0; j < 4; ++j) *dst++ = 2.0f * *src++;
+        const float* last = inp + 4 * i + 4;
+        out[4 * i] += *last--;
+        out[4 * i] -= *last;
+    """)
+
+    def call(x):
+        return kernel(inputs=[x], output_shapes=[(100,)], output_dtypes=[np.float32],
+                      grid=(25, 1, 1), threadgroup=(25, 1, 1), device=device)[0]
+
+    x = rng.standard_normal(101).astype(np.float32)
+    expected = 2 * x[:100]
+    expected[::4] += x[4::4]
+    expected[::4] -= x[3:100:4]
+    np.testing.assert_array_equal(call(x), expected)
+    # Thread 24's last element is inp[100] of 100, read at line 7.
+    with pytest.raises(kjit.LaunchError) as e:
+        call(x[:100].copy())
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 100" in message, message
+    assert "at line 7 of the source, by the thread at (24, 0, 0)" in message, message
 
 
 def test_a_pointer_moved_to_another_array_is_not_checked_against_the_first(rng):
