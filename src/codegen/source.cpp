@@ -279,12 +279,19 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     const Token* before = prev_significant(tokens, i);
     if (is_member_access(before) || (before && before->text == "::")) continue;
     if (const auto pointer = derived.find(t.text); pointer != derived.end()) {
-      if (!accessed(i)) continue;
-      // "*p++" accesses where p pointed before the step: the view is of "p++"'s value (the
-      // step's own token dropped).
+      // "*p++" accesses where p pointed before the step, "*++p" where it points after: the
+      // view is of the step's value (the step's own token dropped).
       std::string moved(t.text);
-      if (const size_t after = index_after(tokens, i);
-          after != tokens.size() && is_one_of(tokens[after].text, {"++", "--"})) {
+      const size_t step = before ? index_before(tokens, i) : tokens.size();
+      if (step != tokens.size() && is_one_of(tokens[step].text, {"++", "--"}) &&
+          after_prefix_operator(tokens, step, "*")) {
+        moved.insert(0, tokens[step].text);
+        tokens[step].kind = TokenKind::Space;
+        tokens[step].text = {};
+      } else if (!accessed(i)) {
+        continue;
+      } else if (const size_t after = index_after(tokens, i);
+                 after != tokens.size() && is_one_of(tokens[after].text, {"++", "--"})) {
         moved += tokens[after].text;
         tokens[after].kind = TokenKind::Space;
         tokens[after].text = {};

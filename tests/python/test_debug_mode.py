@@ -489,6 +489,28 @@ def test_pointers_stepped_as_they_are_accessed_are_checked_where_they_pointed(rn
     assert "at line 7 of the source, by the thread at (24, 0, 0)" in message, message
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_pointers_stepped_before_they_are_accessed_are_checked_where_they_point(rng, device):
+    kernel = kjit.metal_kernel(name="debug_stepping_first", input_names=["inp"],
+                               output_names=["out"], compile_options=DEBUG, source="""
+        uint i = thread_position_in_grid.x;
+        const device float* p = inp + i;
+        out[i] = *++p;
+    """)
+
+    def call(x):
+        return kernel(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32],
+                      grid=(64, 1, 1), threadgroup=(64, 1, 1), device=device)[0]
+
+    x = rng.standard_normal(65).astype(np.float32)
+    np.testing.assert_array_equal(call(x), x[1:])
+    with pytest.raises(kjit.LaunchError) as e:
+        call(x[:64].copy())
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 64" in message, message
+    assert "at line 4 of the source, by the thread at (63, 0, 0)" in message, message
+
+
 def test_a_pointer_moved_to_another_array_is_not_checked_against_the_first(rng):
     # Threads from 64 on read b through p, which first pointed into a: their in-bounds reads
     # are no report, and each thread's value comes from its array.
