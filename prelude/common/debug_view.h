@@ -18,7 +18,7 @@ namespace kjit::debug {
 struct report {
   enum kind_t : int { out_of_bounds_kind, race_kind, divergence_kind };
   unsigned claimed;  // nonzero once a thread has reported
-  int array;         // inputs first, then outputs, then the body's group-memory arrays
+  int array;         // inputs, outputs, the body's group-memory arrays, the inputs' dims
   int line;          // of the body
   int kind;
   long long index;     // out of bounds: the index; a race: the element, counted flat
@@ -130,6 +130,43 @@ KJIT_INLINE view<T, sizeof(U)> derived_view_of(T* p, U* base, int array, int lin
   const long long bytes =
       reinterpret_cast<const unsigned char*>(p) - reinterpret_cast<const unsigned char*>(base);
   return view<T, sizeof(U)>(p, array, line, thread, to, bytes);
+}
+
+// An input's shape or strides ("inp_shape[d]"), |D| as the target passes it, checked against
+// the input's |ndim| dimensions; |T| is their type (int or int64_t).
+template <class D, class T>
+class checked_dims {
+ public:
+  KJIT_INLINE checked_dims(const D& dims, int ndim, int array, int line, const thread_ctx& thread,
+                           report* to)
+      : dims_(dims), ndim_(ndim), array_(array), line_(line), thread_(thread), report_(to) {}
+
+  template <class I, KJIT_IF(!is_builtin_float_v<I>)>
+  KJIT_INLINE const T& operator[](I i) const {
+    const long long k = static_cast<long long>(i);
+    if (k >= 0 && k < ndim_) return dims_[i];
+    if (claim(report_)) {
+      write_finding(report_, report::out_of_bounds_kind, array_, line_, k, thread_);
+      report_->extent = ndim_;
+      report_->rank = 1;
+    }
+    return *reinterpret_cast<const T*>(report_->scratch);
+  }
+
+ private:
+  const D& dims_;
+  int ndim_;
+  int array_;
+  int line_;
+  const thread_ctx& thread_;
+  report* report_;
+};
+
+template <class D>
+KJIT_INLINE checked_dims<D, decltype(+D()[0])> checked_dims_of(const D& dims, int ndim, int array,
+                                                               int line, const thread_ctx& thread,
+                                                               report* to) {
+  return {dims, ndim, array, line, thread, to};
 }
 
 // A pointer cast in place ("((device float4*)(inp + k))[j]", "*reinterpret_cast<float4*>(out)"):

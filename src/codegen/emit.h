@@ -75,9 +75,9 @@ std::string thread_locals(const KernelSpec& spec, Target target, const IndexVari
 /// A debug build's |tokens| of the body (or of its regions): each element access of an input
 /// or output array ("name[i]", "*name") goes through the array's checking view
 /// (prelude/common/debug_view.h), which reports the access's line, and so does each of a
-/// group-memory array the body declares (prelude/common/debug_group_view.h); other uses of the
-/// name stay the array's pointer. Arrays whose name the body declares again stay unchecked. New
-/// texts are kept in |texts|.
+/// group-memory array the body declares (prelude/common/debug_group_view.h), and each index
+/// of an input's shape and strides; other uses of the name stay the array's pointer. Arrays whose
+/// name the body declares again stay unchecked. New texts are kept in |texts|.
 std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature& call,
                                      std::vector<Token> tokens, std::deque<std::string>& texts);
 

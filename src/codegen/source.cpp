@@ -86,6 +86,35 @@ std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
   return found;
 }
 
+// An input's shape or strides that a debug build checks against the input's dimensions: its
+// name, its number in reports (after the inputs, outputs and group-memory arrays, two to an
+// input, the shape first) and the input's dimensions. A name the body declares again stays
+// unchecked.
+struct CheckedDims {
+  std::string name;
+  size_t number;
+  int ndim;
+};
+std::vector<CheckedDims> checked_dims(const KernelSpec& spec, const CallSignature& call,
+                                      size_t first_number) {
+  const std::vector<Token>& t = spec.source_tokens;
+  std::vector<CheckedDims> found;
+  for (size_t k = 0; k < spec.input_names.size(); ++k) {
+    const KernelSpec::InputUse& use = spec.input_uses[k];
+    const int ndim = call.inputs[k].second;
+    for (const bool strides : {false, true}) {
+      if (ndim == 0 || !(strides ? use.strides : use.shape)) continue;
+      std::string name = spec.input_names[k] + (strides ? "_strides" : "_shape");
+      const bool declared = std::any_of(t.begin(), t.end(), [&](const Token& tk) {
+        return tk.kind == TokenKind::Identifier && tk.text == name &&
+               declares_name(t, static_cast<size_t>(&tk - t.data()));
+      });
+      if (!declared) found.push_back({std::move(name), first_number + 2 * k + strides, ndim});
+    }
+  }
+  return found;
+}
+
 // The type of an input's shape or strides parameter: in the CUDA dialect MLX's Shape and
 // Strides (prelude/dialect/cuda/mlx_utils.h), in the Metal dialect the target's (which MLX
 // passes as pointers).
@@ -272,12 +301,23 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     return (after != tokens.size() && tokens[after].text == "[") ||
            after_prefix_operator(tokens, i, "*");
   };
+  const std::vector<CheckedDims> dims = checked_dims(spec, call, n_arrays + groups.size());
   const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
   for (size_t i = 0; i < tokens.size(); ++i) {
     Token& t = tokens[i];
     if (t.kind != TokenKind::Identifier || t.in_directive) continue;
     const Token* before = prev_significant(tokens, i);
     if (is_member_access(before) || (before && before->text == "::")) continue;
+    if (const auto d = std::find_if(dims.begin(), dims.end(),
+                                    [&](const CheckedDims& c) { return c.name == t.text; });
+        d != dims.end()) {
+      const size_t after = index_after(tokens, i);
+      if (after == tokens.size() || tokens[after].text != "[") continue;
+      t.text = texts.emplace_back("(::kjit::debug::checked_dims_of(" + d->name + ", " +
+                                  std::to_string(d->ndim) + ", " + std::to_string(d->number) +
+                                  ", " + std::to_string(t.line) + context);
+      continue;
+    }
     if (const auto pointer = derived.find(t.text); pointer != derived.end()) {
       // "*p++" accesses where p pointed before the step, "*++p" where it points after: the
       // view is of the step's value (the step's own token dropped).

@@ -102,9 +102,17 @@ std::string array_named(const KernelSpec& spec, size_t k) {
   if (k < n_in + n_out) {
     return "outputs[" + std::to_string(k - n_in) + "] ('" + spec.output_names[k - n_in] + "')";
   }
-  const std::optional<codegen::GroupVariable> g = group_variable(spec, k);
-  return codegen::group_variable_kind(spec.dialect, !g || g->array) + " '" +
-         (g ? g->name : std::string("?")) + "'";
+  const std::vector<codegen::GroupVariable> groups = codegen::group_variables(spec);
+  if (k >= n_in + n_out + groups.size()) {
+    // An input's shape or strides: two to an input, the shape first.
+    const size_t d = k - n_in - n_out - groups.size(), input = d / 2;
+    const std::string name = input < n_in ? spec.input_names[input] : std::string("?");
+    const char* what = d % 2 ? "strides" : "shape";
+    return "'" + name + "_" + what + "' (the " + what + " of inputs[" + std::to_string(input) +
+           "])";
+  }
+  const codegen::GroupVariable& g = groups[k - n_in - n_out];
+  return codegen::group_variable_kind(spec.dialect, g.array) + " '" + g.name + "'";
 }
 
 std::string where(const DebugReport& r) {

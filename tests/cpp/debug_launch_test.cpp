@@ -70,6 +70,26 @@ TEST(DebugLaunch, ReportsOutputElementsNeverWritten) {
   }
 }
 
+TEST(DebugLaunch, ReportsAShapeIndexPastTheInputsDimensions) {
+  CompileOptions compile;
+  compile.debug = true;
+  const Kernel k = metal_kernel("debug_columns", {"inp"}, {"out"}, R"(
+  uint i = thread_position_in_grid.x;
+  out[i] = inp[i] / float(inp_shape[1]);
+)",
+                                "", true, false, compile);
+  SeededRng r;
+  const Array x = random_floats({1000}, r.rng);
+  for (const Device& device : devices_here()) {
+    SCOPED_TRACE(device.str());
+    const std::string message = launch_error(k, x, 1000, device);
+    EXPECT_NE(message.find("debug check: 'inp_shape' (the shape of inputs[0]) was indexed at 1, "
+                           "outside the array (its indices are 0 to 0), at line 3 of the source"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST(DebugLaunch, ACleanKernelComputesWhatAPlainBuildDoes) {
   SeededRng r;
   const Array x = random_floats({1000}, r.rng);

@@ -511,6 +511,38 @@ def test_pointers_stepped_before_they_are_accessed_are_checked_where_they_point(
     assert "at line 4 of the source, by the thread at (63, 0, 0)" in message, message
 
 
+DIMS = {"metal": """
+    uint i = thread_position_in_grid.x;
+    const float rows = float(inp_shape[0]);
+    out[i] = inp[i] * float(inp_shape[inp_ndim - 1]) + rows * float(inp_strides[1]);
+""", "cuda": """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float rows = float(inp_shape[0]);
+    out[i] = inp[i] * float(inp_shape[inp_ndim - 1]) + rows * float(inp_strides[1]);
+"""}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_shapes_and_strides_are_checked_against_the_inputs_dimensions(rng, device, dialect):
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    kernel = make(name="debug_dims", input_names=["inp"], output_names=["out"],
+                  source=DIMS[dialect], compile_options=DEBUG)
+
+    def call(x):
+        return kernel(inputs=[x], output_shapes=[(x.size,)], output_dtypes=[np.float32],
+                      grid=(x.size, 1, 1), threadgroup=(x.size, 1, 1), device=device)[0]
+
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(call(x), x.ravel() * 4 + 3 * 1)
+    # One dimension: inp_strides[1] is past it.
+    with pytest.raises(kjit.LaunchError) as e:
+        call(x.ravel())
+    message = str(e.value)
+    assert ("'inp_strides' (the strides of inputs[0]) was indexed at 1, outside the array (its "
+            "indices are 0 to 0), at line 4 of the source") in message, message
+
+
 def test_a_pointer_moved_to_another_array_is_not_checked_against_the_first(rng):
     # Threads from 64 on read b through p, which first pointed into a: their in-bounds reads
     # are no report, and each thread's value comes from its array.
