@@ -14,15 +14,42 @@ struct Operand {
 std::optional<Operand> pointer_operand(const std::vector<Token>& t, size_t i,
                                        const ArrayNamed& array_named);
 
+// Whether tokens [k, close) move a pointer by an offset ("+ i * 4 - 1"): names, numbers,
+// arithmetic, calls, subscripts and casts, not a comparison, a condition or an assignment
+// ("inp + i < end ? ..."), which would leave something else than the pointer.
+bool moves_by_offset(const std::vector<Token>& t, size_t k, size_t close) {
+  if (k == close) return true;
+  if (!is_one_of(t[k].text, {"+", "-"})) return false;
+  for (; k < close; k = index_after(t, k)) {
+    const Token& tk = t[k];
+    if (tk.text == "(" || tk.text == "[") {
+      k = closing(t, k);
+      if (k >= close) return false;
+      continue;
+    }
+    const Token* before = prev_significant(t, k);
+    if (tk.text == "<" && before &&
+        is_one_of(before->text, {"static_cast", "reinterpret_cast", "const_cast"})) {
+      for (int depth = 0; k < close; k = index_after(t, k)) {
+        depth += t[k].text == "<" ? 1 : t[k].text == ">" ? -1 : 0;
+        if (depth == 0) break;
+      }
+      if (k >= close) return false;
+      continue;
+    }
+    if (tk.kind == TokenKind::Identifier || tk.kind == TokenKind::Number) continue;
+    if (!is_one_of(tk.text, {"+", "-", "*", "/", "%", ".", "->", "::"})) return false;
+  }
+  return true;
+}
+
 // The operand inside the parentheses that open at |open|, moved or not ("(inp + k)").
 std::optional<Operand> parenthesised(const std::vector<Token>& t, size_t open,
                                      const ArrayNamed& array_named) {
   const size_t close = closing(t, open);
   if (close == t.size()) return std::nullopt;
   const std::optional<Operand> inner = pointer_operand(t, index_after(t, open), array_named);
-  if (!inner) return std::nullopt;
-  const size_t next = index_after(t, inner->last);
-  if (next != close && !is_one_of(t[next].text, {"+", "-"})) return std::nullopt;
+  if (!inner || !moves_by_offset(t, index_after(t, inner->last), close)) return std::nullopt;
   return Operand{close, inner->array};
 }
 
@@ -61,7 +88,8 @@ std::optional<Operand> pointer_operand(const std::vector<Token>& t, size_t i,
     if (close == t.size()) return std::nullopt;
     return Operand{close, *k};
   }
-  if (is_one_of(t[next].text, {"[", "(", ".", "->", "::"})) return std::nullopt;
+  // An element, a call, a member, or a step that would move the view in its place.
+  if (is_one_of(t[next].text, {"[", "(", ".", "->", "::", "++", "--"})) return std::nullopt;
   return Operand{name, *k};
 }
 
@@ -86,11 +114,18 @@ std::optional<PointerInPlace> made_at(const std::vector<Token>& t, size_t i,
     const size_t last = close == t.size() ? close : index_before(t, close);
     if (last == t.size()) return std::nullopt;
     if (t[last].text == "*") {
-      // A C-style cast of a name or of an operand in parentheses, which become its call's.
+      // A C-style cast of a name or of an operand in parentheses, which become its call's (not
+      // of another cast: "(float4*)(float*)inp").
       const size_t operand = index_after(t, close);
       const std::optional<Operand> o = pointer_operand(t, operand, array_named);
-      if (!o || (t[operand].text != "(" && t[operand].kind != TokenKind::Identifier)) {
+      const bool parenthesised = o && t[operand].text == "(" && o->last == closing(t, operand);
+      if (!o || (!parenthesised && t[operand].kind != TokenKind::Identifier)) {
         return std::nullopt;
+      }
+      // The cast's parentheses become template brackets, which hide no commas from the scans
+      // that follow ("(vec<half, 4>*)" stays unchecked).
+      for (size_t k = i; k < close; k = index_after(t, k)) {
+        if (t[k].text == ",") return std::nullopt;
       }
       return PointerInPlace{PointerInPlace::How::Cast, i, close,
                             t[operand].text == "(" ? t.size() : operand, o->array};
@@ -180,11 +215,10 @@ std::vector<PointerInPlace> pointers_made_in_place(const std::vector<Token>& t,
     // Dereferenced ("*(T*)(p)") or indexed ("((T*)p)[k]"); an operand nested in another one
     // is found as part of it.
     const size_t after = index_after(t, operand->last);
+    // An access nested in another one's operand is found too: each rewrites its own tokens.
     if (after_prefix_operator(t, i, "*") || (after != t.size() && t[after].text == "[")) {
-      if (const std::optional<PointerInPlace> made = made_at(t, i, array_named)) {
-        found.push_back(*made);
-      }
-      i = operand->last;
+      const std::optional<PointerInPlace> made = made_at(t, i, array_named);
+      if (made && (found.empty() || found.back().at != made->at)) found.push_back(*made);
     }
   }
   return found;

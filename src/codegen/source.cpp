@@ -86,6 +86,32 @@ std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
   return found;
 }
 
+// The inputs and outputs (by number) that the body moves ("out++", "inp += k", "out = p"):
+// their name no longer points where their bounds start, so those stay unchecked.
+std::vector<size_t> moved_arrays(const KernelSpec& spec) {
+  const std::vector<Token>& t = spec.source_tokens;
+  const size_t n_in = spec.input_names.size(), n_arrays = n_in + spec.output_names.size();
+  std::vector<size_t> found;
+  for (size_t k = 0; k < n_arrays; ++k) {
+    const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].kind != TokenKind::Identifier || t[i].text != name) continue;
+      const Token* before = prev_significant(t, i);
+      const Token* after = next_significant(t, i);
+      if (is_member_access(before) || (before && before->text == "::")) continue;
+      const bool stepped = (before && is_one_of(before->text, {"++", "--"})) ||
+                           (after && is_one_of(after->text, {"++", "--"}));
+      const bool assigned =
+          after && is_one_of(after->text, {"=", "+=", "-="}) && !after_prefix_operator(t, i, "*");
+      if (stepped || assigned) {
+        found.push_back(k);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
 // An input's shape or strides that a debug build checks against the input's dimensions: its
 // name, its number in reports (after the inputs, outputs and group-memory arrays, two to an
 // input, the shape first) and the input's dimensions. A name the body declares again stays
@@ -269,6 +295,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
   // values.
   std::vector<bool> unchecked(n_arrays + groups.size());
   for (size_t k : redeclared_arrays(spec, groups)) unchecked[k] = true;
+  for (size_t k : moved_arrays(spec)) unchecked[k] = true;
   for (size_t k = 0; k < n_in; ++k) unchecked[k] = unchecked[k] || call.inputs[k].second == 0;
   auto array_named = [&](std::string_view name) -> std::optional<size_t> {
     for (size_t k = 0; k < unchecked.size(); ++k) {
@@ -411,6 +438,12 @@ void warn_of_unchecked_arrays(const KernelSpec& spec) {
                                  : group_variable_kind(spec.dialect, groups[k - n_arrays].array);
     warn(prefix_named(spec) + "the debug checks leave " + what + " '" + name +
          "' unchecked: the body declares another '" + name + "'");
+  }
+  for (size_t k : moved_arrays(spec)) {
+    const std::string& name = checked_name(spec, groups, k);
+    warn(prefix_named(spec) + "the debug checks leave " + (k < n_in ? "input" : "output") + " '" +
+         name + "' unchecked: the body moves '" + name +
+         "' away from the array's start (declare a pointer to step instead)");
   }
 }
 

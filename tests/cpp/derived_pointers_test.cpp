@@ -95,6 +95,17 @@ TEST(DerivedPointers, OtherParenthesesAndCastsAreNotMadeInPlace) {
   EXPECT_EQ(made_in_place("float4* p = (float4*)out; q = (float*)(inp[0]); *(float4*)&out[i];"),
             Names{});
   EXPECT_EQ(made_in_place("v = ((float4*)other)[i]; w = (float)*inp;"), Names{});
+  // A cast of a cast (its operand's parentheses are the inner cast's), a type with a comma, a
+  // step of the name cast, a condition in the parentheses.
+  EXPECT_EQ(made_in_place("v = ((float2*)(const float*)inp)[i];"), Names{});
+  EXPECT_EQ(made_in_place("v = *(const vec<half, 4>*)(inp + i); w = *(const float*)row++;"),
+            Names{});
+  EXPECT_EQ(made_in_place("v = *(inp + i < end ? inp + i : end);"), Names{});
+}
+
+TEST(DerivedPointers, AccessesNestedInAnothersOperandAreFoundToo) {
+  EXPECT_EQ(made_in_place("v = *(out + 2 * *(row + 100));"), (Names{"moved:out:1", "moved:row:0"}));
+  EXPECT_EQ(made_in_place("v = *(out + static_cast<int>(k) * 2);"), Names{"moved:out:1"});
 }
 
 TEST(DerivedPointers, ValuesAssignmentsAndOtherInitialisersAreNot) {

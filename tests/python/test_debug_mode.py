@@ -543,6 +543,124 @@ def test_shapes_and_strides_are_checked_against_the_inputs_dimensions(rng, devic
             "indices are 0 to 0), at line 4 of the source") in message, message
 
 
+# Bodies that stay inside their arrays, written with the pointer forms the checks rewrite and
+# with forms that look like them: (dialect, header, body) for 256 threads over 256 elements.
+POINTER_FORMS = {"vectors cast in place": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    if (i % 4 == 0) ((device float4*)out)[i / 4] = ((const device float4*)(inp))[i / 4] * 2.0f;
+"""), "a cast of a cast": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    out[i] = ((const device float*)(const device void*)inp)[i];
+"""), "values cast and products": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    const float first = (float)*inp;
+    out[i] = first * (inp + i)[0] + (i > 0 ? *(inp + i - 1) : 0.0f);
+"""), "a call's result indexed": ("metal", """
+    inline const device float* shifted(const device float* p, uint k) { return p + k; }
+""", """
+    uint i = thread_position_in_grid.x;
+    out[i] = i > 0 ? shifted(inp, 1)[i - 1] : (shifted)(inp, 0)[0];
+"""), "a lambda after a condition": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    if (i < 256) [&] { out[i] = *(inp + i) + 1.0f; }();
+"""), "a pointer stepped in a loop": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    const device float* p = inp + (i / 8) * 8;
+    float s = 0.0f;
+    for (uint j = 0; j < 8; ++j) s += *p++;
+    out[i] = s;
+"""), "a pointer assigned later, cast": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    const device float* row;
+    row = inp + (i & ~3u);
+    out[i] = ((const device float4*)row)[0][i & 3u] + float(inp_shape[0]) / float(inp_strides[0]);
+"""), "a cast of a pointer stepped, a condition in parentheses": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    const device float* p = inp + i;
+    const device float* end = inp + 255;
+    out[i] = *(const device float*)p++ + *(inp + i < end ? inp + i : end);
+"""), "a cast to a type with a comma, in a reduction": ("cuda", """
+    template <class A, int N> struct vecn { A v[N]; __device__ operator A() const { return v[0]; } };
+""", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    using namespace cooperative_groups;
+    thread_block block = this_thread_block();
+    thread_block_tile<16> tile = tiled_partition<16>(block);
+    float s = 0.0f;
+    if (i >= 0) s = reduce(tile, 0.0f + *(const vecn<float, 1>*)(inp + i), plus<float>());
+    out[i] = s;
+"""), "reinterpret_cast in place": ("cuda", "", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 128)
+        *reinterpret_cast<float2*>(out + 2 * i) = *reinterpret_cast<const float2*>(&inp[2 * i]);
+""")}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", POINTER_FORMS)
+def test_debug_builds_of_pointer_forms_compute_what_plain_builds_do(rng, device, form):
+    dialect, header, source = POINTER_FORMS[form]
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    x = rng.standard_normal(256).astype(np.float32)
+    results = []
+    for options in (None, DEBUG):
+        kernel = make(name="pointer_forms", input_names=["inp"], output_names=["out"],
+                      header=header, source=source, compile_options=options)
+        results.append(run(kernel, x, (256, 1, 1), (64, 1, 1), device=device))
+    np.testing.assert_array_equal(results[1], results[0])
+
+
+# Writes past the output through each pointer form, the reads in bounds: (dialect, body, line).
+# Each thread writes four elements; thread 250's reach 1000 to 1003 of 1002.
+STRAY_WRITES = {"a vector through a cast": ("metal", """
+    uint i = thread_position_in_grid.x;
+    *((device float4*)(out + 4 * i)) = *((const device float4*)(inp + 4 * i)) * 2.0f;
+""", 3), "a vector through reinterpret_cast": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4 v = *reinterpret_cast<const float4*>(inp + 4 * i);
+    *reinterpret_cast<float4*>(&out[4 * i]) = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+""", 4), "an element through a moved pointer": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < 4; ++j) *(out + 4 * i + j) = 2.0f * inp[4 * i + j];
+""", 3), "an element through a stepped pointer": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float* dst = out + 4 * i;
+    for (int j = 0; j < 4; ++j) *dst++ = 2.0f * inp[4 * i + j];
+""", 4), "a pointer dereferenced after a condition": ("metal", """
+    uint i = thread_position_in_grid.x;
+    device float* row = out + 4 * i;
+    for (uint j = 0; j < 4; ++j) if (j < 4) *(row + j) = 2.0f * inp[4 * i + j];
+""", 4)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", STRAY_WRITES)
+def test_writes_past_the_output_through_pointers_are_reported_and_skipped(rng, device, form):
+    dialect, source, line = STRAY_WRITES[form]
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    kernel = make(name="debug_stray_pointer", input_names=["inp"], output_names=["out"],
+                  source=source, compile_options=DEBUG)
+    x = rng.standard_normal(1004).astype(np.float32)
+    with pytest.raises(kjit.LaunchError) as e:
+        kernel(inputs=[x], output_shapes=[(1002,)], output_dtypes=[np.float32],
+               grid=(251, 1, 1), threadgroup=(251, 1, 1), device=device)
+    message = str(e.value)
+    assert "debug check: outputs[0] ('out') was indexed at 1002" in message, message
+    assert f"at line {line} of the source, by the thread at (250, 0, 0)" in message, message
+
+
+def test_an_array_the_body_moves_stays_unchecked_with_a_warning(rng):
+    # out itself steps along: its accesses are no longer indices from the array's start.
+    with pytest.warns(RuntimeWarning, match=r"leave output 'out' unchecked: the body moves 'out'"):
+        kernel = kjit.metal_kernel(name="debug_moved_array", input_names=["inp"],
+                                   output_names=["out"], compile_options=DEBUG, source="""
+            uint i = thread_position_in_grid.x;
+            if (i == 0) for (uint j = 0; j < 64; ++j) *out++ = inp[j] * 2.0f;
+        """)
+        x = rng.standard_normal(64).astype(np.float32)
+        np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1)), x * 2)
+
+
 def test_a_pointer_moved_to_another_array_is_not_checked_against_the_first(rng):
     # Threads from 64 on read b through p, which first pointed into a: their in-bounds reads
     # are no report, and each thread's value comes from its array.
