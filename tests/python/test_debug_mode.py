@@ -580,7 +580,10 @@ POINTER_FORMS = {"vectors cast in place": ("metal", "", """
     const device float* end = inp + 255;
     out[i] = *(const device float*)p++ + *(inp + i < end ? inp + i : end);
 """), "a cast to a type with a comma, in a reduction": ("cuda", """
-    template <class A, int N> struct vecn { A v[N]; __device__ operator A() const { return v[0]; } };
+    template <class A, int N> struct vecn {
+        A v[N];
+        __device__ operator A() const { return v[0]; }
+    };
 """, """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     using namespace cooperative_groups;
