@@ -28,6 +28,13 @@ DOUBLE_CUDA = """
 """
 
 
+def copying_kernel(dialect, name, source, header="", compile_options=DEBUG):
+    """A kernel of |dialect| from input inp to output out."""
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    return make(name=name, input_names=["inp"], output_names=["out"], header=header,
+                source=source, compile_options=compile_options)
+
+
 def double(dialect="metal", **options):
     if dialect == "metal":
         return kjit.metal_kernel(name="debug_double", input_names=["inp"], output_names=["out"],
@@ -337,9 +344,7 @@ DERIVED = {"metal": """
 @pytest.mark.parametrize("dialect", ["metal", "cuda"])
 def test_pointers_derived_from_the_arrays_are_checked_at_the_index_they_reach(rng, device,
                                                                                dialect):
-    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
-    kernel = make(name="debug_rows", input_names=["inp"], output_names=["out"],
-                  source=DERIVED[dialect], compile_options=DEBUG)
+    kernel = copying_kernel(dialect, "debug_rows", DERIVED[dialect])
     x = rng.standard_normal(1000).astype(np.float32)
     # Four elements a thread: 250 threads cover the arrays, and report nothing.
     np.testing.assert_array_equal(run(kernel, x, (250, 1, 1), (50, 1, 1), device=device), 2 * x)
@@ -391,9 +396,7 @@ VECTORS = {"metal declared": ("metal", """
 @pytest.mark.parametrize("form", VECTORS)
 def test_pointers_cast_to_vectors_are_checked_by_the_elements_they_cover(rng, device, form):
     dialect, source, line = VECTORS[form]
-    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
-    kernel = make(name="debug_vectors4", input_names=["inp"], output_names=["out"],
-                  source=source, compile_options=DEBUG)
+    kernel = copying_kernel(dialect, "debug_vectors4", source)
     x = rng.standard_normal(1000).astype(np.float32)
     np.testing.assert_array_equal(run(kernel, x, (250, 1, 1), (50, 1, 1), device=device), 2 * x)
     # Thread 250's vector covers elements 1000 to 1003 of 1002: the first outside is reported.
@@ -525,9 +528,7 @@ DIMS = {"metal": """
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dialect", ["metal", "cuda"])
 def test_shapes_and_strides_are_checked_against_the_inputs_dimensions(rng, device, dialect):
-    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
-    kernel = make(name="debug_dims", input_names=["inp"], output_names=["out"],
-                  source=DIMS[dialect], compile_options=DEBUG)
+    kernel = copying_kernel(dialect, "debug_dims", DIMS[dialect])
 
     def call(x):
         return kernel(inputs=[x], output_shapes=[(x.size,)], output_dtypes=[np.float32],
@@ -603,12 +604,10 @@ POINTER_FORMS = {"vectors cast in place": ("metal", "", """
 @pytest.mark.parametrize("form", POINTER_FORMS)
 def test_debug_builds_of_pointer_forms_compute_what_plain_builds_do(rng, device, form):
     dialect, header, source = POINTER_FORMS[form]
-    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
     x = rng.standard_normal(256).astype(np.float32)
     results = []
     for options in (None, DEBUG):
-        kernel = make(name="pointer_forms", input_names=["inp"], output_names=["out"],
-                      header=header, source=source, compile_options=options)
+        kernel = copying_kernel(dialect, "pointer_forms", source, header, options)
         results.append(run(kernel, x, (256, 1, 1), (64, 1, 1), device=device))
     np.testing.assert_array_equal(results[1], results[0])
 
@@ -640,9 +639,7 @@ STRAY_WRITES = {"a vector through a cast": ("metal", """
 @pytest.mark.parametrize("form", STRAY_WRITES)
 def test_writes_past_the_output_through_pointers_are_reported_and_skipped(rng, device, form):
     dialect, source, line = STRAY_WRITES[form]
-    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
-    kernel = make(name="debug_stray_pointer", input_names=["inp"], output_names=["out"],
-                  source=source, compile_options=DEBUG)
+    kernel = copying_kernel(dialect, "debug_stray_pointer", source)
     x = rng.standard_normal(1004).astype(np.float32)
     with pytest.raises(kjit.LaunchError) as e:
         kernel(inputs=[x], output_shapes=[(1002,)], output_dtypes=[np.float32],
