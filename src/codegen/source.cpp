@@ -422,6 +422,31 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
                                    std::string(at.text) + ")");
     }
   }
+  // A lambda that names its captures ("[inp](uint j) { ... }") captures what its checked
+  // accesses use too. One without captures ("[]") sees no array of the body's to check.
+  for (size_t body = 0; body < tokens.size(); ++body) {
+    if (tokens[body].text != "{" || tokens[body].in_directive) continue;
+    const size_t close = lambda_captures_end(tokens, body);
+    const size_t open = close == tokens.size() ? close : opening(tokens, close);
+    const size_t end = closing(tokens, body);
+    if (open == tokens.size() || end == tokens.size()) continue;
+    const size_t first = index_after(tokens, open), last = index_before(tokens, close);
+    const size_t second = index_after(tokens, first);
+    const bool by_default =
+        tokens[first].text == "=" ||
+        (tokens[first].text == "&" && is_one_of(tokens[second].text, {",", "]"}));
+    const bool checks = std::any_of(
+        tokens.begin() + static_cast<std::ptrdiff_t>(body),
+        tokens.begin() + static_cast<std::ptrdiff_t>(end),
+        [](const Token& t) { return t.text.find("kjit_thread") != std::string_view::npos; });
+    // The text goes after the last capture's last token, unless that closes a bracket
+    // ("[v = f(x)]"), whose pairing the scans that follow rely on.
+    const bool after_name =
+        tokens[last].kind == TokenKind::Identifier || tokens[last].kind == TokenKind::Number;
+    if (first == close || by_default || !checks || !after_name) continue;
+    tokens[last].text =
+        texts.emplace_back(std::string(tokens[last].text) + ", &kjit_thread, " + kDebugReport);
+  }
   return tokens;
 }
 

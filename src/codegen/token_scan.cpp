@@ -142,6 +142,10 @@ size_t opening(const std::vector<Token>& t, size_t close) {
 }
 
 bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
+  return lambda_captures_end(t, open) != t.size();
+}
+
+size_t lambda_captures_end(const std::vector<Token>& t, size_t open) {
   size_t k = index_before(t, open);
   size_t j = k;  // a trailing return type: -> T
   while (j != t.size() &&
@@ -156,10 +160,10 @@ bool opens_lambda_body(const std::vector<Token>& t, size_t open) {
   }
   if (k != t.size() && t[k].text == ")") {
     k = opening(t, k);
-    if (k == t.size()) return false;
+    if (k == t.size()) return t.size();
     k = index_before(t, k);
   }
-  return k != t.size() && t[k].text == "]";
+  return k != t.size() && t[k].text == "]" ? k : t.size();
 }
 
 bool opens_class_body(const std::vector<Token>& t, size_t open) {

@@ -63,6 +63,10 @@ std::vector<size_t> top_level(const std::vector<Token>& t, size_t open, size_t c
 /// optional specifiers and a trailing return type before the brace.
 bool opens_lambda_body(const std::vector<Token>& t, size_t open);
 
+/// The ']' that ends the captures of the lambda whose body the '{' at |open| starts, or
+/// t.size() when it starts none.
+size_t lambda_captures_end(const std::vector<Token>& t, size_t open);
+
 /// Whether the '{' at |open| starts the body of a class, struct or union declared in the body:
 /// "struct S {", "struct S : Base {", "struct {".
 bool opens_class_body(const std::vector<Token>& t, size_t open);

@@ -661,6 +661,34 @@ def test_an_array_the_body_moves_stays_unchecked_with_a_warning(rng):
         np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1)), x * 2)
 
 
+LAMBDAS = {"metal": """
+    uint i = thread_position_in_grid.x;
+    auto load = [inp](uint j) { return ((const device float*)inp)[j] + inp[j]; };
+    auto store = [out, i](float v) mutable { out[i] = v; };
+    store(load(i));
+""", "cuda": """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    auto load = [inp](int j) { return inp[j] + *(inp + j); };
+    auto store = [=](float v) { out[i] = v; };
+    auto same = [](float v) { return v; };
+    store(same(load(i)));
+"""}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", ["metal", "cuda"])
+def test_lambdas_that_name_their_captures_are_checked(rng, device, dialect):
+    kernel = copying_kernel(dialect, "debug_lambdas", LAMBDAS[dialect])
+    x = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1), device=device), 2 * x)
+    with pytest.raises(kjit.LaunchError) as e:
+        kernel(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(65, 1, 1),
+               threadgroup=(65, 1, 1), device=device)
+    message = str(e.value)
+    assert "inputs[0] ('inp') was indexed at 64" in message, message
+    assert "at line 3 of the source, by the thread at (64, 0, 0)" in message, message
+
+
 def test_a_pointer_moved_to_another_array_is_not_checked_against_the_first(rng):
     # Threads from 64 on read b through p, which first pointed into a: their in-bounds reads
     # are no report, and each thread's value comes from its array.
