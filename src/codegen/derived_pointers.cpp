@@ -14,6 +14,16 @@ struct Operand {
 std::optional<Operand> pointer_operand(const std::vector<Token>& t, size_t i,
                                        const ArrayNamed& array_named);
 
+// The '>' that closes the template arguments opening at the '<' at |open|, counted by depth
+// ("reinterpret_cast<const vec<half, 4>*>"), or t.size().
+size_t template_close(const std::vector<Token>& t, size_t open) {
+  for (int depth = 0; open != t.size(); open = index_after(t, open)) {
+    depth += t[open].text == "<" ? 1 : t[open].text == ">" ? -1 : 0;
+    if (depth == 0) return open;
+  }
+  return t.size();
+}
+
 // Whether tokens [k, close) move a pointer by an offset ("+ i * 4 - 1"): names, numbers,
 // arithmetic, calls, subscripts and casts, not a comparison, a condition or an assignment
 // ("inp + i < end ? ..."), which would leave something else than the pointer.
@@ -30,10 +40,7 @@ bool moves_by_offset(const std::vector<Token>& t, size_t k, size_t close) {
     const Token* before = prev_significant(t, k);
     if (tk.text == "<" && before &&
         is_one_of(before->text, {"static_cast", "reinterpret_cast", "const_cast"})) {
-      for (int depth = 0; k < close; k = index_after(t, k)) {
-        depth += t[k].text == "<" ? 1 : t[k].text == ">" ? -1 : 0;
-        if (depth == 0) break;
-      }
+      k = template_close(t, k);
       if (k >= close) return false;
       continue;
     }
@@ -60,12 +67,9 @@ std::optional<Operand> pointer_operand(const std::vector<Token>& t, size_t i,
                                        const ArrayNamed& array_named) {
   if (i == t.size()) return std::nullopt;
   if (t[i].text == "reinterpret_cast") {
-    size_t close = index_after(t, i);
-    if (close == t.size() || t[close].text != "<") return std::nullopt;
-    for (int depth = 0; close != t.size(); close = index_after(t, close)) {
-      depth += t[close].text == "<" ? 1 : t[close].text == ">" ? -1 : 0;
-      if (depth == 0) break;
-    }
+    const size_t angle = index_after(t, i);
+    if (angle == t.size() || t[angle].text != "<") return std::nullopt;
+    const size_t close = template_close(t, angle);
     const size_t open = close == t.size() ? close : index_after(t, close);
     if (open == t.size() || t[open].text != "(") return std::nullopt;
     return parenthesised(t, open, array_named);
@@ -212,11 +216,9 @@ std::vector<PointerInPlace> pointers_made_in_place(const std::vector<Token>& t,
     }
     const std::optional<Operand> operand = pointer_operand(t, i, array_named);
     if (!operand) continue;
-    // Dereferenced ("*(T*)(p)") or indexed ("((T*)p)[k]"); an operand nested in another one
-    // is found as part of it.
-    const size_t after = index_after(t, operand->last);
-    // An access nested in another one's operand is found too: each rewrites its own tokens.
-    if (after_prefix_operator(t, i, "*") || (after != t.size() && t[after].text == "[")) {
+    // Dereferenced ("*(T*)(p)") or indexed ("((T*)p)[k]"). An access nested in another one's
+    // operand is found too: each rewrites its own tokens.
+    if (accessed_as_element(t, i, operand->last)) {
       const std::optional<PointerInPlace> made = made_at(t, i, array_named);
       if (made && (found.empty() || found.back().at != made->at)) found.push_back(*made);
     }

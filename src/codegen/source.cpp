@@ -63,6 +63,17 @@ const std::string& checked_name(const KernelSpec& spec, const std::vector<GroupV
                             : groups[k - n_in - n_out].name;
 }
 
+// Whether |t| declares |name| anywhere but at token |except|.
+bool declared_in(const std::vector<Token>& t, std::string_view name, size_t except) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i != except && t[i].kind == TokenKind::Identifier && t[i].text == name &&
+        declares_name(t, i)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The arrays (by number: inputs, outputs, then group memory) whose name the body also declares
 // ("float* out" in a lambda's parameters; a group variable's own declaration aside): each use
 // may mean either, so those stay unchecked.
@@ -75,25 +86,19 @@ std::vector<size_t> redeclared_arrays(const KernelSpec& spec,
     const std::string& name = checked_name(spec, groups, k);
     const size_t own =
         k < n_arrays || groups[k - n_arrays].in_header ? t.size() : groups[k - n_arrays].name_at;
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (i != own && t[i].kind == TokenKind::Identifier && t[i].text == name &&
-          declares_name(t, i)) {
-        found.push_back(k);
-        break;
-      }
-    }
+    if (declared_in(t, name, own)) found.push_back(k);
   }
   return found;
 }
 
 // The inputs and outputs (by number) that the body moves ("out++", "inp += k", "out = p"):
 // their name no longer points where their bounds start, so those stay unchecked.
-std::vector<size_t> moved_arrays(const KernelSpec& spec) {
+std::vector<size_t> moved_arrays(const KernelSpec& spec, const std::vector<GroupVariable>& groups) {
   const std::vector<Token>& t = spec.source_tokens;
-  const size_t n_in = spec.input_names.size(), n_arrays = n_in + spec.output_names.size();
+  const size_t n_arrays = spec.input_names.size() + spec.output_names.size();
   std::vector<size_t> found;
   for (size_t k = 0; k < n_arrays; ++k) {
-    const std::string& name = k < n_in ? spec.input_names[k] : spec.output_names[k - n_in];
+    const std::string& name = checked_name(spec, groups, k);
     for (size_t i = 0; i < t.size(); ++i) {
       if (t[i].kind != TokenKind::Identifier || t[i].text != name) continue;
       const Token* before = prev_significant(t, i);
@@ -131,11 +136,9 @@ std::vector<CheckedDims> checked_dims(const KernelSpec& spec, const CallSignatur
     for (const bool strides : {false, true}) {
       if (ndim == 0 || !(strides ? use.strides : use.shape)) continue;
       std::string name = spec.input_names[k] + (strides ? "_strides" : "_shape");
-      const bool declared = std::any_of(t.begin(), t.end(), [&](const Token& tk) {
-        return tk.kind == TokenKind::Identifier && tk.text == name &&
-               declares_name(t, static_cast<size_t>(&tk - t.data()));
-      });
-      if (!declared) found.push_back({std::move(name), first_number + 2 * k + strides, ndim});
+      if (!declared_in(t, name, t.size())) {
+        found.push_back({std::move(name), first_number + 2 * k + strides, ndim});
+      }
     }
   }
   return found;
@@ -295,7 +298,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
   // values.
   std::vector<bool> unchecked(n_arrays + groups.size());
   for (size_t k : redeclared_arrays(spec, groups)) unchecked[k] = true;
-  for (size_t k : moved_arrays(spec)) unchecked[k] = true;
+  for (size_t k : moved_arrays(spec, groups)) unchecked[k] = true;
   for (size_t k = 0; k < n_in; ++k) unchecked[k] = unchecked[k] || call.inputs[k].second == 0;
   auto array_named = [&](std::string_view name) -> std::optional<size_t> {
     for (size_t k = 0; k < unchecked.size(); ++k) {
@@ -323,11 +326,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
       });
   // Only the name's element accesses become checked: "name[...]" and "*name". Every other use
   // stays the array's pointer, for whatever the body does with a pointer.
-  auto accessed = [&](size_t i) {
-    const size_t after = index_after(tokens, i);
-    return (after != tokens.size() && tokens[after].text == "[") ||
-           after_prefix_operator(tokens, i, "*");
-  };
+  auto accessed = [&](size_t i) { return accessed_as_element(tokens, i, i); };
   const std::vector<CheckedDims> dims = checked_dims(spec, call, n_arrays + groups.size());
   const std::string context = std::string(", kjit_thread, ") + kDebugReport + "))";
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -464,7 +463,7 @@ void warn_of_unchecked_arrays(const KernelSpec& spec) {
     warn(prefix_named(spec) + "the debug checks leave " + what + " '" + name +
          "' unchecked: the body declares another '" + name + "'");
   }
-  for (size_t k : moved_arrays(spec)) {
+  for (size_t k : moved_arrays(spec, groups)) {
     const std::string& name = checked_name(spec, groups, k);
     warn(prefix_named(spec) + "the debug checks leave " + (k < n_in ? "input" : "output") + " '" +
          name + "' unchecked: the body moves '" + name +

@@ -55,6 +55,11 @@ bool after_prefix_operator(const std::vector<Token>& t, size_t i, std::string_vi
          (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
 }
 
+bool accessed_as_element(const std::vector<Token>& t, size_t first, size_t last) {
+  const size_t after = index_after(t, last);
+  return (after != t.size() && t[after].text == "[") || after_prefix_operator(t, first, "*");
+}
+
 bool declares_name(const std::vector<Token>& t, size_t k) {
   const size_t p = index_before(t, k);
   if (p == t.size()) return false;

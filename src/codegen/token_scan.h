@@ -45,6 +45,10 @@ bool closes_condition(const std::vector<Token>& t, size_t close);
 /// (but after a condition: "if (c) *p = 1;").
 bool after_prefix_operator(const std::vector<Token>& t, size_t i, std::string_view op);
 
+/// Whether the operand that tokens |first| to |last| spell is dereferenced or indexed there
+/// ("*p", "p[i]", "*(p + 1)", "(p + 1)[i]").
+bool accessed_as_element(const std::vector<Token>& t, size_t first, size_t last);
+
 /// Whether the identifier at |k| is being declared there: after a type ("float name", "T
 /// name"), after a type and '*' or '&' at the start of a statement or parameter ("const device
 /// float* name,"), or with its type taken (decltype(name)).
