@@ -35,6 +35,14 @@ def copying_kernel(dialect, name, source, header="", compile_options=DEBUG):
                 source=source, compile_options=compile_options)
 
 
+def launch_error(kernel, x, out_size, threads, device):
+    """The message of the LaunchError that one group of |threads| over |x| raises."""
+    with pytest.raises(kjit.LaunchError) as e:
+        kernel(inputs=[x], output_shapes=[(out_size,)], output_dtypes=[x.dtype],
+               grid=(threads, 1, 1), threadgroup=(threads, 1, 1), device=device)
+    return str(e.value)
+
+
 def double(dialect="metal", **options):
     if dialect == "metal":
         return kjit.metal_kernel(name="debug_double", input_names=["inp"], output_names=["out"],
@@ -400,10 +408,7 @@ def test_pointers_cast_to_vectors_are_checked_by_the_elements_they_cover(rng, de
     x = rng.standard_normal(1000).astype(np.float32)
     np.testing.assert_array_equal(run(kernel, x, (250, 1, 1), (50, 1, 1), device=device), 2 * x)
     # Thread 250's vector covers elements 1000 to 1003 of 1002: the first outside is reported.
-    with pytest.raises(kjit.LaunchError) as e:
-        run(kernel, rng.standard_normal(1002).astype(np.float32), (251, 1, 1), (251, 1, 1),
-            device=device)
-    message = str(e.value)
+    message = launch_error(kernel, rng.standard_normal(1002).astype(np.float32), 1002, 251, device)
     assert "inputs[0] ('inp') was indexed at 1002" in message, message
     assert f"its indices are 0 to 1001), at line {line} of the source" in message, message
     assert "by the thread at (250, 0, 0)" in message, message
@@ -640,11 +645,7 @@ STRAY_WRITES = {"a vector through a cast": ("metal", """
 def test_writes_past_the_output_through_pointers_are_reported_and_skipped(rng, device, form):
     dialect, source, line = STRAY_WRITES[form]
     kernel = copying_kernel(dialect, "debug_stray_pointer", source)
-    x = rng.standard_normal(1004).astype(np.float32)
-    with pytest.raises(kjit.LaunchError) as e:
-        kernel(inputs=[x], output_shapes=[(1002,)], output_dtypes=[np.float32],
-               grid=(251, 1, 1), threadgroup=(251, 1, 1), device=device)
-    message = str(e.value)
+    message = launch_error(kernel, rng.standard_normal(1004).astype(np.float32), 1002, 251, device)
     assert "debug check: outputs[0] ('out') was indexed at 1002" in message, message
     assert f"at line {line} of the source, by the thread at (250, 0, 0)" in message, message
 
