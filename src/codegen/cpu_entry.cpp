@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <deque>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/emit.h"
@@ -83,6 +85,8 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   if (debug) w << "  const ::kjit::thread_ctx& kjit_thread = kjit_group;\n";
   warn_of_unchecked_arrays(spec);
   for (const auto& [begin, end] : plan.group_memory) user_text(own, begin, end);
+  // Each carried variable's slots, and its type for the pieces' copies of them.
+  std::vector<std::string> carried_types;
   for (const RegionPlan::Carried& c : plan.carried) {
     std::string type;
     for (size_t k = c.type_begin; k < c.type_end; ++k) {
@@ -94,7 +98,8 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       type += std::string(t.text) + " ";
     }
     if (spec.dialect == Dialect::Metal) type = rewrite(lex(type), spec.dialect, Target::Cpu);
-    w << "  " << type << "kjit_carried_" << c.name << "[1024];\n";
+    w << "  " << type << "kjit_slot_" << c.name << "[1024];\n";
+    carried_types.push_back(std::move(type));
   }
   if (plan.returns) {
     w << "  bool kjit_exited[1024];\n"
@@ -119,6 +124,48 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       }
     }
   };
+  // The carried variables that tokens [begin, end) of |tokens| name, in one pass.
+  std::unordered_map<std::string_view, size_t> carried_names;
+  for (size_t c = 0; c < plan.carried.size(); ++c) {
+    carried_names.emplace(texts.emplace_back("kjit_carried_" + plan.carried[c].name), c);
+  }
+  std::vector<size_t> seen_in_scan(plan.carried.size(), 0);
+  size_t scan = 0;
+  auto carried_within = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
+    std::vector<size_t> used;
+    ++scan;
+    for (size_t k = begin; k < end && !carried_names.empty(); ++k) {
+      if (tokens[k].kind != TokenKind::Identifier) continue;
+      const auto found = carried_names.find(tokens[k].text);
+      if (found == carried_names.end() || seen_in_scan[found->second] == scan) continue;
+      seen_in_scan[found->second] = scan;
+      used.push_back(found->second);
+    }
+    return used;
+  };
+  // How a piece names the carried variables |used|: a reference to the thread's slot or, in a
+  // region (|copies|), a copy of it (uninitialised where the region declares the variable),
+  // stored back at the region's end by close_slots; a variable whose address the body takes is
+  // always its slot.
+  auto open_slots = [&](const std::vector<size_t>& used, const RegionPlan::Piece& piece,
+                        bool copies) {
+    for (size_t c : used) {
+      const RegionPlan::Carried& v = plan.carried[c];
+      const bool copy = copies && !v.addressed;
+      const bool declared_here = v.type_begin >= piece.begin && v.type_begin < piece.end;
+      w << "  " << (copy ? carried_types[c] : std::string("auto& ")) << "kjit_carried_" << v.name;
+      if (!copy || !declared_here) w << " = kjit_slot_" << v.name << "[kjit_wi]";
+      w << ";\n";
+    }
+  };
+  auto close_slots = [&](const std::vector<size_t>& used) {
+    for (size_t c : used) {
+      const RegionPlan::Carried& v = plan.carried[c];
+      if (!v.addressed) {
+        w << "  kjit_slot_" << v.name << "[kjit_wi] = kjit_carried_" << v.name << ";\n";
+      }
+    }
+  };
   // A loop over the group's threads that runs |text| for each thread still in the kernel.
   auto each_thread = [&](auto&& text) {
     w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
@@ -135,8 +182,11 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       case RegionPlan::Piece::Kind::Region:
         each_thread([&] {
           w << region_locals << "  (void)kjit_wi;\n";
+          const std::vector<size_t> used = carried_within(region_text, piece.begin, piece.end);
+          open_slots(used, piece, true);
           declare_again(p);
           user_text(region_text, piece.begin, piece.end);
+          close_slots(used);
         });
         break;
       case RegionPlan::Piece::Kind::Operation: {
@@ -147,6 +197,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
           << "_operand = [&](const ::kjit::thread_ctx& kjit_thread, unsigned long kjit_wi) "
              "__attribute__((always_inline)) {\n"
           << region_locals << "  (void)kjit_wi;\n";
+        open_slots(carried_within(edited, piece.begin, piece.end), piece, false);
         declare_again(p);
         w << "  return\n";
         user_text(edited, piece.begin, piece.end);

@@ -536,11 +536,21 @@ class Splitter {
           continue;
         }
         for (const auto& [name, at] : d->names) {
-          plan_.carried.push_back({std::string(name), d->type_begin, d->names.front().second});
+          plan_.carried.push_back(
+              {std::string(name), d->type_begin, d->names.front().second, addressed(name)});
         }
       }
     }
     return true;
+  }
+
+  // Whether the body may take |name|'s address: an '&' stands before it (a binary one too).
+  bool addressed(std::string_view name) const {
+    for (size_t k : occurrences(name)) {
+      const Token* before = prev_significant(t_, k);
+      if (before && before->text == "&") return true;
+    }
+    return false;
   }
 
   // Whether the const declaration |d|, up to its ';' at |semicolon|, computes its values from
@@ -678,11 +688,11 @@ std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
     }
   };
   for (const auto& [begin, end] : plan.group_memory) blank(begin, end);
-  // Each carried variable is read from its slot: one pass for all of them.
+  // Each carried variable is renamed to what the pieces declare from its slot: one pass for all.
   std::unordered_map<std::string_view, std::string_view> slots;
   for (const RegionPlan::Carried& c : plan.carried) {
     blank(c.type_begin, c.type_end);
-    slots.emplace(c.name, texts.emplace_back("kjit_carried_" + c.name + "[kjit_wi]"));
+    slots.emplace(c.name, texts.emplace_back("kjit_carried_" + c.name));
   }
   for (size_t k = 0; k < t.size() && !slots.empty(); ++k) {
     if (t[k].kind != TokenKind::Identifier) continue;

@@ -34,10 +34,14 @@ struct RegionPlan {
     size_t begin = 0, end = 0;
   };
   /// A variable declared at the top of a region (of the body or of a loop's body) and used in
-  /// another piece: one per thread, kept for the whole group.
+  /// another piece: one per thread, kept for the whole group in a slot array. A region works on
+  /// a local copy of its thread's slot, stored back at the region's end, so that its updates are
+  /// a register's and the loop over the threads vectorises; one whose address the body takes is
+  /// reached through its slot instead, which outlives the region.
   struct Carried {
     std::string name;
     size_t type_begin = 0, type_end = 0;  // its declaration's specifiers and type
+    bool addressed = false;               // the body takes its address (&name)
   };
   std::vector<Piece> pieces;
   /// A barrier: the pieces before it end at it.
@@ -73,8 +77,9 @@ RegionPlanning plan_regions(const KernelSpec& spec, const std::vector<std::strin
                             const WaitingHelpers& names);
 
 /// The tokens of the body as a region sees them: group memory declarations and carried
-/// variables' types blanked, carried variables read from their per-thread slots (indexed by
-/// kjit_wi), and return marking the thread as gone (kjit_exited).
+/// variables' types blanked and carried variables named kjit_carried_<name> (what each piece
+/// declares from the variable's slot, kjit_slot_<name>[kjit_wi]), and return marking the thread
+/// as gone (kjit_exited).
 std::vector<Token> region_tokens(const KernelSpec& spec, const RegionPlan& plan,
                                  std::deque<std::string>& texts);
 

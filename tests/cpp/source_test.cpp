@@ -453,8 +453,8 @@ TEST(Regions, SplitAtBarriersOfTheBodyAndOfAUniformLoop) {
   std::string text;
   for (const Token& t : edited) text += t.text;
   EXPECT_TRUE(contains(text,
-                       "kjit_carried_t[kjit_wi] = thread_index_in_threadgroup, "
-                       "kjit_carried_u[kjit_wi] = kjit_carried_t[kjit_wi] + 1;"))
+                       "kjit_carried_t = thread_index_in_threadgroup, "
+                       "kjit_carried_u = kjit_carried_t + 1;"))
       << text;
   EXPECT_FALSE(contains(text, "threadgroup float")) << text;
 }
@@ -511,8 +511,8 @@ TEST(Regions, SplitAtSimdGroupOperationsAndRunUniformLoopsAsTheGroups) {
   for (const Token& t : with_operation_results(region_tokens(*spec, *plan, texts), *plan, texts)) {
     text += t.text;
   }
-  EXPECT_TRUE(contains(text, "kjit_carried_s[kjit_wi] = kjit_op0_out[kjit_wi];")) << text;
-  EXPECT_TRUE(contains(text, "kjit_carried_s[kjit_wi] += kjit_op1_out[kjit_wi]")) << text;
+  EXPECT_TRUE(contains(text, "kjit_carried_s = kjit_op0_out[kjit_wi];")) << text;
+  EXPECT_TRUE(contains(text, "kjit_carried_s += kjit_op1_out[kjit_wi]")) << text;
 }
 
 TEST(Regions, KnowWhereEachBarrierStands) {

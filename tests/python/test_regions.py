@@ -127,6 +127,41 @@ def test_inclusive_scan_with_a_carried_buffer_index(device, rng):
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+# Variables the regions share live in per-thread slots; a region works on copies of them, but
+# one whose address the body keeps (at) is reached through its slot, which outlives a region.
+CARRIED_POINTER = """
+    threadgroup float v[64];
+    const uint t = thread_index_in_threadgroup, i = thread_position_in_grid.x;
+    float a = inp[i], b = 2.0f * inp[i];
+    thread float* at = t % 2 == 0 ? &a : &b;
+    float later;
+    v[t] = a;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    *at += v[(t + 1) % 64];
+    if (a > b) later = a; else later = b;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = a - b + later;
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_variables_shared_by_regions_keep_their_values_and_addresses(device, rng):
+    x = rng.standard_normal(64 * 5).astype(np.float32)
+    kernel = kjit.metal_kernel("carried_pointer", ["inp"], ["out"], CARRIED_POINTER)
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(x.size, 1, 1), threadgroup=(64, 1, 1), device=device,
+        outputs=[poisoned(x.shape, np.float32)])
+    if device == "cpu":
+        assert "for_each_thread" in text and "co_await" not in text, text
+    x64 = x.astype(np.float64)
+    neighbour = np.roll(x64.reshape(-1, 64), -1, axis=1).reshape(-1)
+    even = np.arange(x.size) % 2 == 0
+    a = np.where(even, x64 + neighbour, x64)
+    b = np.where(even, 2 * x64, 2 * x64 + neighbour)
+    np.testing.assert_allclose(out, a - b + np.maximum(a, b), rtol=1e-5, atol=1e-5)
+
+
 # Inner variables named like one the regions share keep cooperative mode.
 SHADOWING = """
     threadgroup float shared_vals[32];
