@@ -109,6 +109,13 @@ std::optional<size_t> derived_from(const std::vector<Token>& t, size_t i,
   return operand->array;
 }
 
+// Whether the element whose ']' is at |last| goes on with a subscript, a member, a call or a
+// step, which the '&' before its name takes the address of instead ("&out[i].x").
+bool extends_address(const std::vector<Token>& t, size_t last) {
+  const size_t next = index_after(t, last);
+  return next != t.size() && is_one_of(t[next].text, {"[", "(", ".", "->", "++", "--"});
+}
+
 // The pointer made in place at |i|, the start of an access's pointer operand: through plain
 // parentheses to a cast, a reinterpret_cast or a name.
 std::optional<PointerInPlace> made_at(const std::vector<Token>& t, size_t i,
@@ -118,12 +125,14 @@ std::optional<PointerInPlace> made_at(const std::vector<Token>& t, size_t i,
     const size_t last = close == t.size() ? close : index_before(t, close);
     if (last == t.size()) return std::nullopt;
     if (t[last].text == "*") {
-      // A C-style cast of a name or of an operand in parentheses, which become its call's (not
-      // of another cast: "(float4*)(float*)inp").
+      // A C-style cast of a name, of an element's address ("(float4*)&out[i]") or of an
+      // operand in parentheses, which become its call's (not of another cast:
+      // "(float4*)(float*)inp").
       const size_t operand = index_after(t, close);
       const std::optional<Operand> o = pointer_operand(t, operand, array_named);
       const bool parenthesised = o && t[operand].text == "(" && o->last == closing(t, operand);
-      if (!o || (!parenthesised && t[operand].kind != TokenKind::Identifier)) {
+      if (!o || (!parenthesised && t[operand].kind != TokenKind::Identifier &&
+                 !(t[operand].text == "&" && !extends_address(t, o->last)))) {
         return std::nullopt;
       }
       // The cast's parentheses become template brackets, which hide no commas from the scans
@@ -131,18 +140,19 @@ std::optional<PointerInPlace> made_at(const std::vector<Token>& t, size_t i,
       for (size_t k = i; k < close; k = index_after(t, k)) {
         if (t[k].text == ",") return std::nullopt;
       }
-      return PointerInPlace{PointerInPlace::How::Cast, i, close,
-                            t[operand].text == "(" ? t.size() : operand, o->array};
+      return PointerInPlace{PointerInPlace::How::Cast,          i,       close,
+                            parenthesised ? t.size() : operand, o->last, o->array};
     }
     i = index_after(t, i);
   }
   const std::optional<Operand> o = pointer_operand(t, i, array_named);
   if (!o) return std::nullopt;
   if (t[i].text == "reinterpret_cast") {
-    return PointerInPlace{PointerInPlace::How::Reinterpret, i, t.size(), t.size(), o->array};
+    return PointerInPlace{
+        PointerInPlace::How::Reinterpret, i, t.size(), t.size(), t.size(), o->array};
   }
   if (t[i].kind != TokenKind::Identifier) return std::nullopt;  // "(&out[k])[j]"
-  return PointerInPlace{PointerInPlace::How::Moved, i, t.size(), t.size(), o->array};
+  return PointerInPlace{PointerInPlace::How::Moved, i, t.size(), t.size(), t.size(), o->array};
 }
 
 }  // namespace

@@ -30,14 +30,17 @@ std::unordered_map<std::string_view, size_t> derived_pointers(const std::vector<
 struct PointerInPlace {
   enum class How { Cast, Reinterpret, Moved };
   How how;
-  size_t at;       // the cast's '(', the reinterpret_cast, or the name moved
-  size_t close;    // a cast's ')'
-  size_t operand;  // a cast's operand when it is a name alone ("(float4*)out"), else none
-  size_t array;    // the number of the array it points into
+  size_t at;     // the cast's '(', the reinterpret_cast, or the name moved
+  size_t close;  // a cast's ')'
+  // A cast's operand when it is not in parentheses, a name alone ("(float4*)out") or an
+  // element's address ("(float4*)&out[i]"): its first and last tokens; else none.
+  size_t operand;
+  size_t operand_last;
+  size_t array;  // the number of the array it points into
 };
 
 /// The pointers |tokens| make in place from the arrays (or pointers) |array_named| finds, in
-/// order. A cast of an element's address ("*(float4*)&out[i]") is left out.
+/// order.
 std::vector<PointerInPlace> pointers_made_in_place(const std::vector<Token>& tokens,
                                                    const ArrayNamed& array_named);
 

@@ -411,8 +411,10 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
       at.partner = kNoPartner;
       close.partner = -kNoPartner;
       if (p.operand != tokens.size()) {
-        Token& operand = tokens[p.operand];
-        operand.text = texts.emplace_back(std::string("(").append(operand.text).append(")"));
+        Token& first = tokens[p.operand];
+        first.text = texts.emplace_back(std::string("(").append(first.text));
+        Token& last = tokens[p.operand_last];
+        last.text = texts.emplace_back(std::string(last.text).append(")"));
       }
     } else if (p.how == PointerInPlace::How::Reinterpret) {
       at.text = texts.emplace_back(checked);

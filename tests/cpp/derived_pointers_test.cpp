@@ -48,7 +48,11 @@ std::vector<std::string> made_in_place(const std::string& source) {
         std::string(how) + ":" + std::string(tokens[p.at].text) + ":" + std::to_string(p.array);
     if (p.how == PointerInPlace::How::Cast) {
       item += ' ';
-      item += p.operand == tokens.size() ? std::string_view("(operand)") : tokens[p.operand].text;
+      if (p.operand == tokens.size()) {
+        item += "(operand)";
+      } else {
+        for (size_t k = p.operand; k <= p.operand_last; ++k) item += tokens[k].text;
+      }
     }
     found.push_back(item);
   }
@@ -82,6 +86,8 @@ TEST(DerivedPointers, PointersCastInPlaceAndIndexedOrDereferenced) {
   EXPECT_EQ(made_in_place("v = ((const device float4*)inp)[i];"), Names{"cast:(:0 inp"});
   EXPECT_EQ(made_in_place("*(device float4*)(out + 4 * i) = v; x = *((float2*)row);"),
             (Names{"cast:(:1 (operand)", "cast:(:0 row"}));
+  EXPECT_EQ(made_in_place("*(float4*)&out[i] = v; w = ((float2*)&row[2 * k])[1];"),
+            (Names{"cast:(:1 &out[i]", "cast:(:0 &row[2 * k]"}));
   EXPECT_EQ(made_in_place("v = reinterpret_cast<const float4*>(&inp[k])[0];"),
             Names{"reinterpret:reinterpret_cast:0"});
   EXPECT_EQ(made_in_place("*(out + i) = (row + 1)[j]; for (;;) *(out + 2) = 0;"),
@@ -89,11 +95,12 @@ TEST(DerivedPointers, PointersCastInPlaceAndIndexedOrDereferenced) {
 }
 
 TEST(DerivedPointers, OtherParenthesesAndCastsAreNotMadeInPlace) {
-  // Calls, conditions, casts not accessed there, and elements' addresses cast.
+  // Calls, conditions, casts not accessed there, and addresses of more than an element.
   EXPECT_EQ(made_in_place("v = f(out)[i]; if (inp) [&] { g(); }(); y = a * (inp + 1)[0];"),
             Names{"moved:inp:0"});
-  EXPECT_EQ(made_in_place("float4* p = (float4*)out; q = (float*)(inp[0]); *(float4*)&out[i];"),
+  EXPECT_EQ(made_in_place("float4* p = (float4*)out; q = (float*)(inp[0]); (float4*)&out[i];"),
             Names{});
+  EXPECT_EQ(made_in_place("v = *(float*)&out[i].x; w = *(int*)&inp[i][j];"), Names{});
   EXPECT_EQ(made_in_place("v = ((float4*)other)[i]; w = (float)*inp;"), Names{});
   // A cast of a cast (its operand's parentheses are the inner cast's), a type with a comma, a
   // step of the name cast, a condition in the parentheses.

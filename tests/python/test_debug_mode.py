@@ -392,6 +392,10 @@ VECTORS = {"metal declared": ("metal", """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float4 v = reinterpret_cast<const float4*>(inp)[i];
     *reinterpret_cast<float4*>(&out[4 * i]) = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+""", 3), "cuda element's address cast": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4 v = *(const float4*)&inp[4 * i];
+    *(float4*)&out[4 * i] = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
 """, 3), "cuda moved in place": ("cuda", """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float* row = inp + 4 * i;
@@ -585,6 +589,10 @@ POINTER_FORMS = {"vectors cast in place": ("metal", "", """
     const device float* p = inp + i;
     const device float* end = inp + 255;
     out[i] = *(const device float*)p++ + *(inp + i < end ? inp + i : end);
+"""), "elements' addresses cast, and a member's": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    const uint k = i & ~1u;
+    out[i] = ((const device float2*)&inp[k])[0][i & 1u] + *(const device float*)&inp[i];
 """), "a cast to a type with a comma, in a reduction": ("cuda", """
     template <class A, int N> struct vecn {
         A v[N];
@@ -626,6 +634,10 @@ STRAY_WRITES = {"a vector through a cast": ("metal", """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float4 v = *reinterpret_cast<const float4*>(inp + 4 * i);
     *reinterpret_cast<float4*>(&out[4 * i]) = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+""", 4), "a vector through an element's address cast": ("metal", """
+    uint i = thread_position_in_grid.x;
+    const float4 v = *(const device float4*)&inp[4 * i];
+    ((device float4*)&out[4 * i])[0] = v * 2.0f;
 """, 4), "an element through a moved pointer": ("cuda", """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     for (int j = 0; j < 4; ++j) *(out + 4 * i + j) = 2.0f * inp[4 * i + j];
