@@ -345,6 +345,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
       continue;
     }
     if (const auto pointer = derived.find(t.text); pointer != derived.end()) {
+      if (declares_name(tokens, i)) continue;  // "float s, *p = out;" declares p
       // "*p++" accesses where p pointed before the step, "*++p" where it points after: the
       // view is of the step's value (the step's own token dropped).
       std::string moved(t.text);

@@ -60,9 +60,56 @@ bool accessed_as_element(const std::vector<Token>& t, size_t first, size_t last)
   return (after != t.size() && t[after].text == "[") || after_prefix_operator(t, first, "*");
 }
 
+namespace {
+
+// Whether the ',' at |comma| separates the declarators of a declaration ("const float *a = inp,
+// *b = out;", "for (int i = 0, j = 1; ...)"): the statement it stands in, at its own depth,
+// starts with one. A statement longer than a scan should go back over (an initialiser list's
+// thousands of names) is not taken for one, so that the scans stay linear.
+bool separates_declarators(const std::vector<Token>& t, size_t comma) {
+  constexpr int kLongest = 256;
+  size_t first = comma;
+  int steps = 0;
+  for (size_t p = index_before(t, comma); p != t.size(); p = index_before(t, first)) {
+    if (++steps > kLongest) return false;
+    const std::string_view text = t[p].text;
+    if (is_one_of(text, {";", "{", "}"})) break;
+    if (text == "(") {
+      const size_t keyword = index_before(t, p);
+      if (keyword == t.size() || t[keyword].text != "for") return false;
+      break;
+    }
+    if (text == "[") return false;
+    if (is_one_of(text, {")", "]"})) {
+      p = opening(t, p);
+      if (p == t.size()) return false;
+    }
+    first = p;
+  }
+  // The first declarator's name: the last identifier of the type's words, '*' and '&'.
+  size_t name = t.size();
+  for (size_t j = first; j != comma && j != t.size(); j = index_after(t, j)) {
+    if (t[j].kind == TokenKind::Identifier) {
+      name = j;
+    } else if (!is_one_of(t[j].text, {"*", "&", "&&", "::"})) {
+      break;
+    }
+  }
+  return name != t.size() && name != first && declares_name(t, name);
+}
+
+}  // namespace
+
 bool declares_name(const std::vector<Token>& t, size_t k) {
   const size_t p = index_before(t, k);
   if (p == t.size()) return false;
+  // Another declarator of a declaration ("float a = 0, b;", "float *p = x, *q = y;").
+  const size_t comma = is_one_of(t[p].text, {"*", "&", "&&"}) ? index_before(t, p) : p;
+  if (comma != t.size() && t[comma].text == ",") {
+    const size_t after = index_after(t, k);
+    return after != t.size() && is_one_of(t[after].text, {";", ",", "[", "="}) &&
+           separates_declarators(t, comma);
+  }
   if (t[p].kind == TokenKind::Identifier && !t[p].in_directive) {
     return !is_statement_keyword(t[p].text);
   }

@@ -63,8 +63,9 @@ TEST(DerivedPointers, DeclarationsFromAnArrayMovedOrNot) {
   EXPECT_EQ(derived_in("const device float* row = inp + i * 4; row[j];"), Names{"row:0"});
   EXPECT_EQ(derived_in("float* dst = &out[i]; auto q = out; auto r = inp - 1;"),
             (Names{"dst:1", "q:1", "r:0"}));
-  // A second declarator is not told from a product ("a * b = ..."): left out.
-  EXPECT_EQ(derived_in("const float *a = inp, *b = out + 2;"), Names{"a:0"});
+  // The other declarators of a declaration too.
+  EXPECT_EQ(derived_in("const float *a = inp, *b = out + 2;"), (Names{"a:0", "b:1"}));
+  EXPECT_EQ(derived_in("float s = 0.0f, *p = out + i;"), Names{"p:1"});
 }
 
 TEST(DerivedPointers, PointersCastToAnotherElementType) {

@@ -142,5 +142,38 @@ TEST(TokenScan, LongRunsOfCommentsAreOneStep) {
   EXPECT_EQ(index_before(t, 500), 0u);
 }
 
+// The names that declares_name says |text| declares.
+std::vector<std::string> declared(const std::string& text) {
+  const std::vector<Token> t = lex(text);
+  std::vector<std::string> names;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].kind == TokenKind::Identifier && declares_name(t, k)) names.emplace_back(t[k].text);
+  }
+  return names;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(TokenScan, EveryDeclaratorOfADeclarationIsDeclared) {
+  EXPECT_EQ(declared("float a = 0, b, *p = x, &r = y, c[4];"), (Names{"a", "b", "p", "r", "c"}));
+  EXPECT_EQ(declared("for (int i = 0, j = f(1, 2); i < n; ++i) {}"), (Names{"i", "j"}));
+  EXPECT_EQ(declared("vec<float, 4> v = w, u;"), Names{});  // the type's comma: unsure
+}
+
+TEST(TokenScan, CommasOfExpressionsDeclareNothing) {
+  // The comma operator, arguments, captures and a product's operands.
+  EXPECT_EQ(declared("a = 1, b = 2; x = y, *p = z; return a, b;"), Names{});
+  EXPECT_EQ(declared("f(a, *p = 3); g(x, &y); [&a, &b] {}; [x, y = 2] {};"), Names{});
+  EXPECT_EQ(declared("T v(a, *p); s = a * b, *q = r;"), Names{"v"});
+}
+
+TEST(TokenScan, ALongListIsScannedInLinearTime) {
+  // An initialiser list of many names: each comma's scan stops within a bound.
+  std::string text = "float v[] = {x0";
+  for (int k = 1; k < 20000; ++k) text += ", x" + std::to_string(k);
+  text += "};";
+  EXPECT_EQ(declared(text), Names{"v"});
+}
+
 }  // namespace
 }  // namespace kjit::codegen

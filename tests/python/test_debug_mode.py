@@ -593,6 +593,12 @@ POINTER_FORMS = {"vectors cast in place": ("metal", "", """
     uint i = thread_position_in_grid.x;
     const uint k = i & ~1u;
     out[i] = ((const device float2*)&inp[k])[0][i & 1u] + *(const device float*)&inp[i];
+"""), "declarators after the first": ("metal", "", """
+    uint i = thread_position_in_grid.x;
+    const device float *a = inp + i, *b = inp;
+    float s = 0.0f, t = *a;
+    for (uint j = 0, k = i & 7u; j <= k; ++j) s += b[j];
+    out[i] = s + t;
 """), "a cast to a type with a comma, in a reduction": ("cuda", """
     template <class A, int N> struct vecn {
         A v[N];
@@ -638,6 +644,10 @@ STRAY_WRITES = {"a vector through a cast": ("metal", """
     uint i = thread_position_in_grid.x;
     const float4 v = *(const device float4*)&inp[4 * i];
     ((device float4*)&out[4 * i])[0] = v * 2.0f;
+""", 4), "an element through a second declarator": ("cuda", """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float *src = inp + 4 * i; float s = 2.0f, *dst = out + 4 * i;
+    for (int j = 0; j < 4; ++j) dst[j] = s * src[j];
 """, 4), "an element through a moved pointer": ("cuda", """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     for (int j = 0; j < 4; ++j) *(out + 4 * i + j) = 2.0f * inp[4 * i + j];
