@@ -441,13 +441,23 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
         tokens.begin() + static_cast<std::ptrdiff_t>(body),
         tokens.begin() + static_cast<std::ptrdiff_t>(end),
         [](const Token& t) { return t.text.find("kjit_thread") != std::string_view::npos; });
-    // The text goes after the last capture's last token, unless that closes a bracket
-    // ("[v = f(x)]"), whose pairing the scans that follow rely on.
+    // The text goes after the last capture's last token or, when that closes a bracket
+    // ("[v = f(x)]"), whose pairing the scans that follow rely on, before the first capture's
+    // name ("[inp, v = f(x)]").
     const bool after_name =
         tokens[last].kind == TokenKind::Identifier || tokens[last].kind == TokenKind::Number;
-    if (first == close || by_default || !checks || !after_name) continue;
-    tokens[last].text =
-        texts.emplace_back(std::string(tokens[last].text) + ", &kjit_thread, " + kDebugReport);
+    const bool before_name =
+        tokens[first].kind == TokenKind::Identifier && tokens[first].text != "this";
+    if (first == close || by_default || !checks || !(after_name || before_name)) continue;
+    if (after_name) {
+      tokens[last].text =
+          texts.emplace_back(std::string(tokens[last].text) + ", &kjit_thread, " + kDebugReport);
+    } else {
+      tokens[first].text = texts.emplace_back(std::string("&kjit_thread, ")
+                                                  .append(kDebugReport)
+                                                  .append(", ")
+                                                  .append(tokens[first].text));
+    }
   }
   return tokens;
 }

@@ -695,13 +695,18 @@ LAMBDAS = {"metal": """
     auto store = [=](float v) { out[i] = v; };
     auto same = [](float v) { return v; };
     store(same(load(i)));
+""", "metal initialised": """
+    uint i = thread_position_in_grid.x;
+    auto load = [inp, k = min(i, 3u)](uint j) { return inp[j + k - k] + inp[j]; };
+    auto store = [out, at = uint(i)](float v) { out[at] = v; };
+    store(load(i));
 """}
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dialect", ["metal", "cuda"])
-def test_lambdas_that_name_their_captures_are_checked(rng, device, dialect):
-    kernel = copying_kernel(dialect, "debug_lambdas", LAMBDAS[dialect])
+@pytest.mark.parametrize("form", LAMBDAS)
+def test_lambdas_that_name_their_captures_are_checked(rng, device, form):
+    kernel = copying_kernel(form.split()[0], "debug_lambdas", LAMBDAS[form])
     x = rng.standard_normal(64).astype(np.float32)
     np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1), device=device), 2 * x)
     with pytest.raises(kjit.LaunchError) as e:
