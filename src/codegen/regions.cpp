@@ -23,11 +23,7 @@ bool is_group_barrier(std::string_view name, Dialect dialect) {
 }
 
 // Type words a loop header may use to declare its counter.
-bool is_type_word(std::string_view word) {
-  return is_one_of(word, {"const", "auto", "int", "uint", "unsigned", "signed", "short", "ushort",
-                          "long", "ulong", "char", "uchar", "bool", "size_t", "int32_t", "uint32_t",
-                          "int64_t", "uint64_t"});
-}
+bool is_type_word(std::string_view word) { return word == "auto" || names_builtin_type(word); }
 
 // The variables a statement at the top of a region declares.
 struct Declaration {

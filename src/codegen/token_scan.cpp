@@ -44,13 +44,47 @@ bool closes_condition(const std::vector<Token>& t, size_t close) {
   return keyword && is_one_of(keyword->text, {"if", "for", "while", "switch"});
 }
 
+bool names_builtin_type(std::string_view word) {
+  // A vector: a scalar's name and its length (float4, uint2, half3).
+  if (word.size() > 2 && word.back() >= '2' && word.back() <= '4' &&
+      is_one_of(word.substr(0, word.size() - 1),
+                {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                 "float", "half", "bfloat", "double"})) {
+    return true;
+  }
+  return is_one_of(word, {"const",     "volatile", "signed",   "unsigned",  "bool",      "char",
+                          "uchar",     "short",    "ushort",   "int",       "uint",      "long",
+                          "ulong",     "float",    "half",     "bfloat",    "double",    "size_t",
+                          "ptrdiff_t", "int8_t",   "int16_t",  "int32_t",   "int64_t",   "uint8_t",
+                          "uint16_t",  "uint32_t", "uint64_t", "float16_t", "bfloat16_t"});
+}
+
+namespace {
+
+// Whether the ')' at |close| ends a cast to a built-in type ("(int)", "(unsigned int)"), not a
+// call's arguments ("sizeof(int)"): what follows it is the cast's operand.
+bool closes_value_cast(const std::vector<Token>& t, size_t close) {
+  const size_t open = opening(t, close);
+  if (open == t.size() || index_after(t, open) == close) return false;
+  for (size_t k = index_after(t, open); k != close; k = index_after(t, k)) {
+    if (t[k].kind != TokenKind::Identifier || !names_builtin_type(t[k].text)) return false;
+  }
+  const size_t before = index_before(t, open);
+  return before == t.size() || (t[before].kind == TokenKind::Identifier
+                                    ? is_statement_keyword(t[before].text) &&
+                                          !is_one_of(t[before].text, {"sizeof", "alignof"})
+                                    : !is_one_of(t[before].text, {")", "]", ">"}));
+}
+
+}  // namespace
+
 bool after_prefix_operator(const std::vector<Token>& t, size_t i, std::string_view op) {
   const size_t at = index_before(t, i);
   if (at == t.size() || t[at].text != op) return false;
   const size_t operand = index_before(t, at);
   if (operand == t.size()) return true;
   const Token& o = t[operand];
-  if (o.text == ")") return closes_condition(t, operand);
+  if (o.text == ")") return closes_condition(t, operand) || closes_value_cast(t, operand);
   return o.kind != TokenKind::Number && o.text != "]" &&
          (o.kind != TokenKind::Identifier || is_statement_keyword(o.text));
 }

@@ -36,13 +36,17 @@ bool is_one_of(std::string_view word, std::initializer_list<std::string_view> wo
 /// words ("and"): after one, a name is not being declared.
 bool is_statement_keyword(std::string_view word);
 
+/// Whether |word| is a built-in type's name, or a word of one ("unsigned", "const"): a scalar's
+/// or a vector's of Metal or CUDA ("uint", "float4", "int64_t").
+bool names_builtin_type(std::string_view word);
+
 /// Whether the ')' at |close| ends an if's or a switch's condition or a loop's header: what
 /// follows it starts a statement.
 bool closes_condition(const std::vector<Token>& t, size_t close);
 
 /// Whether token |i| follows |op| used as a prefix operator ("&tile[i]", "*name"), rather than a
 /// binary one ("a & b", "a * name") or a declarator's ("float* name"): not after an operand
-/// (but after a condition: "if (c) *p = 1;").
+/// (but after a condition, "if (c) *p = 1;", or a cast to a built-in type, "(int)*p").
 bool after_prefix_operator(const std::vector<Token>& t, size_t i, std::string_view op);
 
 /// Whether the operand that tokens |first| to |last| spell is dereferenced or indexed there

@@ -91,6 +91,8 @@ TEST(DerivedPointers, PointersCastInPlaceAndIndexedOrDereferenced) {
             (Names{"cast:(:1 &out[i]", "cast:(:0 &row[2 * k]"}));
   EXPECT_EQ(made_in_place("v = reinterpret_cast<const float4*>(&inp[k])[0];"),
             Names{"reinterpret:reinterpret_cast:0"});
+  EXPECT_EQ(made_in_place("v = (int)*(inp + i) + (unsigned int)*(row + 1);"),
+            (Names{"moved:inp:0", "moved:row:0"}));
   EXPECT_EQ(made_in_place("*(out + i) = (row + 1)[j]; for (;;) *(out + 2) = 0;"),
             (Names{"moved:out:1", "moved:row:0", "moved:out:1"}));
 }
@@ -103,6 +105,8 @@ TEST(DerivedPointers, OtherParenthesesAndCastsAreNotMadeInPlace) {
             Names{});
   EXPECT_EQ(made_in_place("v = *(float*)&out[i].x; w = *(int*)&inp[i][j];"), Names{});
   EXPECT_EQ(made_in_place("v = ((float4*)other)[i]; w = (float)*inp;"), Names{});
+  // Products: of a value in parentheses, and of sizeof's.
+  EXPECT_EQ(made_in_place("v = (n) * (inp + 1); w = sizeof(int) * (row + k);"), Names{});
   // A cast of a cast (its operand's parentheses are the inner cast's), a type with a comma, a
   // step of the name cast, a condition in the parentheses.
   EXPECT_EQ(made_in_place("v = ((float2*)(const float*)inp)[i];"), Names{});

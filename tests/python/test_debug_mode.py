@@ -672,6 +672,27 @@ def test_writes_past_the_output_through_pointers_are_reported_and_skipped(rng, d
     assert f"at line {line} of the source, by the thread at (250, 0, 0)" in message, message
 
 
+# A dereference after a cast to a value type, told from a product by the type's name.
+VALUE_CASTS = {"metal": """
+    uint i = thread_position_in_grid.x;
+    out[i] = (float)*(inp + i) * 2.0f + float((uint)*(inp + i) * 0u);
+""", "cuda": """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = (const float)*(inp + i) * 2.0f + (float)sizeof(int) * 0.0f;
+"""}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", VALUE_CASTS)
+def test_reads_after_a_cast_to_a_value_type_are_checked(rng, device, dialect):
+    kernel = copying_kernel(dialect, "debug_value_casts", VALUE_CASTS[dialect])
+    x = np.abs(rng.standard_normal(64)).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel, x, (64, 1, 1), (64, 1, 1), device=device), 2 * x)
+    message = launch_error(kernel, x, 64, 65, device)
+    assert "inputs[0] ('inp') was indexed at 64" in message, message
+    assert "at line 3 of the source, by the thread at (64, 0, 0)" in message, message
+
+
 def test_an_array_the_body_moves_stays_unchecked_with_a_warning(rng):
     # out itself steps along: its accesses are no longer indices from the array's start.
     with pytest.warns(RuntimeWarning, match=r"leave output 'out' unchecked: the body moves 'out'"):
