@@ -155,6 +155,37 @@ std::optional<PointerInPlace> made_at(const std::vector<Token>& t, size_t i,
   return PointerInPlace{PointerInPlace::How::Moved, i, t.size(), t.size(), t.size(), o->array};
 }
 
+// Whether |name| is an atomic operation's, whose first argument points at the element it
+// accesses: CUDA's atomicAdd and the rest (a scope's suffix too), Metal's atomic_*_explicit.
+bool names_atomic_operation(std::string_view name) {
+  if (name.starts_with("atomic_")) return name.ends_with("_explicit");
+  if (!name.starts_with("atomic")) return false;
+  for (std::string_view scope : {"_block", "_system"}) {
+    if (name.ends_with(scope)) name.remove_suffix(scope.size());
+  }
+  return is_one_of(name,
+                   {"atomicAdd", "atomicSub", "atomicExch", "atomicMin", "atomicMax", "atomicInc",
+                    "atomicDec", "atomicCAS", "atomicAnd", "atomicOr", "atomicXor"});
+}
+
+// The pointer an atomic operation called at |name| is given as its first argument, when that is
+// an array or a derived pointer, moved or not ("atomicAdd(out + i, v)").
+std::optional<PointerInPlace> given_to_atomic(const std::vector<Token>& t, size_t name,
+                                              const ArrayNamed& array_named) {
+  const size_t open = index_after(t, name);
+  if (open == t.size() || t[open].text != "(") return std::nullopt;
+  const size_t first = index_after(t, open);
+  if (first == t.size() || t[first].kind != TokenKind::Identifier) return std::nullopt;
+  const std::optional<Operand> o = pointer_operand(t, first, array_named);
+  const size_t close = closing(t, open);
+  if (!o || close == t.size()) return std::nullopt;
+  const std::vector<size_t> commas = top_level(t, open, close, ",");
+  const size_t end = commas.empty() ? close : commas.front();
+  if (!moves_by_offset(t, index_after(t, o->last), end)) return std::nullopt;
+  return PointerInPlace{PointerInPlace::How::Atomic, first,   t.size(), first,
+                        index_before(t, end),        o->array};
+}
+
 }  // namespace
 
 std::unordered_map<std::string_view, size_t> derived_pointers(const std::vector<Token>& t,
@@ -214,7 +245,15 @@ std::vector<PointerInPlace> pointers_made_in_place(const std::vector<Token>& t,
                                                    const ArrayNamed& array_named) {
   std::vector<PointerInPlace> found;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i].in_directive || !is_one_of(t[i].text, {"(", "reinterpret_cast"})) continue;
+    if (t[i].in_directive) continue;
+    if (t[i].kind == TokenKind::Identifier && names_atomic_operation(t[i].text) &&
+        !is_member_access(prev_significant(t, i))) {
+      if (const std::optional<PointerInPlace> given = given_to_atomic(t, i, array_named)) {
+        found.push_back(*given);
+      }
+      continue;
+    }
+    if (!is_one_of(t[i].text, {"(", "reinterpret_cast"})) continue;
     // A call's parentheses ("f(out)[i]", "g()(out)") hold its arguments, an if's its
     // condition.
     const size_t before = index_before(t, i);

@@ -26,14 +26,17 @@ std::unordered_map<std::string_view, size_t> derived_pointers(const std::vector<
 
 /// A pointer made in place, rather than declared, from an array or a derived pointer, and
 /// dereferenced or indexed there: cast ("((device float4*)out)[i]", "*(float4*)(inp + k)"),
-/// reinterpreted ("*reinterpret_cast<const float4*>(inp + k)") or moved ("*(out + i)").
+/// reinterpreted ("*reinterpret_cast<const float4*>(inp + k)") or moved ("*(out + i)"); or
+/// given to an atomic operation, which accesses the element it points at ("atomicAdd(out + i,
+/// v)", "atomic_fetch_add_explicit(out, 1, memory_order_relaxed)").
 struct PointerInPlace {
-  enum class How { Cast, Reinterpret, Moved };
+  enum class How { Cast, Reinterpret, Moved, Atomic };
   How how;
   size_t at;     // the cast's '(', the reinterpret_cast, or the name moved
   size_t close;  // a cast's ')'
   // A cast's operand when it is not in parentheses, a name alone ("(float4*)out") or an
-  // element's address ("(float4*)&out[i]"): its first and last tokens; else none.
+  // element's address ("(float4*)&out[i]"), or an atomic operation's first argument: its
+  // first and last tokens; else none.
   size_t operand;
   size_t operand_last;
   size_t array;  // the number of the array it points into

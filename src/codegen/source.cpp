@@ -420,8 +420,14 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     } else if (p.how == PointerInPlace::How::Reinterpret) {
       at.text = texts.emplace_back(checked);
     } else {
-      at.text = texts.emplace_back(checked + "<decltype(" + std::string(at.text) + ")>(" +
-                                   std::string(at.text) + ")");
+      // Moved, or given to an atomic operation as the address of the element it reaches.
+      const bool atomic = p.how == PointerInPlace::How::Atomic;
+      at.text = texts.emplace_back((atomic ? "&*(" : "") + checked + "<decltype(" +
+                                   std::string(at.text) + ")>(" + std::string(at.text) + ")");
+      if (atomic) {
+        Token& last = tokens[p.operand_last];
+        last.text = texts.emplace_back(std::string(last.text).append(")"));
+      }
     }
   }
   // A lambda that names its captures ("[inp](uint j) { ... }") captures what its checked

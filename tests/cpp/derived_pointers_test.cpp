@@ -43,7 +43,8 @@ std::vector<std::string> made_in_place(const std::string& source) {
   for (const PointerInPlace& p : pointers_made_in_place(tokens, array_named)) {
     const char* how = p.how == PointerInPlace::How::Cast          ? "cast"
                       : p.how == PointerInPlace::How::Reinterpret ? "reinterpret"
-                                                                  : "moved";
+                      : p.how == PointerInPlace::How::Moved       ? "moved"
+                                                                  : "atomic";
     std::string item =
         std::string(how) + ":" + std::string(tokens[p.at].text) + ":" + std::to_string(p.array);
     if (p.how == PointerInPlace::How::Cast) {
@@ -113,6 +114,17 @@ TEST(DerivedPointers, OtherParenthesesAndCastsAreNotMadeInPlace) {
   EXPECT_EQ(made_in_place("v = *(const vec<half, 4>*)(inp + i); w = *(const float*)row++;"),
             Names{});
   EXPECT_EQ(made_in_place("v = *(inp + i < end ? inp + i : end);"), Names{});
+}
+
+TEST(DerivedPointers, PointersGivenToAtomicOperations) {
+  EXPECT_EQ(made_in_place("atomicAdd(out + i, 1); atomicCAS_block(row, 0, 1);"),
+            (Names{"atomic:out:1", "atomic:row:0"}));
+  EXPECT_EQ(made_in_place("atomic_fetch_add_explicit(out + 2 * k, v, memory_order_relaxed);"),
+            Names{"atomic:out:1"});
+  // An element's address (checked as an access), another array, a condition, other calls.
+  EXPECT_EQ(made_in_place("atomicAdd(&out[i], 1); atomicAdd(other + i, 1); f(out + i, 1);"),
+            Names{});
+  EXPECT_EQ(made_in_place("atomicMax(i < n ? out + i : out, 1); s.atomicAdd(out, 1);"), Names{});
 }
 
 TEST(DerivedPointers, AccessesNestedInAnothersOperandAreFoundToo) {

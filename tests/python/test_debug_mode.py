@@ -334,6 +334,43 @@ def test_bodies_that_use_the_arrays_as_pointers_keep_compiling(rng, device):
               threadgroup=(64, 1, 1), init_value=0.0, device=device)
 
 
+# Histograms: each thread adds one to its value's bin of 16 through the atomic operation's
+# pointer (line 4); a value of 16 or more falls past the last bin.
+HISTOGRAMS = {"cuda": ("""
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* bins = out;
+    atomicAdd(out + (int)inp[i], bins[0] * 0.0f + 1.0f);
+""", False), "metal": ("""
+    uint i = thread_position_in_grid.x;
+    const uint bin = uint(inp[i]);
+    atomic_fetch_add_explicit(out + bin, 1.0f, memory_order_relaxed);
+""", True)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dialect", HISTOGRAMS)
+def test_atomic_operations_are_checked_at_the_element_they_reach(rng, device, dialect):
+    source, atomic = HISTOGRAMS[dialect]
+    make = kjit.metal_kernel if dialect == "metal" else kjit.cuda_kernel
+    kernel = make(name="debug_histogram", input_names=["inp"], output_names=["out"],
+                  source=source, compile_options=DEBUG,
+                  **({"atomic_outputs": True} if atomic else {}))
+    values = rng.integers(0, 16, 256)
+
+    def histogram(v):
+        return kernel(inputs=[v.astype(np.float32)], output_shapes=[(16,)],
+                      output_dtypes=[np.float32], grid=(256, 1, 1), threadgroup=(64, 1, 1),
+                      init_value=0.0, device=device)[0]
+
+    np.testing.assert_array_equal(histogram(values), np.bincount(values, minlength=16))
+    values[100] = 16
+    with pytest.raises(kjit.LaunchError) as e:
+        histogram(values)
+    message = str(e.value)
+    assert "outputs[0] ('out') was indexed at 16" in message, message
+    assert "at line 4 of the source, by the thread at (100, 0, 0)" in message, message
+
+
 # Line 5 reads and writes through pointers the body derived from inp and out (line 1 is empty).
 DERIVED = {"metal": """
     uint i = thread_position_in_grid.x;
