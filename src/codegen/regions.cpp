@@ -540,11 +540,16 @@ class Splitter {
     return true;
   }
 
-  // Whether the body may take |name|'s address: an '&' stands before it (a binary one too).
+  // Whether the body may take |name|'s address or bind a reference to it: an '&' stands in a
+  // statement that names it before it ("&x", "&(x)", "float& r = x", and a binary one too,
+  // which only costs a copy). A statement too long to scan back over counts as one.
   bool addressed(std::string_view name) const {
     for (size_t k : occurrences(name)) {
-      const Token* before = prev_significant(t_, k);
-      if (before && before->text == "&") return true;
+      int steps = 0;
+      for (size_t p = index_before(t_, k); p != t_.size(); p = index_before(t_, p)) {
+        if (is_one_of(t_[p].text, {";", "{", "}"})) break;
+        if (++steps > 256 || is_one_of(t_[p].text, {"&", "&&"})) return true;
+      }
     }
     return false;
   }

@@ -133,7 +133,7 @@ CARRIED_POINTER = """
     threadgroup float v[64];
     const uint t = thread_index_in_threadgroup, i = thread_position_in_grid.x;
     float a = inp[i], b = 2.0f * inp[i];
-    thread float* at = t % 2 == 0 ? &a : &b;
+    thread float* at = t % 2 == 0 ? &(a) : &b;
     float later;
     v[t] = a;
     threadgroup_barrier(mem_flags::mem_threadgroup);
