@@ -124,22 +124,27 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
       }
     }
   };
-  // The carried variables that tokens [begin, end) of |tokens| name, in one pass.
+  // The carried variables that tokens [begin, end) of |tokens| name, in one pass. A debug
+  // build's rewrites may join a name to the text around it, so each token's text is searched.
   std::unordered_map<std::string_view, size_t> carried_names;
-  for (size_t c = 0; c < plan.carried.size(); ++c) {
-    carried_names.emplace(texts.emplace_back("kjit_carried_" + plan.carried[c].name), c);
-  }
+  for (size_t c = 0; c < plan.carried.size(); ++c) carried_names.emplace(plan.carried[c].name, c);
   std::vector<size_t> seen_in_scan(plan.carried.size(), 0);
   size_t scan = 0;
   auto carried_within = [&](const std::vector<Token>& tokens, size_t begin, size_t end) {
+    static constexpr std::string_view prefix = "kjit_carried_";
     std::vector<size_t> used;
     ++scan;
     for (size_t k = begin; k < end && !carried_names.empty(); ++k) {
-      if (tokens[k].kind != TokenKind::Identifier) continue;
-      const auto found = carried_names.find(tokens[k].text);
-      if (found == carried_names.end() || seen_in_scan[found->second] == scan) continue;
-      seen_in_scan[found->second] = scan;
-      used.push_back(found->second);
+      const std::string_view text = tokens[k].text;
+      for (size_t at = text.find(prefix); at != std::string_view::npos;
+           at = text.find(prefix, at)) {
+        at += prefix.size();
+        const size_t stop = identifier_end(text, at);
+        const auto found = carried_names.find(text.substr(at, stop - at));
+        if (found == carried_names.end() || seen_in_scan[found->second] == scan) continue;
+        seen_in_scan[found->second] = scan;
+        used.push_back(found->second);
+      }
     }
     return used;
   };

@@ -45,11 +45,7 @@ bool is_prelude_macro(const std::string& n, Dialect dialect) {
         constexpr std::string_view kDefine = "#define ";
         for (size_t at = text.find(kDefine); at != std::string_view::npos;
              at = text.find(kDefine, at + 1)) {
-          size_t end = at + kDefine.size();
-          while (end < text.size() &&
-                 (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
-            ++end;
-          }
+          const size_t end = codegen::identifier_end(text, at + kDefine.size());
           found[static_cast<int>(d)].emplace(
               text.substr(at + kDefine.size(), end - at - kDefine.size()));
         }

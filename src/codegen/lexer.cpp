@@ -288,6 +288,11 @@ bool is_keyword(std::string_view name) {
   return is(kKeywords) || is(kMoreKeywords);
 }
 
+size_t identifier_end(std::string_view text, size_t at) {
+  while (at < text.size() && is_ident_char(text[at])) ++at;
+  return at;
+}
+
 bool is_identifier(std::string_view name) {
   if (name.empty() || !is_ident_start(name[0])) return false;
   return std::all_of(name.begin(), name.end(), is_ident_char) && !is_keyword(name);

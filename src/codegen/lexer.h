@@ -54,6 +54,9 @@ bool has_identifier(const std::vector<Token>& tokens, std::string_view name);
 /// True when |name| is a C++ keyword (int, class, while...).
 bool is_keyword(std::string_view name);
 
+/// Where the run of identifier characters (letters, digits, '_') starting at |at| in |text| ends.
+size_t identifier_end(std::string_view text, size_t at);
+
 /// True when |name| is a valid C identifier that is not a C++ keyword.
 bool is_identifier(std::string_view name);
 

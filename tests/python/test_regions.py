@@ -162,6 +162,34 @@ def test_variables_shared_by_regions_keep_their_values_and_addresses(device, rng
     np.testing.assert_allclose(out, a - b + np.maximum(a, b), rtol=1e-5, atol=1e-5)
 
 
+# A shared variable (bin) that a debug build's checks rewrite into the text around it: the
+# body still runs in regions, and each group adds its tile, reversed, into four bins.
+BINNED_SUM_CUDA = """
+    __shared__ float tile[64];
+    const unsigned t = threadIdx.x;
+    unsigned bin = t % 4;
+    tile[t] = inp[blockIdx.x * 64 + t];
+    __syncthreads();
+    atomicAdd(out + bin, tile[63 - t]);
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_debug_builds_of_region_bodies_keep_their_shared_variables(device, rng):
+    x = rng.standard_normal(192).astype(np.float32)
+    kernel = kjit.cuda_kernel("binned_sum", ["inp"], ["out"], BINNED_SUM_CUDA,
+                              compile_options={"debug": True})
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[(4,)], output_dtypes=[np.float32],
+        grid=(192, 1, 1), threadgroup=(64, 1, 1), device=device,
+        outputs=[np.zeros(4, np.float32)])
+    if device == "cpu":
+        assert "for_each_thread" in text and "co_await" not in text, text
+    j = np.arange(192)
+    expected = [x[(j % 64) % 4 == 3 - b].astype(np.float64).sum() for b in range(4)]
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
 # Inner variables named like one the regions share keep cooperative mode.
 SHADOWING = """
     threadgroup float shared_vals[32];
