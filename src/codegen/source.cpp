@@ -396,7 +396,9 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     }
   }
   // Last, as the names inside keep their own checks. A cast's parentheses change together,
-  // so that the brackets left still pair.
+  // so that the brackets left still pair; the parentheses added around an operand join the
+  // texts of its first and last tokens, which closing() and opening() still read as the
+  // brackets they were.
   for (const PointerInPlace& p : in_place) {
     Token& at = tokens[p.at];
     const std::string base = checked_name(spec, groups, p.array);

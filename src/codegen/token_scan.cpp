@@ -198,31 +198,50 @@ size_t index_after(const std::vector<Token>& t, size_t k) {
   return p ? size_t(p - t.data()) : t.size();
 }
 
+namespace {
+
+// Which bracket token |t| is, opening or closing: its text, or its text with parentheses a
+// debug build's rewrite added outside it ("((" is '(', "])" is ']'); 0 when it is none.
+char opening_bracket(const Token& t) {
+  const std::string_view s = t.text;
+  if (s.empty() || !is_one_of(s.substr(s.size() - 1), {"(", "[", "{", "<"})) return 0;
+  return s.find_first_not_of('(') >= s.size() - 1 ? s.back() : 0;
+}
+char closing_bracket(const Token& t) {
+  const std::string_view s = t.text;
+  if (s.empty() || !is_one_of(s.substr(0, 1), {")", "]", "}", ">"})) return 0;
+  return s.find_first_not_of(')', 1) == std::string_view::npos ? s.front() : 0;
+}
+
+}  // namespace
+
 size_t closing(const std::vector<Token>& t, size_t open) {
-  const std::string_view o = t[open].text, c = o == "(" ? ")" : o == "{" ? "}" : "]";
+  const char o = opening_bracket(t[open]), c = o == '(' ? ')' : o == '{' ? '}' : ']';
+  if (o == 0) return t.size();
   // The partner lex found, unless the tokens were edited since: beyond the end, there is none.
   if (const int32_t p = t[open].partner; p > 0) {
     if (size_t(p) >= t.size() - open) return t.size();
-    if (t[open + size_t(p)].text == c) return open + size_t(p);
+    if (closing_bracket(t[open + size_t(p)]) == c) return open + size_t(p);
   }
   int depth = 0;
   for (size_t k = open; k < t.size(); ++k) {
-    if (t[k].text == o) ++depth;
-    if (t[k].text == c && --depth == 0) return k;
+    if (opening_bracket(t[k]) == o) ++depth;
+    if (closing_bracket(t[k]) == c && --depth == 0) return k;
   }
   return t.size();
 }
 
 size_t opening(const std::vector<Token>& t, size_t close) {
-  const std::string_view c = t[close].text, o = c == ")" ? "(" : c == "]" ? "[" : "<";
+  const char c = closing_bracket(t[close]), o = c == ')' ? '(' : c == ']' ? '[' : '<';
+  if (c == 0) return t.size();
   if (const int32_t p = t[close].partner; p < 0) {
     if (size_t(-int64_t(p)) > close) return t.size();
-    if (t[close - size_t(-int64_t(p))].text == o) return close - size_t(-int64_t(p));
+    if (opening_bracket(t[close - size_t(-int64_t(p))]) == o) return close - size_t(-int64_t(p));
   }
   int depth = 0;
   for (size_t k = close; k != t.size(); k = index_before(t, k)) {
-    if (t[k].text == c) ++depth;
-    if (t[k].text == o && --depth == 0) return k;
+    if (closing_bracket(t[k]) == c) ++depth;
+    if (opening_bracket(t[k]) == o && --depth == 0) return k;
   }
   return t.size();
 }

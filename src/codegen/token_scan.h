@@ -21,6 +21,8 @@ size_t index_before(const std::vector<Token>& t, size_t k);
 size_t index_after(const std::vector<Token>& t, size_t k);
 
 /// The index of the bracket that closes the one at |open| ('(', '{' or '['), or t.size().
+/// A bracket may carry parentheses a rewrite added outside it ("((", "])"): it is still the
+/// bracket it was.
 size_t closing(const std::vector<Token>& t, size_t open);
 
 /// The index of the bracket that opens the one at |close| (')', ']' or '>'), or t.size().

@@ -142,6 +142,38 @@ TEST(TokenScan, LongRunsOfCommentsAreOneStep) {
   EXPECT_EQ(index_before(t, 500), 0u);
 }
 
+TEST(TokenScan, BracketsARewriteWrappedInParenthesesStillPair) {
+  // A debug build wraps an operand in parentheses by joining them to its first and last
+  // tokens: "*(p + 1)" becomes "((p + 1))" held in the tokens "((" ... "))".
+  std::vector<Token> t = lex("f(*(p + 1)) + a[*(q)];");
+  ASSERT_EQ(t[2].text, "*");
+  const size_t open = index_after(t, 2), close = closing(t, open);
+  ASSERT_EQ(t[close].text, ")");
+  t[2].kind = TokenKind::Space;
+  t[2].text = {};
+  std::vector<std::string> joined = {"((", "))"};
+  t[open].text = joined[0];
+  t[close].text = joined[1];
+  for (Token& token : t) token.partner = 0;  // as though edited past lex's links
+  EXPECT_EQ(closing(t, open), close);
+  EXPECT_EQ(opening(t, close), open);
+  EXPECT_EQ(closing(t, 1), index_after(t, close));  // f( still closes after the operand
+  EXPECT_EQ(opening(t, index_after(t, close)), 1u);
+  // A subscript's closing bracket with a parenthesis after it: "])".
+  const size_t square = t.size() - 2;
+  ASSERT_EQ(t[square].text, "]");
+  std::string square_joined = "])";
+  t[square].text = square_joined;
+  const size_t square_open = opening(t, square);
+  ASSERT_LT(square_open, t.size());
+  EXPECT_EQ(t[square_open].text, "[");
+  EXPECT_EQ(closing(t, square_open), square);
+  // Text that only starts like a bracket is none.
+  std::string not_bracket = "(x";
+  t[open].text = not_bracket;
+  EXPECT_EQ(closing(t, open), t.size());
+}
+
 // The names that declares_name says |text| declares.
 std::vector<std::string> declared(const std::string& text) {
   const std::vector<Token> t = lex(text);

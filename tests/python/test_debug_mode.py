@@ -668,6 +668,27 @@ def test_debug_builds_of_pointer_forms_compute_what_plain_builds_do(rng, device,
     np.testing.assert_array_equal(results[1], results[0])
 
 
+# A dereference after a cast of an element's address, in the header of a loop that waits
+# (simd_sum) each time round: the parentheses the checks add around the operand leave the
+# header's brackets pairing, in regions and in coroutines.
+CAST_IN_A_WAITING_LOOP = """
+    uint i = thread_position_in_grid.x;
+    float s = 0.0f;
+    for (int k = 0; k < (int)((const device float2*)&inp[0])[0].x * 0 + 3; ++k) s += simd_sum(inp[i] * float(k));
+    out[i] = s;
+"""
+
+
+@pytest.mark.parametrize("regions", ["1", "0"])
+def test_debug_builds_of_a_cast_in_a_waiting_loop_s_header_are_right(rng, monkeypatch, regions):
+    monkeypatch.setenv("KJIT_CPU_REGIONS", regions)
+    kernel = copying_kernel("metal", "debug_waiting_cast", CAST_IN_A_WAITING_LOOP)
+    x = rng.standard_normal(128).astype(np.float32)
+    want = np.repeat(3 * x.astype(np.float64).reshape(4, 32).sum(1), 32)
+    np.testing.assert_allclose(run(kernel, x, (128, 1, 1), (64, 1, 1)), want, rtol=1e-5,
+                               atol=1e-5)
+
+
 # Writes past the output through each pointer form, the reads in bounds: (dialect, body, line).
 # Each thread writes four elements; thread 250's reach 1000 to 1003 of 1002.
 STRAY_WRITES = {"a vector through a cast": ("metal", """
