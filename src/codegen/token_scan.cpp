@@ -62,7 +62,9 @@ bool names_builtin_type(std::string_view word) {
 namespace {
 
 // Whether the ')' at |close| ends a cast to a built-in type ("(int)", "(unsigned int)"), not a
-// call's arguments ("sizeof(int)"): what follows it is the cast's operand.
+// call's arguments ("sizeof(int)") or a declarator's parameters ("(*f)(int)", "[](int)"): what
+// follows it is the cast's operand. After a '>' it is one, a comparison's ("x > (int)*p"): a
+// call of a template cannot take a type.
 bool closes_value_cast(const std::vector<Token>& t, size_t close) {
   const size_t open = opening(t, close);
   if (open == t.size() || index_after(t, open) == close) return false;
@@ -73,7 +75,7 @@ bool closes_value_cast(const std::vector<Token>& t, size_t close) {
   return before == t.size() || (t[before].kind == TokenKind::Identifier
                                     ? is_statement_keyword(t[before].text) &&
                                           !is_one_of(t[before].text, {"sizeof", "alignof"})
-                                    : !is_one_of(t[before].text, {")", "]", ">"}));
+                                    : !is_one_of(t[before].text, {")", "]"}));
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ TEST(DerivedPointers, PointersCastInPlaceAndIndexedOrDereferenced) {
             Names{"reinterpret:reinterpret_cast:0"});
   EXPECT_EQ(made_in_place("v = (int)*(inp + i) + (unsigned int)*(row + 1);"),
             (Names{"moved:inp:0", "moved:row:0"}));
+  EXPECT_EQ(made_in_place("c = x > (int)*(inp + i);"), Names{"moved:inp:0"});
   EXPECT_EQ(made_in_place("*(out + i) = (row + 1)[j]; for (;;) *(out + 2) = 0;"),
             (Names{"moved:out:1", "moved:row:0", "moved:out:1"}));
 }

@@ -730,10 +730,11 @@ def test_writes_past_the_output_through_pointers_are_reported_and_skipped(rng, d
     assert f"at line {line} of the source, by the thread at (250, 0, 0)" in message, message
 
 
-# A dereference after a cast to a value type, told from a product by the type's name.
+# A dereference after a cast to a value type, told from a product by the type's name (after a
+# comparison's '>' too).
 VALUE_CASTS = {"metal": """
     uint i = thread_position_in_grid.x;
-    out[i] = (float)*(inp + i) * 2.0f + float((uint)*(inp + i) * 0u);
+    out[i] = (float)*(inp + i) * 2.0f + float((uint)*(inp + i) * 0u) + float(-1 > (int)*(inp + i));
 """, "cuda": """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     out[i] = (const float)*(inp + i) * 2.0f + (float)sizeof(int) * 0.0f;
