@@ -487,7 +487,7 @@ TEST(Regions, SplitAtSimdGroupOperationsAndRunUniformLoopsAsTheGroups) {
                   .source(R"(
     const uint lane = thread_index_in_simdgroup;
     float acc = 0.0f;
-    for (uint k = 0; k < 4; ++k) acc += inp[k * 32 + lane];
+    for (uint k = 0; k < 4; ++k) acc += inp[k * 32 + lane] > 0.0f ? inp[k * 32 + lane] : 0.0f;
     float s = simd_sum(acc);
     for (ushort d = 16; d > 0; d /= 2) s += simd_shuffle_down(s, d);
     out[lane] = s;
@@ -498,7 +498,8 @@ TEST(Regions, SplitAtSimdGroupOperationsAndRunUniformLoopsAsTheGroups) {
   EXPECT_TRUE(plan->operations);
   EXPECT_TRUE(plan->barriers.empty());
   using K = RegionPlan::Piece::Kind;
-  // The loop without waits is the group's too, so that the loop over its threads vectorises.
+  // The loop without waits that branches is the group's too, so that the loop over its threads
+  // vectorises the branch.
   EXPECT_EQ(kinds(*plan),
             (std::vector<K>{K::Region, K::LoopBegin, K::Region, K::LoopEnd, K::Operation, K::Region,
                             K::LoopBegin, K::Operation, K::Region, K::LoopEnd, K::Region}));
@@ -513,6 +514,21 @@ TEST(Regions, SplitAtSimdGroupOperationsAndRunUniformLoopsAsTheGroups) {
   }
   EXPECT_TRUE(contains(text, "kjit_carried_s = kjit_op0_out[kjit_wi];")) << text;
   EXPECT_TRUE(contains(text, "kjit_carried_s += kjit_op1_out[kjit_wi]")) << text;
+}
+
+TEST(Regions, LoopsThatNeitherWaitNorBranchStayTheThreadsOwn) {
+  auto spec = Spec()
+                  .source(R"(
+    const uint lane = thread_index_in_simdgroup;
+    float acc = 0.0f;
+    for (uint k = 0; k < 4; ++k) acc += inp[k * 32 + lane];
+    out[lane] = simd_sum(acc);
+  )")
+                  .make();
+  std::optional<RegionPlan> plan = plan_regions(*spec, kUniform, body_names(*spec)).plan;
+  ASSERT_TRUE(plan);
+  using K = RegionPlan::Piece::Kind;
+  EXPECT_EQ(kinds(*plan), (std::vector<K>{K::Region, K::Operation, K::Region}));
 }
 
 TEST(Regions, KnowWhereEachBarrierStands) {
