@@ -162,6 +162,42 @@ def test_variables_shared_by_regions_keep_their_values_and_addresses(device, rng
     np.testing.assert_allclose(out, a - b + np.maximum(a, b), rtol=1e-5, atol=1e-5)
 
 
+# A variable given by reference to a function that returns its address: the pointer, used
+# after the wait, must reach the variable's slot.
+ADDRESS_OF_HEADER = "inline thread float* address_of(thread float& r) { return &r; }"
+ADDRESS_OF_LAMBDA = "auto address_of = [](thread float& r) { return &r; };"
+ADDRESS_KEPT_BY_A_CALL = """
+    threadgroup float v[64];
+    const uint t = thread_index_in_threadgroup, i = thread_position_in_grid.x;
+    float a = inp[i];
+    thread float* at = address_of(a);
+    v[t] = a;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    *at += v[(t + 1) % 64];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = a;
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("declared_in", ["header", "body"])
+def test_variables_given_to_functions_that_keep_their_address_stay_in_slots(
+        device, declared_in, rng):
+    x = rng.standard_normal(64 * 3).astype(np.float32)
+    header = ADDRESS_OF_HEADER if declared_in == "header" else ""
+    source = ADDRESS_KEPT_BY_A_CALL if header else ADDRESS_OF_LAMBDA + ADDRESS_KEPT_BY_A_CALL
+    kernel = kjit.metal_kernel("address_of_carried", ["inp"], ["out"], source, header=header)
+    text, (out,) = generated_source(
+        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
+        grid=(x.size, 1, 1), threadgroup=(64, 1, 1), device=device,
+        outputs=[poisoned(x.shape, np.float32)])
+    if device == "cpu":
+        assert "for_each_thread" in text and "co_await" not in text, text
+    x64 = x.astype(np.float64)
+    neighbour = np.roll(x64.reshape(-1, 64), -1, axis=1).reshape(-1)
+    np.testing.assert_allclose(out, x64 + neighbour, rtol=1e-5, atol=1e-5)
+
+
 # A shared variable (bin) that a debug build's checks rewrite into the text around it: the
 # body still runs in regions, and each group adds its tile, reversed, into four bins.
 BINNED_SUM_CUDA = """
