@@ -7,6 +7,7 @@ operation apart stay in cooperative mode and are still right."""
 import contextlib
 import io
 import os
+import re
 
 import numpy as np
 import pytest
@@ -231,6 +232,48 @@ def test_nested_uniform_loops_with_an_operation_inside(rng):
     """
     sums = x.reshape(3, 2, 32).sum(axis=(0, 2)) * 3
     check(source, [x.reshape(-1)], (64,), np.int32, (64, 1, 1), (64, 1, 1), np.repeat(sums, 32))
+
+
+# A loop that waits for nothing, before an operation: one that branches runs as the group's
+# loop (a loop over the threads inside it), one that does not stays each thread's own.
+ROW_SCANS = {
+    "branches": ("if (v > best) { best = v; at = k; }", True),
+    "does not branch": ("at += uint(v > best); best = max(best, v);", False),
+}
+
+
+@pytest.mark.parametrize("scan", ROW_SCANS)
+def test_a_loop_before_an_operation_runs_as_the_group_s_loop_only_if_it_branches(rng, scan):
+    x = rng.standard_normal((64, 8)).astype(np.float32)
+    step, group_loop = ROW_SCANS[scan]
+    source = f"""
+        const uint i = thread_position_in_grid.x;
+        float best = -INFINITY;
+        uint at = 0;
+        for (uint k = 0; k < 8; ++k) {{
+            const float v = in0[i * 8 + k];
+            {step}
+        }}
+        out[i] = int(at) + (best == simd_max(best) ? 100 : 0);
+    """
+    best = x.max(axis=1)
+    if group_loop:
+        at = x.argmax(axis=1)
+    else:
+        at = (x > np.maximum.accumulate(np.pad(x, ((0, 0), (1, 0)), constant_values=-np.inf),
+                                        axis=1)[:, :-1]).sum(axis=1)
+    tops = np.repeat(best.reshape(2, 32).max(axis=1), 32)
+    check(source, [x.reshape(-1)], (64,), np.int32, (64, 1, 1), (64, 1, 1),
+          at + np.where(best == tops, 100, 0))
+    kernel = kjit.metal_kernel("row_scan", ["in0"], ["out"], source)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        kernel(inputs=[x.reshape(-1)], output_shapes=[(64,)], output_dtypes=[np.int32],
+               grid=(64, 1, 1), threadgroup=(64, 1, 1), verbose=True, device="cpu")
+    header = r"for \(uint k = 0; k < 8; \+\+k\)"
+    runs_threads = re.search(header + r"\s*(#line[^\n]*\s*)*\{\s*::kjit::for_each_thread",
+                             printed.getvalue())
+    assert bool(runs_threads) == group_loop, printed.getvalue()
 
 
 def test_an_operation_in_an_if_condition_and_two_in_one_statement(rng):
