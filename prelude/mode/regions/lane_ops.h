@@ -78,18 +78,15 @@ struct shuffle {
   using result = T;
   KJIT_INLINE static void combine(const shuffle* in, T* out, const bool* exited, unsigned n) {
     for_each_segment(n, 32, exited, [&](unsigned first, unsigned end, auto present) {
-      // A whole simdgroup reading with one argument (a butterfly's step): one loop over the
-      // lanes' values that the compiler vectorises.
+      // A whole simdgroup present: every lane's source is one of its lanes, so each reads it
+      // without the checks below (a lane by lane copy; checking first that all lanes shuffle
+      // alike, to permute the values in one loop, cost more than it saved).
       bool whole = end - first == 32;
-      for (unsigned i = first; whole && i < end; ++i) whole = present(i);
-      for (unsigned i = first; whole && i < end; ++i) {
-        whole = in[i].arg == in[first].arg && in[i].width == in[first].width;
-      }
+      for (unsigned i = first; i < end; ++i) whole = whole && present(i);
       if (whole) {
-        T values[32];
-        for (unsigned j = 0; j < 32; ++j) values[j] = in[first + j].x;
-        const unsigned arg = in[first].arg, width = in[first].width;
-        for (unsigned j = 0; j < 32; ++j) out[first + j] = values[Source(j, arg, width)];
+        for (unsigned i = first; i < end; ++i) {
+          out[i] = in[first + Source(i - first, in[i].arg, in[i].width)].x;
+        }
         return;
       }
       for (unsigned i = first; i < end; ++i) {
