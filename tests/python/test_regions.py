@@ -144,16 +144,23 @@ CARRIED_POINTER = """
 """
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_variables_shared_by_regions_keep_their_values_and_addresses(device, rng):
-    x = rng.standard_normal(64 * 5).astype(np.float32)
-    kernel = kjit.metal_kernel("carried_pointer", ["inp"], ["out"], CARRIED_POINTER)
+def run_in_groups_of_64(kernel, x, device):
+    """The output of |kernel| over float32 |x| in groups of 64 (poisoned first); on the CPU,
+    checked to have run in region mode."""
     text, (out,) = generated_source(
         kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
         grid=(x.size, 1, 1), threadgroup=(64, 1, 1), device=device,
         outputs=[poisoned(x.shape, np.float32)])
     if device == "cpu":
         assert "for_each_thread" in text and "co_await" not in text, text
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_variables_shared_by_regions_keep_their_values_and_addresses(device, rng):
+    x = rng.standard_normal(64 * 5).astype(np.float32)
+    kernel = kjit.metal_kernel("carried_pointer", ["inp"], ["out"], CARRIED_POINTER)
+    out = run_in_groups_of_64(kernel, x, device)
     x64 = x.astype(np.float64)
     neighbour = np.roll(x64.reshape(-1, 64), -1, axis=1).reshape(-1)
     even = np.arange(x.size) % 2 == 0
@@ -187,12 +194,7 @@ def test_variables_given_to_functions_that_keep_their_address_stay_in_slots(
     header = ADDRESS_OF_HEADER if declared_in == "header" else ""
     source = ADDRESS_KEPT_BY_A_CALL if header else ADDRESS_OF_LAMBDA + ADDRESS_KEPT_BY_A_CALL
     kernel = kjit.metal_kernel("address_of_carried", ["inp"], ["out"], source, header=header)
-    text, (out,) = generated_source(
-        kernel, inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32],
-        grid=(x.size, 1, 1), threadgroup=(64, 1, 1), device=device,
-        outputs=[poisoned(x.shape, np.float32)])
-    if device == "cpu":
-        assert "for_each_thread" in text and "co_await" not in text, text
+    out = run_in_groups_of_64(kernel, x, device)
     x64 = x.astype(np.float64)
     neighbour = np.roll(x64.reshape(-1, 64), -1, axis=1).reshape(-1)
     np.testing.assert_allclose(out, x64 + neighbour, rtol=1e-5, atol=1e-5)
