@@ -51,8 +51,6 @@ class Splitter {
     for (size_t k = 0; k < t_.size(); ++k) {
       if (t_[k].kind == TokenKind::Identifier) occurrences_[t_[k].text].push_back(k);
     }
-    note_reference_takers(spec.header_tokens, reference_takers_);
-    note_reference_takers(t_, reference_takers_);
   }
 
   RegionPlanning plan() {
@@ -544,82 +542,38 @@ class Splitter {
           k = semicolon;
           continue;
         }
+        addresses_carried_ = addresses_carried_ || may_hold_an_address(*d);
         for (const auto& [name, at] : d->names) {
-          plan_.carried.push_back(
-              {std::string(name), d->type_begin, d->names.front().second, addressed(name)});
+          plan_.carried.push_back({std::string(name), d->type_begin, d->names.front().second});
         }
       }
     }
+    // A pointer that outlives a region may point at any variable a region copies (taken with
+    // '&', bound to a reference, returned by a function or lambda given it by reference): then
+    // every region works on the slots themselves. So may a pointer kept in group memory.
+    for (const auto& [begin, end] : plan_.group_memory) {
+      for (size_t k = begin; k < end; ++k) {
+        if (t_[k].text == "*") addresses_carried_ = true;
+      }
+    }
+    for (RegionPlan::Carried& c : plan_.carried) c.addressed = addresses_carried_;
     return true;
   }
 
-  // Whether the body may take |name|'s address or bind a reference to it: an '&' stands in a
-  // statement that names it before it ("&x", "&(x)", "float& r = x"; a binary one too, which
-  // only keeps the variable in its slot), or it is passed whole to a function or lambda with a
-  // reference parameter, which may return its address. A statement too long to scan back over
-  // counts as one.
-  bool addressed(std::string_view name) const {
-    for (size_t k : occurrences(name)) {
-      int steps = 0;
-      for (size_t p = index_before(t_, k); p != t_.size(); p = index_before(t_, p)) {
-        if (is_one_of(t_[p].text, {";", "{", "}"})) break;
-        if (++steps > 256 || is_one_of(t_[p].text, {"&", "&&"})) return true;
-      }
-      const Token* before = prev_significant(t_, k);
-      const Token* after = next_significant(t_, k);
-      if (!reference_takers_.empty() && before && after && is_one_of(before->text, {"(", ","}) &&
-          is_one_of(after->text, {")", ","})) {
-        const size_t open = enclosing_bracket(k);
-        if (open == t_.size()) return true;
-        const Token* callee = prev_significant(t_, open);
-        if (callee && t_[open].text == "(" && callee->kind == TokenKind::Identifier &&
-            reference_takers_.count(callee->text)) {
-          return true;
-        }
+  // Whether a variable |d| declares may hold an address: a pointer, or a type of the body's
+  // own (a struct may have a pointer member). Only such a variable can carry the address of
+  // another across a wait: of a region's copy, which is gone by then.
+  bool may_hold_an_address(const Declaration& d) const {
+    for (size_t k = d.type_begin; k < d.names.front().second; k = index_after(t_, k)) {
+      const std::string_view text = t_[k].text;
+      if (text == "*") return true;
+      if (t_[k].kind == TokenKind::Identifier && !names_builtin_type(text) &&
+          !is_one_of(text, {"thread", "device", "constant", "threadgroup", "metal", "__half",
+                            "__half2", "__nv_bfloat16", "__nv_bfloat162"})) {
+        return true;
       }
     }
     return false;
-  }
-
-  // The bracket that encloses token |k|, or t_.size() (also when it lies too far back to
-  // scan).
-  size_t enclosing_bracket(size_t k) const {
-    int depth = 0, steps = 0;
-    for (size_t p = index_before(t_, k); p != t_.size() && ++steps <= 256;
-         p = index_before(t_, p)) {
-      if (is_one_of(t_[p].text, {")", "]", "}"})) ++depth;
-      if (is_one_of(t_[p].text, {"(", "[", "{"}) && depth-- == 0) return p;
-    }
-    return t_.size();
-  }
-
-  // Adds to |out| each function of |t| (a header's) or lambda (a body's: "auto f = [](...)")
-  // with a '&' in its parameters, and each name called with one; a call may return the
-  // address of what it is given by reference. One pass: the open parentheses are a stack.
-  static void note_reference_takers(const Tokens& t, std::unordered_set<std::string_view>& out) {
-    std::vector<std::string_view> callees;  // of each open '(', empty when it is no call's
-    for (size_t k = 0; k < t.size(); ++k) {
-      const std::string_view text = t[k].text;
-      if (text == "(") {
-        const size_t before = index_before(t, k);
-        std::string_view callee;
-        if (before < t.size() && t[before].kind == TokenKind::Identifier) {
-          callee = t[before].text;
-        } else if (before < t.size() && t[before].text == "]") {
-          // A lambda's parameters: the name it is given, before "= [captures]".
-          const size_t open = opening(t, before);
-          const size_t equals = open < t.size() ? index_before(t, open) : t.size();
-          const size_t name =
-              equals < t.size() && t[equals].text == "=" ? index_before(t, equals) : t.size();
-          if (name < t.size() && t[name].kind == TokenKind::Identifier) callee = t[name].text;
-        }
-        callees.push_back(callee);
-      } else if (text == ")" && !callees.empty()) {
-        callees.pop_back();
-      } else if (is_one_of(text, {"&", "&&"}) && !callees.empty() && !callees.back().empty()) {
-        out.insert(callees.back());
-      }
-    }
   }
 
   // Whether the const declaration |d|, up to its ';' at |semicolon|, computes its values from
@@ -713,8 +667,8 @@ class Splitter {
   // Whether loops that do not wait but that every thread runs alike become loops of the group.
   const bool interchange_;
   const Tokens& t_;
-  // The header's functions and the body's lambdas that take a parameter by reference.
-  std::unordered_set<std::string_view> reference_takers_;
+  // Whether a carried variable or group memory may hold an address (may_hold_an_address).
+  bool addresses_carried_ = false;
   Dialect dialect_;
   const std::unordered_set<std::string_view> uniform_;
   const WaitingHelpers& names_;  // how the body names cooperative groups, for its waiting calls

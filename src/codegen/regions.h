@@ -36,12 +36,12 @@ struct RegionPlan {
   /// A variable declared at the top of a region (of the body or of a loop's body) and used in
   /// another piece: one per thread, kept for the whole group in a slot array. A region works on
   /// a local copy of its thread's slot, stored back at the region's end, so that its updates are
-  /// a register's and the loop over the threads vectorises; one whose address the body takes is
-  /// reached through its slot instead, which outlives the region.
+  /// a register's and the loop over the threads vectorises. Where a carried variable or group
+  /// memory may hold an address, which could be a copy's, every region works on the slots.
   struct Carried {
     std::string name;
     size_t type_begin = 0, type_end = 0;  // its declaration's specifiers and type
-    bool addressed = false;               // the body takes its address (&name)
+    bool addressed = false;  // reached through its slot: a carried pointer may point at it
   };
   std::vector<Piece> pieces;
   /// A barrier: the pieces before it end at it.

@@ -169,15 +169,24 @@ def test_variables_shared_by_regions_keep_their_values_and_addresses(device, rng
     np.testing.assert_allclose(out, a - b + np.maximum(a, b), rtol=1e-5, atol=1e-5)
 
 
-# A variable given by reference to a function that returns its address: the pointer, used
-# after the wait, must reach the variable's slot.
-ADDRESS_OF_HEADER = "inline thread float* address_of(thread float& r) { return &r; }"
-ADDRESS_OF_LAMBDA = "auto address_of = [](thread float& r) { return &r; };"
-ADDRESS_KEPT_BY_A_CALL = """
+# A pointer kept across a wait to a variable the regions share, however it was taken (by a
+# function of the header, a lambda, a template, a builtin): it must reach the variable's slot.
+ADDRESS_FORMS = {
+    "header function": ("inline thread float* address_of(thread float& r) { return &r; }",
+                        "", "address_of(a)"),
+    "body lambda": ("", "auto address_of = [](thread float& r) { return &r; };",
+                    "address_of(a)"),
+    "template": ("template <class T> thread T* address_of(thread T& r) { return &r; }", "",
+                 "address_of<float>((a))"),
+    "builtin": ("", "", "__builtin_addressof(a)"),
+    "captured by reference": ("", "auto get = [&]() -> thread float& { return a; };", "&get()"),
+}
+ADDRESS_KEPT = """
     threadgroup float v[64];
     const uint t = thread_index_in_threadgroup, i = thread_position_in_grid.x;
     float a = inp[i];
-    thread float* at = address_of(a);
+    {declare}
+    thread float* at = {take};
     v[t] = a;
     threadgroup_barrier(mem_flags::mem_threadgroup);
     *at += v[(t + 1) % 64];
@@ -187,13 +196,13 @@ ADDRESS_KEPT_BY_A_CALL = """
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("declared_in", ["header", "body"])
-def test_variables_given_to_functions_that_keep_their_address_stay_in_slots(
-        device, declared_in, rng):
+@pytest.mark.parametrize("form", ADDRESS_FORMS)
+def test_pointers_kept_across_a_wait_reach_the_variables_they_were_taken_from(
+        device, form, rng):
     x = rng.standard_normal(64 * 3).astype(np.float32)
-    header = ADDRESS_OF_HEADER if declared_in == "header" else ""
-    source = ADDRESS_KEPT_BY_A_CALL if header else ADDRESS_OF_LAMBDA + ADDRESS_KEPT_BY_A_CALL
-    kernel = kjit.metal_kernel("address_of_carried", ["inp"], ["out"], source, header=header)
+    header, declare, take = ADDRESS_FORMS[form]
+    source = ADDRESS_KEPT.replace("{declare}", declare).replace("{take}", take)
+    kernel = kjit.metal_kernel("address_kept", ["inp"], ["out"], source, header=header)
     out = run_in_groups_of_64(kernel, x, device)
     x64 = x.astype(np.float64)
     neighbour = np.roll(x64.reshape(-1, 64), -1, axis=1).reshape(-1)
