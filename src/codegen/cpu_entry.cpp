@@ -150,13 +150,13 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   };
   // How a piece names the carried variables |used|: a reference to the thread's slot or, in a
   // region (|copies|), a copy of it (uninitialised where the region declares the variable),
-  // stored back at the region's end by close_slots; a variable whose address the body takes is
-  // always its slot.
+  // stored back at the region's end by close_slots; always the slot where the plan copies no
+  // slots (RegionPlan::copies_slots).
   auto open_slots = [&](const std::vector<size_t>& used, const RegionPlan::Piece& piece,
                         bool copies) {
     for (size_t c : used) {
       const RegionPlan::Carried& v = plan.carried[c];
-      const bool copy = copies && !v.addressed;
+      const bool copy = copies && plan.copies_slots;
       const bool declared_here = v.type_begin >= piece.begin && v.type_begin < piece.end;
       w << "  " << (copy ? carried_types[c] : std::string("auto& ")) << "kjit_carried_" << v.name;
       if (!copy || !declared_here) w << " = kjit_slot_" << v.name << "[kjit_wi]";
@@ -164,11 +164,10 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
     }
   };
   auto close_slots = [&](const std::vector<size_t>& used) {
+    if (!plan.copies_slots) return;
     for (size_t c : used) {
       const RegionPlan::Carried& v = plan.carried[c];
-      if (!v.addressed) {
-        w << "  kjit_slot_" << v.name << "[kjit_wi] = kjit_carried_" << v.name << ";\n";
-      }
+      w << "  kjit_slot_" << v.name << "[kjit_wi] = kjit_carried_" << v.name << ";\n";
     }
   };
   // A loop over the group's threads that runs |text| for each thread still in the kernel.

@@ -492,6 +492,7 @@ class Splitter {
   // Group memory moves to the group's scope; variables that regions share become per-thread
   // slots, those of the body's top level only.
   bool find_declarations() {
+    bool holds_address = false;  // some carried variable may (may_hold_an_address)
     for (size_t p = 0; p < plan_.pieces.size(); ++p) {
       const RegionPlan::Piece piece = plan_.pieces[p];
       if (piece.kind != RegionPlan::Piece::Kind::Region) continue;
@@ -542,7 +543,7 @@ class Splitter {
           k = semicolon;
           continue;
         }
-        addresses_carried_ = addresses_carried_ || may_hold_an_address(*d);
+        holds_address = holds_address || may_hold_an_address(*d);
         for (const auto& [name, at] : d->names) {
           plan_.carried.push_back({std::string(name), d->type_begin, d->names.front().second});
         }
@@ -553,10 +554,10 @@ class Splitter {
     // every region works on the slots themselves. So may a pointer kept in group memory.
     for (const auto& [begin, end] : plan_.group_memory) {
       for (size_t k = begin; k < end; ++k) {
-        if (t_[k].text == "*") addresses_carried_ = true;
+        if (t_[k].text == "*") holds_address = true;
       }
     }
-    for (RegionPlan::Carried& c : plan_.carried) c.addressed = addresses_carried_;
+    plan_.copies_slots = !holds_address;
     return true;
   }
 
@@ -667,8 +668,6 @@ class Splitter {
   // Whether loops that do not wait but that every thread runs alike become loops of the group.
   const bool interchange_;
   const Tokens& t_;
-  // Whether a carried variable or group memory may hold an address (may_hold_an_address).
-  bool addresses_carried_ = false;
   Dialect dialect_;
   const std::unordered_set<std::string_view> uniform_;
   const WaitingHelpers& names_;  // how the body names cooperative groups, for its waiting calls

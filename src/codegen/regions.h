@@ -36,12 +36,10 @@ struct RegionPlan {
   /// A variable declared at the top of a region (of the body or of a loop's body) and used in
   /// another piece: one per thread, kept for the whole group in a slot array. A region works on
   /// a local copy of its thread's slot, stored back at the region's end, so that its updates are
-  /// a register's and the loop over the threads vectorises. Where a carried variable or group
-  /// memory may hold an address, which could be a copy's, every region works on the slots.
+  /// a register's and the loop over the threads vectorises (unless copies_slots is false).
   struct Carried {
     std::string name;
     size_t type_begin = 0, type_end = 0;  // its declaration's specifiers and type
-    bool addressed = false;  // reached through its slot: a carried pointer may point at it
   };
   std::vector<Piece> pieces;
   /// A barrier: the pieces before it end at it.
@@ -63,6 +61,10 @@ struct RegionPlan {
   std::vector<Recomputed> recomputed;  // in the text's order
   bool returns = false;                // a thread may leave before the last region
   bool operations = false;             // some pieces are SIMD-group or warp operations
+  /// Whether regions work on copies of the carried variables' slots. Not where a carried
+  /// variable or group memory may hold an address, which could be a copy's: then every region
+  /// works on the slots themselves, which outlive it.
+  bool copies_slots = true;
 };
 
 /// The plan for |spec|'s body, or, when it needs the cooperative mode's coroutines, why:
