@@ -440,7 +440,7 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
     const size_t open = close == tokens.size() ? close : opening(tokens, close);
     const size_t end = closing(tokens, body);
     if (open == tokens.size() || end == tokens.size()) continue;
-    const size_t first = index_after(tokens, open), last = index_before(tokens, close);
+    const size_t first = index_after(tokens, open);
     const size_t second = index_after(tokens, first);
     const bool by_default =
         tokens[first].text == "=" ||
@@ -449,23 +449,12 @@ std::vector<Token> debug_view_tokens(const KernelSpec& spec, const CallSignature
         tokens.begin() + static_cast<std::ptrdiff_t>(body),
         tokens.begin() + static_cast<std::ptrdiff_t>(end),
         [](const Token& t) { return t.text.find("kjit_thread") != std::string_view::npos; });
-    // The text goes after the last capture's last token or, when that closes a bracket
-    // ("[v = f(x)]"), whose pairing the scans that follow rely on, before the first capture's
-    // name ("[inp, v = f(x)]").
-    const bool after_name =
-        tokens[last].kind == TokenKind::Identifier || tokens[last].kind == TokenKind::Number;
-    const bool before_name =
-        tokens[first].kind == TokenKind::Identifier && tokens[first].text != "this";
-    if (first == close || by_default || !checks || !(after_name || before_name)) continue;
-    if (after_name) {
-      tokens[last].text =
-          texts.emplace_back(std::string(tokens[last].text) + ", &kjit_thread, " + kDebugReport);
-    } else {
-      tokens[first].text = texts.emplace_back(std::string("&kjit_thread, ")
-                                                  .append(kDebugReport)
-                                                  .append(", ")
-                                                  .append(tokens[first].text));
-    }
+    // The text goes before the first capture ("[inp, v = f(x)]", "[&i, inp]"): the last
+    // capture's last token may close a bracket, whose pairing the scans that follow rely on, or
+    // be a Metal literal, which is respelled later.
+    if (first == close || by_default || !checks) continue;
+    tokens[first].text = texts.emplace_back(
+        std::string("&kjit_thread, ").append(kDebugReport).append(", ").append(tokens[first].text));
   }
   return tokens;
 }
