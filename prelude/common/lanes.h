@@ -40,6 +40,13 @@ KJIT_INLINE unsigned rotated_down(unsigned id, unsigned d, unsigned w) {
   return (id & ~(w - 1)) + (((id & (w - 1)) + d) & (w - 1));
 }
 
+// CUDA's shuffles read only the low five bits of their lane or offset argument (PTX's
+// shfl.sync): an offset of 33 is one of 1, and -1 (as unsigned) one of 31.
+template <unsigned (*Source)(unsigned, unsigned, unsigned)>
+KJIT_INLINE unsigned by_low_five_bits(unsigned id, unsigned arg, unsigned w) {
+  return Source(id, arg & 31u, w);
+}
+
 // Shuffle-and-fill: whether lane |id| reads data (true), or fill, |d| lanes up (below it) or
 // down (above it) in its segment of |w| lanes, the read staying within the segment.
 KJIT_INLINE bool reads_within(unsigned id, unsigned d, unsigned w, bool up) {

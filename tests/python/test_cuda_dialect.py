@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kjit
-from conftest import DEVICES, poisoned
+from conftest import DEVICES, needs_gpu, poisoned
 
 
 def run(name: str, source: str, inputs: list, outputs: list[tuple[tuple, type]], device: str,
@@ -342,6 +342,54 @@ def test_warp_reductions_and_matches(device, rng):
     np.testing.assert_array_equal(outs[7], uniform.astype(np.int32))
     assert uniform[64:96].all() and not uniform[:32].all()
     np.testing.assert_array_equal(outs[8], np.full(n, 32))
+
+
+def ptx_shuffle_source(mode: str, lane: np.ndarray, b: int, width: int) -> np.ndarray:
+    """The lane each lane of a warp reads, by the PTX ISA's description of shfl.sync: the lane
+    operand's low five bits, within segments of |width| lanes; an invalid source reads itself."""
+    b &= 31
+    segment = (32 - width) & 31
+    clamp = 0 if mode == "up" else 31
+    first = lane & segment
+    last = first | (clamp & ~segment)
+    if mode == "up":
+        j = lane - b
+        valid = j >= last
+    elif mode == "down":
+        j = lane + b
+        valid = j <= last
+    elif mode == "xor":
+        j = lane ^ b
+        valid = j <= last
+    else:
+        j = first | (b & ~segment)
+        valid = j <= last
+    return np.where(valid, j, lane)
+
+
+SHUFFLE_FUNCTIONS = {"idx": "__shfl_sync", "up": "__shfl_up_sync", "down": "__shfl_down_sync",
+                     "xor": "__shfl_xor_sync"}
+
+
+@pytest.mark.parametrize("mode", ["regions", "cooperative",
+                                  pytest.param("gpu", marks=needs_gpu)])
+def test_warp_shuffles_read_the_low_five_bits_of_their_lane_argument(mode, rng, monkeypatch):
+    if mode == "cooperative":
+        monkeypatch.setenv("KJIT_CPU_REGIONS", "0")
+    cases = [(m, arg, width) for m in SHUFFLE_FUNCTIONS for arg in (33, 63, -1, 37, 5)
+             for width in (32, 8)]
+    body = "".join(f"    o0[{k} * 64 + i] = {SHUFFLE_FUNCTIONS[m]}(0xffffffffu, a[i], {arg}, "
+                   f"{width});\n" for k, (m, arg, width) in enumerate(cases))
+    x = rng.integers(0, 1 << 30, 64).astype(np.int32)
+    (out,) = run(f"warp_shuffle_arguments_{mode}",
+                 "    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n" + body, [x],
+                 [((len(cases) * 64,), np.int32)], "cuda" if mode == "gpu" else "cpu")
+    lane = np.arange(32)
+    for k, (m, arg, width) in enumerate(cases):
+        source = ptx_shuffle_source(m, lane, arg, width)
+        expected = np.concatenate([x[:32][source], x[32:][source]])
+        np.testing.assert_array_equal(out[k * 64:(k + 1) * 64], expected,
+                                      err_msg=f"{SHUFFLE_FUNCTIONS[m]}(..., {arg}, {width})")
 
 
 def butterfly(values, width, op):

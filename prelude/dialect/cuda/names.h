@@ -151,11 +151,11 @@ struct bit_xor {
 // The CPU's warp shuffles and reductions, as rows each mode's SHUFFLE(name, lane source in
 // common/lanes.h) and REDUCE(name, type, cg operation) macros expand (mode/coop/cuda.h,
 // mode/regions/cuda.h).
-#define KJIT_CUDA_WARP_SHUFFLES(SHUFFLE)               \
-  SHUFFLE(__shfl_sync, ::kjit::lanes::from_lane)       \
-  SHUFFLE(__shfl_up_sync, ::kjit::lanes::from_below)   \
-  SHUFFLE(__shfl_down_sync, ::kjit::lanes::from_above) \
-  SHUFFLE(__shfl_xor_sync, ::kjit::lanes::from_xor)
+#define KJIT_CUDA_WARP_SHUFFLES(SHUFFLE)                                                \
+  SHUFFLE(__shfl_sync, ::kjit::lanes::by_low_five_bits<::kjit::lanes::from_lane>)       \
+  SHUFFLE(__shfl_up_sync, ::kjit::lanes::by_low_five_bits<::kjit::lanes::from_below>)   \
+  SHUFFLE(__shfl_down_sync, ::kjit::lanes::by_low_five_bits<::kjit::lanes::from_above>) \
+  SHUFFLE(__shfl_xor_sync, ::kjit::lanes::by_low_five_bits<::kjit::lanes::from_xor>)
 #define KJIT_CUDA_WARP_REDUCTIONS(REDUCE)      \
   REDUCE(__reduce_add_sync, unsigned, plus)    \
   REDUCE(__reduce_add_sync, int, plus)         \
