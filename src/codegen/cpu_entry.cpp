@@ -75,9 +75,10 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
                  spec.dialect, Target::Cpu, false, spec.shared_memory);
     w.resume_generated();
   };
-  w << "static KJIT_INLINE void " << name << "(\n"
-    << params << (params.empty() ? "    " : ",\n    ")
-    << "const ::kjit::thread_ctx& kjit_group) {\n";
+  // The group is a thread_ctx or, from the small-grid entry point, a small_grid_group, whose
+  // loops over threads tell the compiler the grid's bound (target/cpu/thread.h).
+  w << "template <class kjit_group_t>\nstatic KJIT_INLINE void " << name << "(\n"
+    << params << (params.empty() ? "    " : ",\n    ") << "const kjit_group_t& kjit_group) {\n";
   w << template_declarations(spec, call.template_args);
   // Loop headers read the uniform ones.
   w << thread_locals(spec, Target::Cpu, vars, "kjit_group", "");
@@ -106,8 +107,12 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
          "  for (unsigned kjit_i = 0; kjit_i < kjit_group.group_threads(); ++kjit_i) "
          "kjit_exited[kjit_i] = false;\n";
   }
-  const std::string region_locals = thread_locals(spec, Target::Cpu, vars, "kjit_thread",
-                                                  current_thread_local(spec, vars, "kjit_thread"));
+  // A loop over threads may give a type of its own for their context (the lane it counts,
+  // target/cpu/thread.h), which the thread's locals read; the text reads it as a thread_ctx.
+  const std::string region_locals =
+      "  const ::kjit::thread_ctx& kjit_thread = kjit_thread_in_loop;\n" +
+      thread_locals(spec, Target::Cpu, vars, "kjit_thread_in_loop",
+                    current_thread_local(spec, vars, "kjit_thread"));
   // The loops of the regions are the barriers: a debug build starts a new stretch at each for
   // the race checks.
   size_t barrier = 0;
@@ -172,7 +177,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
   };
   // A loop over the group's threads that runs |text| for each thread still in the kernel.
   auto each_thread = [&](auto&& text) {
-    w << "  ::kjit::for_each_thread(kjit_group, [&](const ::kjit::thread_ctx& kjit_thread, "
+    w << "  ::kjit::for_each_thread(kjit_group, [&](const auto& kjit_thread_in_loop, "
          "unsigned long kjit_wi) __attribute__((always_inline)) {\n";
     if (plan.returns) w << "  if (kjit_exited[kjit_wi]) return;\n";
     text();
@@ -198,7 +203,7 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
         // operation type (prelude/mode/regions/), whose combine fills the result slots.
         const std::string op = "kjit_op" + std::to_string(operation++);
         w << "  auto " << op
-          << "_operand = [&](const ::kjit::thread_ctx& kjit_thread, unsigned long kjit_wi) "
+          << "_operand = [&](const auto& kjit_thread_in_loop, unsigned long kjit_wi) "
              "__attribute__((always_inline)) {\n"
           << region_locals << "  (void)kjit_wi;\n";
         open_slots(carried_within(edited, piece.begin, piece.end), piece, false);
@@ -208,9 +213,9 @@ void write_regions(Writer& w, const KernelSpec& spec, const CallSignature& call,
         w << "  ;\n  };\n"
           << "  using " << op << "_t = decltype(" << op << "_operand(kjit_group, 0u));\n"
           << "  " << op << "_t " << op << "_in[1024];\n"
-          << "  " << op << "_t::result " << op << "_out[1024];\n";
+          << "  typename " << op << "_t::result " << op << "_out[1024];\n";
         each_thread([&] {
-          w << "  " << op << "_in[kjit_wi] = " << op << "_operand(kjit_thread, kjit_wi);\n";
+          w << "  " << op << "_in[kjit_wi] = " << op << "_operand(kjit_thread_in_loop, kjit_wi);\n";
         });
         w << "  " << op << "_t::combine(" << op << "_in, " << op << "_out, "
           << (plan.returns ? "kjit_exited" : "nullptr") << ", kjit_group.group_threads());\n";
@@ -244,62 +249,70 @@ void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& sp
   // Arguments are unpacked once, outside the thread loop, into locals the loop captures by value.
   const std::vector<Param>& layout = g.layout;
   const std::string args = arguments(layout);
-  w << "extern \"C\" __attribute__((visibility(\"default\"))) void " << kCpuEntry
-    << "(\n"
-       "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
-       "    unsigned long long kjit_end) {\n";
-  for (size_t k = 0; k < layout.size(); ++k) {
-    const Param& p = layout[k];
-    const std::string i = std::to_string(p.index);
-    const std::string at = std::to_string(p.index * 10);
-    std::string init;
-    switch (p.kind) {
-      case Param::Kind::Input:
-        init = "static_cast<" + p.type + ">(kjit_launch->args[" + i + "])";
-        break;
-      case Param::Kind::Scalar:
-        init = "{*static_cast<const " + std::string(type_name(spec, call.inputs[p.index].first)) +
-               "*>(kjit_launch->args[" + i + "])}";
-        break;
-      case Param::Kind::Shape:
-        init = p.type + "::of(kjit_launch->shapes + " + at + ")";
-        break;
-      case Param::Kind::Strides:
-        init = p.type + "::of(kjit_launch->strides + " + at + ")";
-        break;
-      case Param::Kind::Ndim:
-        init = "kjit_launch->ndims[" + i + "]";
-        break;
-      case Param::Kind::Output:
-        init = "static_cast<" + p.type + ">(kjit_launch->args[" +
-               std::to_string(spec.input_names.size() + p.index) + "])";
-        break;
+  // The function named |entry|, running the groups with |run|(kjit_launch, kjit_first,
+  // kjit_end, |kernel|).
+  auto write_entry = [&](const char* entry, const std::string& run, const std::string& kernel) {
+    w << "extern \"C\" __attribute__((visibility(\"default\"))) void " << entry
+      << "(\n"
+         "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
+         "    unsigned long long kjit_end) {\n";
+    for (size_t k = 0; k < layout.size(); ++k) {
+      const Param& p = layout[k];
+      const std::string i = std::to_string(p.index);
+      const std::string at = std::to_string(p.index * 10);
+      std::string init;
+      switch (p.kind) {
+        case Param::Kind::Input:
+          init = "static_cast<" + p.type + ">(kjit_launch->args[" + i + "])";
+          break;
+        case Param::Kind::Scalar:
+          init = "{*static_cast<const " + std::string(type_name(spec, call.inputs[p.index].first)) +
+                 "*>(kjit_launch->args[" + i + "])}";
+          break;
+        case Param::Kind::Shape:
+          init = p.type + "::of(kjit_launch->shapes + " + at + ")";
+          break;
+        case Param::Kind::Strides:
+          init = p.type + "::of(kjit_launch->strides + " + at + ")";
+          break;
+        case Param::Kind::Ndim:
+          init = "kjit_launch->ndims[" + i + "]";
+          break;
+        case Param::Kind::Output:
+          init = "static_cast<" + p.type + ">(kjit_launch->args[" +
+                 std::to_string(spec.input_names.size() + p.index) + "])";
+          break;
+      }
+      w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
     }
-    w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
-  }
-  // A debug build marks each group's start and end and checks its barriers
-  // (target/cpu/debug_races.h), reporting to the report, the last parameter.
-  const std::string checks = spec.compile_options.debug
-                                 ? ", ::kjit::debug::races::group_checks{kjit_arg" +
-                                       std::to_string(layout.size() - 1) + "}"
-                                 : "";
+    // A debug build marks each group's start and end and checks its barriers
+    // (target/cpu/debug_races.h), reporting to the report, the last parameter.
+    const std::string checks = spec.compile_options.debug
+                                   ? ", ::kjit::debug::races::group_checks{kjit_arg" +
+                                         std::to_string(layout.size() - 1) + "}"
+                                   : "";
+    w << "  " << run << "(kjit_launch, kjit_first, kjit_end,\n      " << kernel << checks
+      << ");\n}\n\n";
+  };
+  const std::string call_kernel = g.kernel_name + "(" + args;
   switch (mode) {
     case CpuMode::Coroutine:
-      w << "  ::kjit::coop::run_groups(kjit_launch, kjit_first, kjit_end,\n"
-           "      [=](const ::kjit::thread_ctx& t) {\n        return "
-        << g.kernel_name << "(" << args << "t);\n      }" << checks << ");\n}\n\n";
+      write_entry(
+          kCpuEntry, "::kjit::coop::run_groups",
+          "[=](const ::kjit::thread_ctx& t) {\n        return " + call_kernel + "t);\n      }");
       break;
-    case CpuMode::Regions:
-      w << "  ::kjit::run_whole_groups(kjit_launch, kjit_first, kjit_end,\n"
-           "      [=](const ::kjit::thread_ctx& kjit_group) __attribute__((always_inline)) {\n"
-           "        "
-        << g.kernel_name << "(" << args << "kjit_group);\n      }" << checks << ");\n}\n\n";
+    case CpuMode::Regions: {
+      const std::string kernel =
+          "[=](const auto& kjit_group) __attribute__((always_inline)) {\n        " + call_kernel +
+          "kjit_group);\n      }";
+      write_entry(kCpuEntry, "::kjit::run_whole_groups", kernel);
+      write_entry(kCpuSmallGridEntry, "::kjit::run_whole_groups<::kjit::small_grid_group>", kernel);
       break;
+    }
     case CpuMode::Loop:
-      w << "  ::kjit::run_groups_loop(kjit_launch, kjit_first, kjit_end,\n"
-           "      [=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n"
-           "        "
-        << g.kernel_name << "(" << args << "t);\n      }" << checks << ");\n}\n\n";
+      write_entry(kCpuEntry, "::kjit::run_groups_loop",
+                  "[=](const ::kjit::thread_ctx& t) __attribute__((always_inline)) {\n        " +
+                      call_kernel + "t);\n      }");
       break;
   }
   w << "}  // namespace kjit_user\n";

@@ -22,6 +22,8 @@ struct CallSignature {
 
 /// The symbol of the generated entry point on the CPU.
 inline constexpr const char* kCpuEntry = "kjit_cpu_entry";
+/// A region-mode kernel's second one, for launches of small grids (prelude/target/cpu/abi.h).
+inline constexpr const char* kCpuSmallGridEntry = "kjit_cpu_entry_small_grid";
 
 /// A CUDA kernel has an entry point per way a launch lays out its groups as blocks
 /// (kjit_cuda_layout in prelude/target/cuda/abi.h) and per whether every group is full. Each is

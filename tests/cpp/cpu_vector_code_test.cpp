@@ -29,7 +29,8 @@ using codegen::GeneratedSource;
 // T = float), in the CPU mode |expected| (the one kjit chooses for it), compiled for
 // -march=|arch| in |mode|.
 std::string entry_assembly(const std::string& body, MathMode mode, const std::string& arch,
-                           codegen::CpuMode expected = codegen::CpuMode::Loop) {
+                           codegen::CpuMode expected = codegen::CpuMode::Loop,
+                           const std::string& entry = codegen::kCpuEntry) {
   CompileOptions options;
   options.math_mode = mode;
   auto spec = make_spec(Dialect::Metal, "vector_probe", {"inp"}, {"out"}, body, "",
@@ -50,7 +51,7 @@ std::string entry_assembly(const std::string& body, MathMode mode, const std::st
   EXPECT_EQ(run.code, 0) << run.output;
   std::ifstream in(assembly);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  const size_t begin = text.find("\nkjit_cpu_entry:");
+  const size_t begin = text.find("\n" + entry + ":");
   const size_t end = text.find(".cfi_endproc", begin);
   EXPECT_NE(begin, std::string::npos);
   return begin == std::string::npos ? std::string() : text.substr(begin, end - begin);
@@ -140,6 +141,28 @@ TEST_P(VectorCode, RegionLoopsVectorise) {
       "if (t == 0) out[threadgroup_position_in_grid.x] = partial[0];\n";
   assembly = entry_assembly(tree_step, MathMode::Safe, GetParam(), codegen::CpuMode::Regions);
   EXPECT_GE(packed_count(assembly, "vaddps"), 1) << assembly;
+}
+
+// In a small grid, a row of one simdgroup reads its lanes' consecutive elements as vectors,
+// though the body computes their index in 32 bits (inp[row * 1024 + k0 + lane], MLX's way):
+// the entry for such grids loads them with packed moves, where the other entry, which cannot
+// rule out a wrapping index, loads each lane's element alone.
+TEST_P(VectorCode, SmallGridsReadConsecutiveLanesAsVectors) {
+  const std::string row_max =
+      "const uint row = thread_position_in_grid.y, lane = thread_index_in_simdgroup;\n"
+      "float best = -INFINITY;\n"
+      "for (uint k0 = 0; k0 < 1024; k0 += 32) {\n"
+      "  const float v = inp[row * 1024 + k0 + lane];\n"
+      "  if (v > best) best = v;\n"
+      "}\n"
+      "out[row * 32 + lane] = simd_max(best);\n";
+  const std::string small = entry_assembly(row_max, MathMode::Safe, GetParam(),
+                                           codegen::CpuMode::Regions, codegen::kCpuSmallGridEntry);
+  const std::string any =
+      entry_assembly(row_max, MathMode::Safe, GetParam(), codegen::CpuMode::Regions);
+  EXPECT_GE(packed_count(small, "vmaxps|vcmp[a-z]+ps"), 1) << small;
+  EXPECT_EQ(small.find("vinsertps"), std::string::npos) << small;
+  EXPECT_NE(any.find("vinsertps"), std::string::npos) << any;
 }
 
 // The 256-bit target uses no 512-bit register: the -march value reached the compiler.

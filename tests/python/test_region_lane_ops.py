@@ -320,6 +320,44 @@ def test_a_block_reduction_with_barriers_and_operations_in_a_2d_group(rng):
     assert out.tobytes() == coop.tobytes()
 
 
+ROW_SUM = """
+    const uint row = thread_position_in_grid.y + 37 * thread_position_in_grid.z;
+    const uint lane = thread_index_in_simdgroup;
+    int s = 0;
+    for (uint k0 = 0; k0 < 64; k0 += 32) {
+        const int v = in0[row * 64 + k0 + lane];
+        if (v > 0) s += v;
+    }
+    const int total = simd_sum(s);
+    if (thread_position_in_grid.x < 32) out[row * 32 + lane] = total * 32 + int(lane);
+"""
+
+
+@pytest.mark.parametrize("grid,group", [((32, 37, 3), (32, 4, 2)),   # rows of one simdgroup
+                                        ((32, 37, 3), (32, 1, 1)),
+                                        ((48, 37, 3), (32, 4, 1))])  # and a partial row
+def test_rows_of_a_simdgroup_count_their_lanes(rng, grid, group):
+    # Partial groups at the y and z edges; with 48 threads a row, the second group of each row
+    # has 16, whose lanes are not a whole simdgroup.
+    rows = grid[1] * grid[2]
+    x = rng.integers(-5, 6, (rows, 64)).astype(np.int32)
+    expected = np.where(x > 0, x, 0).sum(1)[:, None] * 32 + np.arange(32)
+    check(ROW_SUM, [x.reshape(-1)], (rows * 32,), np.int32, grid, group, expected.reshape(-1))
+
+
+def test_grids_beyond_the_small_grid_bound_take_the_general_entry_point(rng):
+    # More than 2^20 threads along x: the kernel's other entry point runs it, still right.
+    n = (1 << 20) + 96
+    x = rng.integers(-3, 4, n).astype(np.int32)
+    source = """
+        const uint i = thread_position_in_grid.x;
+        out[i] = simd_sum(in0[i]) * 32 + int(thread_index_in_simdgroup);
+    """
+    lane = np.arange(n) % 32
+    expected = np.repeat(x.reshape(-1, 32).sum(1), 32) * 32 + lane
+    check(source, [x], (n,), np.int32, (n, 1, 1), (64, 1, 1), expected)
+
+
 CUDA_CASES = [
     ("__shfl_down_sync(0xffffffffu, v, 4, 16)",
      lambda x, lane: x[np.where(lane % 16 + 4 < 16, lane + 4, lane) + (np.arange(64) // 32) * 32]),

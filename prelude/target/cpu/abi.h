@@ -19,3 +19,10 @@ typedef void (*kjit_cpu_entry_fn)(const struct kjit_cpu_launch* launch, unsigned
                                   unsigned long long end);
 
 #define KJIT_CPU_ENTRY_SYMBOL "kjit_cpu_entry"
+
+// Region-mode kernels have a second entry point, for launches whose grid has at most
+// KJIT_CPU_SMALL_GRID threads along each dimension: knowing that bound, the compiler can prove
+// that a body's 32-bit index arithmetic does not wrap, and read consecutive lanes' elements as
+// one vector.
+#define KJIT_CPU_SMALL_GRID_ENTRY_SYMBOL "kjit_cpu_entry_small_grid"
+#define KJIT_CPU_SMALL_GRID (1u << 20)

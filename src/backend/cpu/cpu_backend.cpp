@@ -101,7 +101,7 @@ class CpuLaunch final : public PreparedLaunch {
     std::memcpy(L.grid, grid_, sizeof grid_);
     std::memcpy(L.group, group_, sizeof group_);
     std::memcpy(L.groups, groups_, sizeof groups_);
-    kjit_cpu_entry_fn entry = module_->entry();
+    kjit_cpu_entry_fn entry = module_->entry(grid_);
     const CodeRange& code = module_->code();
     const uint64_t interrupts = interrupt_count();  // a SIGINT from here on stops the launch
     std::atomic<int> trapped{0};                    // the first trap's signal

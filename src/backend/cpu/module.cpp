@@ -75,6 +75,8 @@ std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
   std::shared_ptr<Module> m(new Module());
   m->handle_ = handle;
   m->entry_ = entry;
+  m->small_grid_entry_ =
+      reinterpret_cast<kjit_cpu_entry_fn>(dlsym(handle, KJIT_CPU_SMALL_GRID_ENTRY_SYMBOL));
   m->bytes_ = shared_object.size();
   m->code_ = code_around(reinterpret_cast<const void*>(entry));
   if (m->code_.begin == m->code_.end) {
@@ -82,6 +84,12 @@ std::shared_ptr<const Module> Module::load(std::string_view shared_object) {
     throw std::runtime_error("kjit: a compiled kernel's code was not found in the process");
   }
   return m;
+}
+
+kjit_cpu_entry_fn Module::entry(const unsigned (&grid)[3]) const {
+  const bool small = grid[0] <= KJIT_CPU_SMALL_GRID && grid[1] <= KJIT_CPU_SMALL_GRID &&
+                     grid[2] <= KJIT_CPU_SMALL_GRID;
+  return small && small_grid_entry_ ? small_grid_entry_ : entry_;
 }
 
 Module::~Module() {

@@ -19,7 +19,9 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  kjit_cpu_entry_fn entry() const { return entry_; }
+  /// The entry point for a launch of |grid| threads per dimension: a region-mode kernel's
+  /// small-grid one where the grid is small enough (prelude/target/cpu/abi.h).
+  kjit_cpu_entry_fn entry(const unsigned (&grid)[3]) const;
   /// The addresses of the module's machine code.
   const CodeRange& code() const { return code_; }
   /// The size of the shared object it was loaded from.
@@ -29,6 +31,7 @@ class Module {
   Module() = default;
   void* handle_ = nullptr;
   kjit_cpu_entry_fn entry_ = nullptr;
+  kjit_cpu_entry_fn small_grid_entry_ = nullptr;  // null for kernels without one
   CodeRange code_;
   uint64_t bytes_ = 0;
 };
