@@ -269,6 +269,17 @@ size_t lambda_captures_end(const std::vector<Token>& t, size_t open) {
     k = opening(t, k);
     if (k == t.size()) return t.size();
     k = index_before(t, k);
+    // A template lambda's parameters: []<class T>(T v) { ... }.
+    if (k != t.size() && (t[k].text == ">" || t[k].text == ">>")) {
+      int depth = 0;
+      for (; k != t.size(); k = index_before(t, k)) {
+        if (t[k].text == ">" || t[k].text == ">>") depth += int(t[k].text.size());
+        if (t[k].text == "<" && --depth == 0) break;
+        if (is_one_of(t[k].text, {";", "{", "}"})) return t.size();
+      }
+      if (k == t.size()) return t.size();
+      k = index_before(t, k);
+    }
   }
   return k != t.size() && t[k].text == "]" ? k : t.size();
 }

@@ -69,8 +69,8 @@ std::string blank_keeping_lines(std::string_view text);
 std::vector<size_t> top_level(const std::vector<Token>& t, size_t open, size_t close,
                               std::string_view separator);
 
-/// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {", with
-/// optional specifiers and a trailing return type before the brace.
+/// Whether the '{' at |open| starts the body of a lambda: "[...] {", "[...](...) {",
+/// "[...]<class T>(...) {", with optional specifiers and a trailing return type before the brace.
 bool opens_lambda_body(const std::vector<Token>& t, size_t open);
 
 /// The ']' that ends the captures of the lambda whose body the '{' at |open| starts, or

@@ -174,6 +174,27 @@ TEST(TokenScan, BracketsARewriteWrappedInParenthesesStillPair) {
   EXPECT_EQ(closing(t, open), t.size());
 }
 
+// Whether each '{' of |text| opens a lambda's body, in order.
+std::vector<bool> lambda_bodies(const std::string& text) {
+  const std::vector<Token> t = lex(text);
+  std::vector<bool> opens;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k].text == "{") opens.push_back(opens_lambda_body(t, k));
+  }
+  return opens;
+}
+
+TEST(TokenScan, LambdaBodiesAreFoundWithTheirTemplateParameters) {
+  EXPECT_EQ(lambda_bodies("auto f = [](T v) { return v; };"), std::vector<bool>{true});
+  EXPECT_EQ(lambda_bodies("auto f = []<class T>(T v) { return v; };"), std::vector<bool>{true});
+  EXPECT_EQ(lambda_bodies("auto f = [&]<class T, int N = 2>(vec<T, N> v) mutable -> T { };"),
+            std::vector<bool>{true});
+  EXPECT_EQ(lambda_bodies("auto f = []<class T = vec<int>>(T v) { };"), std::vector<bool>{true});
+  // A comparison before a call's parentheses, and a function's body, open none.
+  EXPECT_EQ(lambda_bodies("if (a[i] > f(x)) { } void g(int v) { }"),
+            (std::vector<bool>{false, false}));
+}
+
 // The names that declares_name says |text| declares.
 std::vector<std::string> declared(const std::string& text) {
   const std::vector<Token> t = lex(text);

@@ -207,6 +207,31 @@ def test_digraph_braces_are_braces(device, rng):
     np.testing.assert_array_equal(out, expected)
 
 
+TEMPLATE_LAMBDA = """
+const uint i = thread_position_in_grid.x;
+auto twice = []<class T>(T v) { return v * T(2); };
+auto sum_of = []<class T, int N = 2>(vec<T, N> v) -> T { return v.x + v.y; };
+float x = sum_of(float2(twice(inp[i]), 0.0f));
+threadgroup_barrier(mem_flags::mem_none);
+out[i] = simd_sum(x);
+"""
+
+
+@pytest.mark.parametrize("regions", ["1", "0"])
+def test_a_template_lambda_returns_from_itself(regions, rng, monkeypatch, real_factories):
+    # Where the body waits, its returns become the threads' (co_return, or leaving the
+    # group's loop); a template lambda's stay the lambda's, in region and cooperative mode.
+    # Template lambdas are C++20, which the CPU compiles; NVRTC compiles C++17.
+    monkeypatch.setenv("KJIT_CPU_REGIONS", regions)
+    k = kjit.metal_kernel(name=f"template_lambda_{regions}", input_names=["inp"],
+                          output_names=["out"], source=TEMPLATE_LAMBDA)
+    x = rng.integers(-8, 8, 64).astype(np.float32)
+    (out,) = k(inputs=[x], output_shapes=[(64,)], output_dtypes=[np.float32], grid=(64, 1, 1),
+               threadgroup=(32, 1, 1), device="cpu")
+    expected = np.repeat([2 * x[:32].sum(), 2 * x[32:].sum()], 32)
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_a_line_comment_ending_in_a_backslash_comments_out_the_next_line(rng):
     # As in C++: the compiler splices the lines before it sees the comment.
     kernel = kjit.metal_kernel(name="continued_comment", input_names=["inp"],
