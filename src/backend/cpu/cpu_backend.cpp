@@ -78,6 +78,7 @@ class CpuLaunch final : public PreparedLaunch {
     std::memcpy(grid_, layout.dims.grid, sizeof grid_);
     std::memcpy(group_, layout.dims.group, sizeof group_);
     std::memcpy(groups_, layout.dims.groups, sizeof groups_);
+    entry_ = module_->entry(grid_);
   }
 
   void run(std::span<const ArrayRef> inputs, std::span<const ArrayRef> outputs,
@@ -101,7 +102,7 @@ class CpuLaunch final : public PreparedLaunch {
     std::memcpy(L.grid, grid_, sizeof grid_);
     std::memcpy(L.group, group_, sizeof group_);
     std::memcpy(L.groups, groups_, sizeof groups_);
-    kjit_cpu_entry_fn entry = module_->entry(grid_);
+    const kjit_cpu_entry_fn entry = entry_;
     const CodeRange& code = module_->code();
     const uint64_t interrupts = interrupt_count();  // a SIGINT from here on stops the launch
     std::atomic<int> trapped{0};                    // the first trap's signal
@@ -157,6 +158,7 @@ class CpuLaunch final : public PreparedLaunch {
   std::vector<int64_t> strides_;
   std::vector<int> ndims_;
   unsigned grid_[3], group_[3], groups_[3];
+  kjit_cpu_entry_fn entry_;  // the module's entry point for these sizes
 };
 
 class CpuProgram final : public Program {
