@@ -249,50 +249,51 @@ void write_entry_point(Writer& w, const GeneratedSource& g, const KernelSpec& sp
   // Arguments are unpacked once, outside the thread loop, into locals the loop captures by value.
   const std::vector<Param>& layout = g.layout;
   const std::string args = arguments(layout);
+  std::string unpacked;
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const Param& p = layout[k];
+    const std::string i = std::to_string(p.index);
+    const std::string at = std::to_string(p.index * 10);
+    std::string init;
+    switch (p.kind) {
+      case Param::Kind::Input:
+        init = "static_cast<" + p.type + ">(kjit_launch->args[" + i + "])";
+        break;
+      case Param::Kind::Scalar:
+        init = "{*static_cast<const " + std::string(type_name(spec, call.inputs[p.index].first)) +
+               "*>(kjit_launch->args[" + i + "])}";
+        break;
+      case Param::Kind::Shape:
+        init = p.type + "::of(kjit_launch->shapes + " + at + ")";
+        break;
+      case Param::Kind::Strides:
+        init = p.type + "::of(kjit_launch->strides + " + at + ")";
+        break;
+      case Param::Kind::Ndim:
+        init = "kjit_launch->ndims[" + i + "]";
+        break;
+      case Param::Kind::Output:
+        init = "static_cast<" + p.type + ">(kjit_launch->args[" +
+               std::to_string(spec.input_names.size() + p.index) + "])";
+        break;
+    }
+    unpacked += "  " + p.type + " const kjit_arg" + std::to_string(k) + " = " + init + ";\n";
+  }
+  // A debug build marks each group's start and end and checks its barriers
+  // (target/cpu/debug_races.h), reporting to the report, the last parameter.
+  const std::string checks = spec.compile_options.debug
+                                 ? ", ::kjit::debug::races::group_checks{kjit_arg" +
+                                       std::to_string(layout.size() - 1) + "}"
+                                 : "";
   // The function named |entry|, running the groups with |run|(kjit_launch, kjit_first,
   // kjit_end, |kernel|).
   auto write_entry = [&](const char* entry, const std::string& run, const std::string& kernel) {
     w << "extern \"C\" __attribute__((visibility(\"default\"))) void " << entry
       << "(\n"
          "    const kjit_cpu_launch* kjit_launch, unsigned long long kjit_first,\n"
-         "    unsigned long long kjit_end) {\n";
-    for (size_t k = 0; k < layout.size(); ++k) {
-      const Param& p = layout[k];
-      const std::string i = std::to_string(p.index);
-      const std::string at = std::to_string(p.index * 10);
-      std::string init;
-      switch (p.kind) {
-        case Param::Kind::Input:
-          init = "static_cast<" + p.type + ">(kjit_launch->args[" + i + "])";
-          break;
-        case Param::Kind::Scalar:
-          init = "{*static_cast<const " + std::string(type_name(spec, call.inputs[p.index].first)) +
-                 "*>(kjit_launch->args[" + i + "])}";
-          break;
-        case Param::Kind::Shape:
-          init = p.type + "::of(kjit_launch->shapes + " + at + ")";
-          break;
-        case Param::Kind::Strides:
-          init = p.type + "::of(kjit_launch->strides + " + at + ")";
-          break;
-        case Param::Kind::Ndim:
-          init = "kjit_launch->ndims[" + i + "]";
-          break;
-        case Param::Kind::Output:
-          init = "static_cast<" + p.type + ">(kjit_launch->args[" +
-                 std::to_string(spec.input_names.size() + p.index) + "])";
-          break;
-      }
-      w << "  " << p.type << " const kjit_arg" << std::to_string(k) << " = " << init << ";\n";
-    }
-    // A debug build marks each group's start and end and checks its barriers
-    // (target/cpu/debug_races.h), reporting to the report, the last parameter.
-    const std::string checks = spec.compile_options.debug
-                                   ? ", ::kjit::debug::races::group_checks{kjit_arg" +
-                                         std::to_string(layout.size() - 1) + "}"
-                                   : "";
-    w << "  " << run << "(kjit_launch, kjit_first, kjit_end,\n      " << kernel << checks
-      << ");\n}\n\n";
+         "    unsigned long long kjit_end) {\n"
+      << unpacked << "  " << run << "(kjit_launch, kjit_first, kjit_end,\n      " << kernel
+      << checks << ");\n}\n\n";
   };
   const std::string call_kernel = g.kernel_name + "(" + args;
   switch (mode) {
